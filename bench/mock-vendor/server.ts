@@ -1,0 +1,281 @@
+// The mock upstream vendor: an OpenAI Chat Completions endpoint on node:http, steered per
+// request by `[[mock ...]]` directives. Built to be cheap per request (the benchmark runs it next
+// to the gateway on a small machine): no logging, no per-chunk JSON.stringify, keep-alive on.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } from './completion.js';
+import { directivesFromMessages } from './directives.js';
+import { badJson, errorJson, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
+import { randomId } from './ids.js';
+import { RequestLog, type MockRequestRecord } from './records.js';
+import { streamFrames, type Frame } from './stream.js';
+
+export type { MockBehaviour } from './completion.js';
+export type { MockRequestRecord } from './records.js';
+
+export interface MockVendor {
+  /** Like `http://127.0.0.1:PORT`, no trailing slash. */
+  url: string;
+  port: number;
+  requests(): MockRequestRecord[];
+  clearRequests(): void;
+  close(): Promise<void>;
+}
+
+export interface MockVendorOptions {
+  /** 0 (the default) picks any free port. */
+  port?: number;
+  host?: string;
+  defaults?: Partial<MockBehaviour>;
+  /** How many recent request records to keep (default 200; 0 keeps none). */
+  keepRequests?: number;
+}
+
+const DEFAULT_BEHAVIOUR: MockBehaviour = { latencyMs: 0, chunks: 16, chunkDelayMs: 0 };
+const INSPECTION_PATH = '/__mock/requests';
+const CHAT_SUFFIX = '/chat/completions';
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+export async function startMockVendor(opts: MockVendorOptions = {}): Promise<MockVendor> {
+  const behaviour: MockBehaviour = { ...DEFAULT_BEHAVIOUR, ...opts.defaults };
+  const log = new RequestLog(opts.keepRequests ?? 200);
+  const server = http.createServer((req, res) => route(req, res, behaviour, log));
+  // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${urlHost(host)}:${port}`,
+    port,
+    requests: () => log.list(),
+    clearRequests: () => log.clear(),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        // In-flight streams would otherwise hold close() open; their records show clientAborted.
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A host usable in a URL: wildcard listens are reached on loopback; IPv6 needs brackets. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog): void {
+  const url = req.url ?? '/';
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  if (path === INSPECTION_PATH) {
+    inspect(req, res, log);
+    return;
+  }
+  const record: MockRequestRecord = {
+    id: randomId('chatcmpl-', 29),
+    path,
+    authorization: req.headers.authorization,
+    body: undefined,
+    stream: false,
+    contentChunksWritten: 0,
+    completed: false,
+    clientAborted: false,
+    status: 0,
+  };
+  log.add(record);
+  const exchange = new Exchange(res, record);
+  if (req.method !== 'POST' || !path.endsWith(CHAT_SUFFIX)) {
+    req.resume();
+    exchange.sendError(notFound(req.method ?? 'GET', path));
+    return;
+  }
+  readBody(req, (err, text) => {
+    if (err) {
+      exchange.sendError(err);
+      return;
+    }
+    chatCompletion(exchange, text, behaviour);
+  });
+}
+
+function inspect(req: http.IncomingMessage, res: http.ServerResponse, log: RequestLog): void {
+  req.resume();
+  if (req.method === 'GET') {
+    const body = JSON.stringify(log.list());
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+  } else if (req.method === 'DELETE') {
+    log.clear();
+    res.writeHead(204).end();
+  } else {
+    const body = errorJson(notFound(req.method ?? 'GET', INSPECTION_PATH));
+    res.writeHead(404, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+  }
+}
+
+function readBody(req: http.IncomingMessage, done: (err: MockError | undefined, text: string) => void): void {
+  const parts: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  req.on('data', (part: Buffer) => {
+    size += part.length;
+    if (size > MAX_BODY_BYTES) tooLarge = true;
+    else parts.push(part);
+  });
+  req.on('end', () => {
+    if (tooLarge) done({ status: 413, message: 'Request body too large.', type: 'invalid_request_error', code: null }, '');
+    else done(undefined, parts.length === 1 ? (parts[0] as Buffer).toString('utf8') : Buffer.concat(parts).toString('utf8'));
+  });
+  // An aborted upload surfaces as the response's 'close' (see Exchange); nothing to answer.
+  req.on('error', () => {});
+}
+
+function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehaviour): void {
+  const record = exchange.record;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    record.body = text;
+    if (!hasBearerToken(record.authorization)) exchange.sendError(missingApiKey);
+    else exchange.sendError(badJson((err as Error).message));
+    return;
+  }
+  record.body = body;
+  if (!hasBearerToken(record.authorization)) {
+    exchange.sendError(missingApiKey);
+    return;
+  }
+  const request = parseChatRequest(body);
+  if ('status' in request) {
+    exchange.sendError(request);
+    return;
+  }
+  record.stream = request.stream;
+  const directives = directivesFromMessages(request.messages);
+  const fail = directives.fail;
+  const plan = fail === undefined ? planCompletion(record.id, request, directives, behaviour) : undefined;
+  const respond = (): void => {
+    if (plan === undefined) exchange.sendError(simulatedFailure(fail as number));
+    else if (!request.stream) exchange.sendJson(200, completionJson(plan));
+    else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, directives.disconnectAfter);
+  };
+  exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
+}
+
+function hasBearerToken(authorization: string | undefined): boolean {
+  return authorization !== undefined && /^Bearer\s+\S/i.test(authorization);
+}
+
+/**
+ * One response in progress: writes it, keeps its record current, and stops all work (timers,
+ * writes) the moment the connection closes.
+ */
+class Exchange {
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** Set when the mock itself cut the connection (disconnect_after), which is not a client abort. */
+  private cutByServer = false;
+
+  constructor(
+    private readonly res: http.ServerResponse,
+    readonly record: MockRequestRecord,
+  ) {
+    res.on('finish', () => {
+      record.completed = true;
+    });
+    res.on('close', () => {
+      this.closed = true;
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timer = undefined;
+      if (!res.writableFinished && !this.cutByServer) record.clientAborted = true;
+    });
+  }
+
+  /** Run `next` after `ms` (at once for 0), unless the client leaves first. */
+  after(ms: number, next: () => void): void {
+    if (ms <= 0) next();
+    else this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!this.closed) next();
+    }, ms);
+  }
+
+  sendJson(status: number, body: string, headers?: Record<string, string>): void {
+    if (this.closed) return;
+    this.record.status = status;
+    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+    this.res.end(body);
+  }
+
+  sendError(err: MockError): void {
+    // Real vendors tell rate-limited clients when to come back.
+    this.sendJson(err.status, errorJson(err), err.status === 429 ? { 'retry-after': '1' } : undefined);
+  }
+
+  /**
+   * Writes each frame with its own res.write. With a delay, one timer per token frame; with none,
+   * all frames go out synchronously. `disconnectAfter` cuts the connection once that many content
+   * chunks are out, before anything else is written.
+   */
+  stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void {
+    if (this.closed) return;
+    this.record.status = 200;
+    this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const write = (frame: Frame): void => {
+      this.res.write(frame.data);
+      if (frame.kind === 'content') this.record.contentChunksWritten++;
+    };
+    const pump = (): void => {
+      for (;;) {
+        if (this.closed) return;
+        const next = frames.next();
+        if (next.done) {
+          this.res.end();
+          return;
+        }
+        const frame = next.value;
+        if (disconnectAfter !== undefined && this.record.contentChunksWritten >= disconnectAfter && cutsBefore(frame)) {
+          this.cut();
+          return;
+        }
+        if (delayMs > 0 && (frame.kind === 'content' || frame.kind === 'reasoning')) {
+          this.timer = setTimeout(() => {
+            this.timer = undefined;
+            if (this.closed) return;
+            write(frame);
+            pump();
+          }, delayMs);
+          return;
+        }
+        write(frame);
+      }
+    };
+    pump();
+  }
+
+  /** Simulates an upstream dying mid-stream: what was written arrives, then the connection ends
+   * with the chunked body unterminated (no finish chunk, no usage, no [DONE]). */
+  private cut(): void {
+    this.cutByServer = true;
+    const socket = this.res.socket;
+    if (socket === null) return;
+    // end() flushes the corked writes first; destroying at once could drop them.
+    socket.end();
+    socket.once('finish', () => socket.destroy());
+  }
+}
+
+/** Frames a disconnect_after cut happens before: everything from the content phase on. */
+function cutsBefore(frame: Frame): boolean {
+  return frame.kind !== 'head' && frame.kind !== 'reasoning';
+}

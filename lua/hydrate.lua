@@ -1,0 +1,13 @@
+--[[ hydrate.lua: load a user's balance from Postgres figures, only if Redis has none.
+
+  KEYS[1]  balance of the user (hash: credits, held, deposits)
+  ARGV[1]  credits, nano-USD (sum of the user's transactions)
+  ARGV[2]  deposits, nano-USD (sum of the user's positive transactions)
+
+  Returns 1 when loaded, 0 when a balance was already there.
+]]
+local rcall = redis.call
+local balanceKey = KEYS[1]
+if rcall('EXISTS', balanceKey) == 1 then return 0 end
+rcall('HSET', balanceKey, 'credits', ARGV[1], 'held', 0, 'deposits', ARGV[2])
+return 1

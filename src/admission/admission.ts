@@ -1,0 +1,63 @@
+import { ApiError } from '../http/errors.js';
+import type { Balances } from '../billing/balances.js';
+import { nanoToUsd } from '../billing/pricing.js';
+import type { Metrics } from '../metrics.js';
+import { seconds } from '../metrics.js';
+import type { RedisKeys } from './keys.js';
+import { admit, settle, type ScriptedRedis } from './scripts.js';
+
+export interface AdmissionLimits {
+  readonly requests: number;
+  readonly windowMs: number;
+  readonly reservationTtlMs: number;
+}
+
+/** Admission and settlement of inference calls: one Lua round trip each, errors mapped to API errors. */
+export class Admission {
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly keys: RedisKeys,
+    private readonly balances: Balances,
+    private readonly limits: AdmissionLimits,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /** Reserves `amountNano` for the call or throws 429 (with Retry-After) or 402. */
+  async reserve(userId: string, keyId: string, reservationId: string, amountNano: bigint): Promise<void> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const started = process.hrtime.bigint();
+      const result = await admit(this.redis, this.keys, {
+        userId, keyId, reservationId, amountNano,
+        limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs,
+      });
+      this.metrics.scriptDuration.observe({ script: 'admit' }, seconds(started));
+      switch (result.kind) {
+        case 'admitted':
+          return;
+        case 'rate_limited': {
+          this.metrics.rejections.inc({ reason: 'rate_limited' });
+          const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
+          throw new ApiError(429, 'rate_limit_exceeded',
+            `Rate limit exceeded: at most ${this.limits.requests} requests per ${this.limits.windowMs / 1000} seconds per API key. Retry after ${retryAfter} seconds.`,
+            null, { 'retry-after': String(retryAfter), 'retry-after-ms': String(result.retryAfterMs) });
+        }
+        case 'insufficient_credits':
+          this.metrics.rejections.inc({ reason: 'insufficient_credits' });
+          throw new ApiError(402, 'insufficient_credits',
+            `Insufficient credits: this request may cost up to ${nanoToUsd(amountNano)} USD and ${nanoToUsd(Math.max(0, result.available))} USD is available.`);
+        case 'not_loaded':
+          await this.balances.load(userId);
+          continue;
+      }
+    }
+    throw new Error(`balance of ${userId} did not load`);
+  }
+
+  /** Charges `chargeNano` (capped at the reservation), releases the rest and queues the ledger event. */
+  async settle(userId: string, reservationId: string, chargeNano: bigint, event: string): Promise<bigint> {
+    const started = process.hrtime.bigint();
+    const result = await settle(this.redis, this.keys, { userId, reservationId, chargeNano, event });
+    this.metrics.scriptDuration.observe({ script: 'settle' }, seconds(started));
+    return result.chargedNano;
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * Every Redis key the gateway uses, built in one place. A user's keys share the hash tag
+ * `{u:<user id>}`, so each Lua script touches one Cluster slot.
+ */
+export class RedisKeys {
+  constructor(readonly prefix: string) {}
+
+  private user(userId: string): string {
+    return `${this.prefix}{u:${userId}}`;
+  }
+  balance(userId: string): string {
+    return `${this.user(userId)}:bal`;
+  }
+  reservations(userId: string): string {
+    return `${this.user(userId)}:res`;
+  }
+  reservationDeadlines(userId: string): string {
+    return `${this.user(userId)}:resexp`;
+  }
+  ledger(userId: string): string {
+    return `${this.user(userId)}:ledger`;
+  }
+  rateWindow(userId: string, keyId: string): string {
+    return `${this.user(userId)}:rl:${keyId}`;
+  }
+  /** Users whose ledger stream has undrained events (a hint; a periodic scan backs it up). */
+  ledgerDirty(): string {
+    return `${this.prefix}ledger:dirty`;
+  }
+  ledgerScanPattern(): string {
+    return `${this.prefix}{u:*}:ledger`;
+  }
+  userIdOfLedgerKey(key: string): string | undefined {
+    const match = /\{u:(.+)\}:ledger$/.exec(key.slice(this.prefix.length));
+    return match?.[1];
+  }
+  /** Pub/sub channel announcing API key changes (revocation, disable), so caches drop them at once. */
+  keyEvents(): string {
+    return `${this.prefix}keys:events`;
+  }
+}

@@ -1,0 +1,100 @@
+import type { Sql } from '../store/db.js';
+import { ApiError, unauthorized } from '../http/errors.js';
+import { ensureAccount } from '../store/accounts.js';
+import { findActiveKeyByPublicId, type ApiKeyRow } from '../store/api-keys.js';
+import { parseApiKey, secretMatches } from './api-key-format.js';
+import { verifyJwt } from './jwt.js';
+
+export interface AuthenticatedKey {
+  readonly id: string;
+  readonly userId: string;
+  readonly publicId: string;
+  readonly isProvisioning: boolean;
+  readonly row: ApiKeyRow;
+}
+
+interface CacheEntry {
+  readonly row: ApiKeyRow | undefined;
+  readonly until: number;
+}
+
+const POSITIVE_TTL_MS = 30_000;
+// Unknown public ids are remembered briefly so a flood of bad keys does not reach Postgres.
+const NEGATIVE_TTL_MS = 5_000;
+const MAX_CACHE_ENTRIES = 100_000;
+
+/** Bearer token of an Authorization header, or '' when there is none. */
+export function bearerToken(authorization: string): string {
+  return authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ' ? authorization.slice(7).trim() : '';
+}
+
+export const looksLikeApiKey = (token: string) => token.startsWith('sk-');
+
+/**
+ * API keys by public id through an in-process cache (short TTL, dropped at once by a Redis pub/sub
+ * message on revoke/update); the secret is checked against its keyed hash in constant time.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly knownAccounts = new Set<string>();
+
+  constructor(private readonly sql: Sql, private readonly keySecret: string, private readonly keyPrefix: string) {}
+
+  private readonly revoked = new Map<string, number>();
+
+  /** A key changed elsewhere (pub/sub): forget it; when revoked, in-flight requests must stop too. */
+  invalidate(publicId: string, revoked: boolean): void {
+    this.cache.delete(publicId);
+    if (revoked) {
+      const now = Date.now();
+      this.revoked.set(publicId, now);
+      // Requests outlive the cache by at most the upstream timeout; older entries are of no use.
+      for (const [id, at] of this.revoked) if (now - at > 3_600_000) this.revoked.delete(id);
+    }
+  }
+
+  /** Checked before each upstream call of a request that was authenticated earlier. */
+  isRevoked(publicId: string): boolean {
+    return this.revoked.has(publicId);
+  }
+
+  async apiKey(authorization: string): Promise<AuthenticatedKey> {
+    const token = bearerToken(authorization);
+    const parsed = token ? parseApiKey(token) : undefined;
+    if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
+    const row = await this.lookup(parsed.publicId);
+    if (!row || row.is_provisioning !== parsed.provisioning || !secretMatches(this.keySecret, parsed.secret, row.secret_hash)) throw unauthorized();
+    if (row.disabled) throw new ApiError(403, 'key_disabled', 'This API key is disabled.');
+    if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new ApiError(403, 'key_expired', 'This API key has expired.');
+    return { id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row };
+  }
+
+  private async lookup(publicId: string): Promise<ApiKeyRow | undefined> {
+    const now = Date.now();
+    const cached = this.cache.get(publicId);
+    if (cached && cached.until > now) return cached.row;
+    const row = await findActiveKeyByPublicId(this.sql, publicId);
+    if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
+    this.cache.set(publicId, { row, until: now + (row ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+    return row;
+  }
+
+  /** A dashboard JWT; creates the account the first time it is seen. API keys are refused here. */
+  async jwt(authorization: string, jwtSecret: string): Promise<string> {
+    const token = bearerToken(authorization);
+    if (!token) throw unauthorized('Access is not permitted: a dashboard JWT is required in the Authorization header (Bearer).');
+    if (looksLikeApiKey(token)) throw unauthorized('Access is not permitted: this endpoint requires a dashboard JWT, not an API key.');
+    const result = verifyJwt(jwtSecret, token);
+    if (!result.ok) throw unauthorized(`Access is not permitted: ${result.reason}.`);
+    if (!this.knownAccounts.has(result.sub)) {
+      await ensureAccount(this.sql, result.sub);
+      this.knownAccounts.add(result.sub);
+    }
+    return result.sub;
+  }
+
+  /** JWT or API key (billing, catalog); returns the account id. */
+  async jwtOrApiKey(authorization: string, jwtSecret: string): Promise<string> {
+    return looksLikeApiKey(bearerToken(authorization)) ? (await this.apiKey(authorization)).userId : this.jwt(authorization, jwtSecret);
+  }
+}

@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import type { Sql } from '../store/db.js';
+import type { RedisKeys } from '../admission/keys.js';
+import { credit, hydrate, type ScriptedRedis } from '../admission/scripts.js';
+import { ensureAccount } from '../store/accounts.js';
+import { insertDeposit, ledgerTotals } from '../store/ledger.js';
+
+export interface BalanceNano {
+  readonly credits: bigint;
+  readonly held: bigint;
+}
+
+/**
+ * Hot balances live in Redis; Postgres is the truth they are loaded from. Deposits are written to
+ * Postgres first and then brought into Redis by their running total (see lua/credit.lua).
+ */
+export class Balances {
+  constructor(private readonly sql: Sql, private readonly redis: ScriptedRedis, private readonly keys: RedisKeys) {}
+
+  /** Loads the user's balance into Redis from Postgres unless it is already there. */
+  async load(userId: string): Promise<void> {
+    const totals = await ledgerTotals(this.sql, userId);
+    await hydrate(this.redis, this.keys, userId, totals.credits, totals.deposits);
+  }
+
+  async get(userId: string): Promise<BalanceNano> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const [credits, held] = await this.redis.hmget(this.keys.balance(userId), 'credits', 'held');
+      if (credits != null) return { credits: BigInt(credits), held: BigInt(held ?? '0') };
+      await this.load(userId);
+    }
+    throw new Error(`balance of ${userId} could not be loaded`);
+  }
+
+  /** A top-up or coupon already committed in Postgres: bring it into Redis exactly once. */
+  async applyCommittedDeposit(userId: string): Promise<bigint> {
+    const totals = await ledgerTotals(this.sql, userId);
+    const credited = await credit(this.redis, this.keys, userId, totals.deposits);
+    if (credited !== undefined) return credited;
+    await hydrate(this.redis, this.keys, userId, totals.credits, totals.deposits);
+    return (await credit(this.redis, this.keys, userId, totals.deposits)) ?? totals.credits;
+  }
+
+  /** Server-side top-up confirmation (the payment flow's last step). Returns the credits after it. */
+  async topUp(userId: string, amountNano: bigint, method: string, reference: string | null = null): Promise<bigint> {
+    await ensureAccount(this.sql, userId);
+    await insertDeposit(this.sql, { id: randomUUID(), userId, creditsNano: amountNano, method, reference });
+    return this.applyCommittedDeposit(userId);
+  }
+}

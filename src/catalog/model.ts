@@ -1,0 +1,49 @@
+/** Upstream wire families; adapters live in src/providers/<family>/. */
+export type Family = 'openai' | 'anthropic' | 'gemini';
+export type Modality = 'chat' | 'image' | 'video' | 'audio';
+
+export interface ChatCapabilities {
+  readonly reasoning: boolean;
+  readonly vision: boolean;
+  readonly tools: boolean;
+  readonly jsonMode: boolean;
+  /** Sampling knobs (temperature, top_p, penalties) the upstream accepts; reasoning models often refuse them. */
+  readonly sampling: boolean;
+  readonly contextTokens: number;
+  readonly maxOutputTokens: number;
+  /** The upstream's name for the output cap. */
+  readonly maxTokensField: 'max_tokens' | 'max_completion_tokens';
+  /** Upper bound of the prompt tokens one image part can cost (for the worst-case reservation). */
+  readonly maxImageTokens: number;
+}
+
+/** Prices in nano-USD per one million units. */
+export interface TokenPrices {
+  readonly input: bigint;
+  readonly cachedInput: bigint;
+  readonly cacheWrite: bigint;
+  readonly output: bigint;
+}
+
+export interface CatalogModel {
+  readonly id: string;
+  readonly name: string;
+  readonly provider: string;
+  readonly modality: Modality;
+  readonly description: string;
+  readonly tags: readonly string[];
+  readonly family: Family;
+  readonly upstreamVendor: string;
+  readonly upstreamModel: string;
+  readonly capabilities: ChatCapabilities;
+  readonly prices: TokenPrices;
+  readonly isPopular: boolean;
+  readonly isActive: boolean;
+}
+
+/** "0.075" USD per 1M -> 75_000_000n nano-USD per 1M, exactly (no float on the way). */
+export function usdToNano(usd: string): bigint {
+  const match = /^(\d+)(?:\.(\d{1,9}))?$/.exec(usd);
+  if (!match) throw new Error(`not a USD amount with at most 9 decimals: ${usd}`);
+  return BigInt(match[1]!) * 1_000_000_000n + BigInt((match[2] ?? '').padEnd(9, '0'));
+}

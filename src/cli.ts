@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+/** `gateway`: the operator's command line (migrate, token, coupon create, topup, catalog sync). */
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { ConfigError, loadConfig } from './config.js';
+import { prepareDatabase } from './bootstrap.js';
+import { parseTtl, signJwt, USER_ID_PATTERN } from './auth/jwt.js';
+import { randomBase62 } from './auth/api-key-format.js';
+import { usdToNano } from './catalog/model.js';
+import { createCoupon } from './store/ledger.js';
+import { defineScripts } from './admission/scripts.js';
+import { RedisKeys } from './admission/keys.js';
+import { Balances } from './billing/balances.js';
+import { nanoToUsd } from './billing/pricing.js';
+
+const USAGE = `usage:
+  gateway migrate
+  gateway token --user <id> [--ttl 1h]
+  gateway coupon create --credits <usd> [--code <code>]
+  gateway topup --user <id> --amount <usd> --method <processor>
+  gateway catalog sync`;
+
+class UsageError extends Error {}
+
+/** A positive USD amount with at most 9 decimals, as nano-USD. */
+function usdArgument(name: string, value: string | undefined): bigint {
+  if (!value || !/^\d+(\.\d{1,9})?$/.test(value)) throw new UsageError(`--${name} must be a positive USD amount with at most 9 decimals`);
+  const nano = usdToNano(value);
+  if (nano <= 0n) throw new UsageError(`--${name} must be more than 0`);
+  return nano;
+}
+
+function userArgument(value: string | undefined): string {
+  if (!value || !USER_ID_PATTERN.test(value)) throw new UsageError('--user must be 1 to 128 letters, digits or . _ @ : -');
+  return value;
+}
+
+async function run(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      user: { type: 'string' }, ttl: { type: 'string' }, credits: { type: 'string' }, code: { type: 'string' },
+      amount: { type: 'string' }, method: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const command = positionals.join(' ');
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const config = loadConfig(process.env);
+
+  if (command === 'token') {
+    const user = userArgument(values.user);
+    const ttl = parseTtl(values.ttl ?? '1h');
+    if (!ttl) throw new UsageError('--ttl must look like 90s, 15m, 1h or 7d');
+    process.stdout.write(`${signJwt(config.jwtSecret, { sub: user, exp: Math.floor(Date.now() / 1000) + ttl })}\n`);
+    return;
+  }
+  if (!['migrate', 'coupon create', 'topup', 'catalog sync'].includes(command)) throw new UsageError(`unknown command: ${command}`);
+
+  const { sql, applied } = await prepareDatabase(config);
+  try {
+    switch (command) {
+      case 'migrate':
+        process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'up to date\n');
+        break;
+      case 'catalog sync':
+        process.stdout.write('catalog synced\n');
+        break;
+      case 'coupon create': {
+        const credits = usdArgument('credits', values.credits);
+        const code = values.code ?? `GW-${randomBase62(16).toUpperCase()}`;
+        if (!/^[A-Za-z0-9_-]{4,128}$/.test(code)) throw new UsageError('--code must be 4 to 128 letters, digits, _ or -');
+        await createCoupon(sql, code, credits);
+        process.stdout.write(`${code}\n`);
+        break;
+      }
+      case 'topup': {
+        const user = userArgument(values.user);
+        const amount = usdArgument('amount', values.amount);
+        const method = values.method;
+        if (!method || !/^[a-z0-9_-]{1,64}$/.test(method) || method === 'usage' || method === 'coupon') {
+          throw new UsageError('--method must name the payment processor (lowercase letters, digits, _ or -; not usage or coupon)');
+        }
+        const redis = defineScripts(new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }));
+        try {
+          const credits = await new Balances(sql, redis, new RedisKeys(config.redisPrefix)).topUp(user, amount, method);
+          process.stdout.write(`credited ${nanoToUsd(amount)} USD to ${user}; credits now ${nanoToUsd(credits)} USD\n`);
+        } finally {
+          redis.disconnect();
+        }
+        break;
+      }
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+run(process.argv.slice(2)).catch((error) => {
+  if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`gateway: ${(error as Error).message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`gateway: ${(error as Error).stack ?? error}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,144 @@
+import * as v from 'valibot';
+import { availableParallelism } from 'node:os';
+
+/** Upstream vendors whose credentials and base URLs come from the environment. */
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance'] as const;
+export type VendorName = (typeof VENDORS)[number];
+
+/** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
+const REAL_BASE_URLS: Record<VendorName, string> = {
+  openai: 'https://api.openai.com/v1',
+  anthropic: 'https://api.anthropic.com/v1',
+  gemini: 'https://generativelanguage.googleapis.com/v1beta',
+  deepseek: 'https://api.deepseek.com/v1',
+  xai: 'https://api.x.ai/v1',
+  mistral: 'https://api.mistral.ai/v1',
+  moonshot: 'https://api.moonshot.ai/v1',
+  zhipu: 'https://api.z.ai/api/paas/v4',
+  minimax: 'https://api.minimax.io/v1',
+  alibaba: 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1',
+  bytedance: 'https://ark.ap-southeast.bytepluses.com/api/v3',
+};
+
+// Development fallbacks so `npm start` works on a fresh machine; production refuses them.
+const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789';
+const DEV_KEY_SECRET = 'dev-only-key-secret-change-me-0123456789';
+
+const intFrom = (min: number, max: number) =>
+  v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
+const url = (protocols: RegExp) => v.pipe(v.string(), v.trim(), v.url('must be a URL'), v.regex(protocols, `must start with ${protocols.source}`));
+const secret = v.pipe(v.string(), v.minLength(32, 'must be at least 32 characters'));
+
+const EnvSchema = v.object({
+  NODE_ENV: v.optional(v.string(), 'development'),
+  PORT: v.optional(intFrom(0, 65535), '8080'),
+  HOST: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
+  HTTP_THREADS: v.optional(intFrom(1, 256), String(availableParallelism())),
+  DATABASE_URL: v.optional(url(/^postgres(ql)?:\/\//), 'postgres://postgres@127.0.0.1:5432/gateway'),
+  REDIS_URL: v.optional(url(/^rediss?:\/\//), 'redis://127.0.0.1:6379'),
+  REDIS_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9:_.-]*$/, 'letters, digits and : _ . - only')), 'gw:'),
+  JWT_SECRET: v.optional(secret, DEV_JWT_SECRET),
+  KEY_SECRET: v.optional(secret, DEV_KEY_SECRET),
+  KEY_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9]{1,8}$/, '1 to 8 lowercase letters or digits'), v.check((p) => p !== 'prov', 'must not be "prov"')), 'gw'),
+  MAX_BODY_BYTES: v.optional(intFrom(1024, 512 * 1024 * 1024), String(10 * 1024 * 1024)),
+  // "<requests>/<seconds>": the default per-key window (spec: 20 per 10 s).
+  RATE_LIMIT_DEFAULT: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 20/10 (requests/seconds)')), '20/10'),
+  RESERVATION_TTL_SECONDS: v.optional(intFrom(60, 86400), '900'),
+  UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
+  SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
+  MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
+  MOCK_VENDOR_PORT: v.optional(intFrom(0, 65535), '8090'),
+  LOG_LEVEL: v.optional(v.picklist(['debug', 'info', 'warn', 'error'], 'must be debug, info, warn or error'), 'info'),
+  TRUST_PROXY: v.optional(v.picklist(['0', '1'], 'must be 0 or 1'), '0'),
+});
+
+export interface VendorConfig {
+  readonly name: VendorName;
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  /** True when no key is set and no base URL either: the vendor is played by the built-in mock. */
+  readonly mocked: boolean;
+}
+
+export interface Config {
+  readonly production: boolean;
+  readonly port: number;
+  readonly host: string;
+  readonly httpThreads: number;
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+  readonly redisPrefix: string;
+  readonly jwtSecret: string;
+  readonly keySecret: string;
+  readonly keyPrefix: string;
+  readonly maxBodyBytes: number;
+  readonly rateLimit: { readonly requests: number; readonly windowMs: number };
+  readonly reservationTtlMs: number;
+  readonly upstreamTimeoutMs: number;
+  readonly shutdownDrainMs: number;
+  readonly mockVendor: 'auto' | 'off';
+  readonly mockVendorPort: number;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  readonly trustProxy: boolean;
+  readonly vendors: Readonly<Record<VendorName, VendorConfig>>;
+  readonly usesDevSecrets: boolean;
+}
+
+export class ConfigError extends Error {}
+
+/** Parses the environment once; a bad value throws ConfigError with one line naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?: string): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const result = v.safeParse(EnvSchema, present);
+  if (!result.success) {
+    const issue = result.issues[0];
+    const name = issue.path?.map((p) => String(p.key)).join('.') ?? 'environment';
+    throw new ConfigError(`invalid ${name}: ${issue.message}`);
+  }
+  const e = result.output;
+  const production = e.NODE_ENV === 'production';
+  const usesDevSecrets = e.JWT_SECRET === DEV_JWT_SECRET || e.KEY_SECRET === DEV_KEY_SECRET;
+  if (production && usesDevSecrets) throw new ConfigError('invalid JWT_SECRET/KEY_SECRET: set both in production (at least 32 characters each)');
+  const [requests, seconds] = e.RATE_LIMIT_DEFAULT.split('/').map(Number) as [number, number];
+  if (requests < 1 || seconds < 1) throw new ConfigError('invalid RATE_LIMIT_DEFAULT: both numbers must be at least 1');
+
+  const vendors = {} as Record<VendorName, VendorConfig>;
+  for (const name of VENDORS) {
+    const upper = name.toUpperCase();
+    const apiKey = env[`${upper}_API_KEY`] ?? '';
+    const baseUrl = env[`${upper}_BASE_URL`] ?? '';
+    if (baseUrl && !/^https?:\/\/[^\s]+$/.test(baseUrl)) throw new ConfigError(`invalid ${upper}_BASE_URL: must be an http(s) URL`);
+    const mocked = !apiKey && !baseUrl;
+    const mockBase = `${mockVendorUrl ?? `http://127.0.0.1:${e.MOCK_VENDOR_PORT}`}/${name}/v1`;
+    vendors[name] = Object.freeze({
+      name,
+      apiKey: apiKey || 'mock-key',
+      baseUrl: (baseUrl || (mocked ? mockBase : REAL_BASE_URLS[name])).replace(/\/+$/, ''),
+      mocked,
+    });
+  }
+
+  return Object.freeze({
+    production,
+    port: e.PORT,
+    host: e.HOST,
+    httpThreads: e.HTTP_THREADS,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    redisPrefix: e.REDIS_PREFIX,
+    jwtSecret: e.JWT_SECRET,
+    keySecret: e.KEY_SECRET,
+    keyPrefix: e.KEY_PREFIX,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    rateLimit: Object.freeze({ requests, windowMs: seconds * 1000 }),
+    reservationTtlMs: e.RESERVATION_TTL_SECONDS * 1000,
+    upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    mockVendor: e.MOCK_VENDOR,
+    mockVendorPort: e.MOCK_VENDOR_PORT,
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY === '1',
+    vendors: Object.freeze(vendors),
+    usesDevSecrets,
+  });
+}

@@ -1,0 +1,53 @@
+import type { TemplatedApp } from './uws.js';
+import type { Services } from '../services.js';
+import { Router } from './router.js';
+import { ApiError } from './errors.js';
+import { chatCompletions } from './routes/chat-completions.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { billingRoutes } from './routes/billing.js';
+import { SealedBox } from '../auth/sealed-box.js';
+import { seconds } from '../metrics.js';
+import { log } from '../log.js';
+
+export interface OpsHooks {
+  /** Prometheus text of the whole process (all threads). */
+  readonly metricsText: () => Promise<string>;
+  readonly ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>;
+  readonly draining: () => boolean;
+}
+
+/** Every route of the gateway on one uWS app. */
+export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHooks): TemplatedApp {
+  const { metrics, config } = services;
+  const router = new Router(app, {
+    maxBodyBytes: config.maxBodyBytes,
+    onFinished: (ctx, status) => {
+      metrics.httpRequests.inc({ route: ctx.route, method: ctx.method, status });
+      metrics.httpDuration.observe({ route: ctx.route }, seconds(ctx.startedAt));
+    },
+    onUnexpectedError: (ctx, error) => log.error('unexpected error', { route: ctx.route, method: ctx.method, error }),
+  });
+
+  const keys = apiKeyRoutes(services, new SealedBox(config.keySecret));
+  const billing = billingRoutes(services);
+
+  router
+    .post('/v1/chat/completions', chatCompletions(services))
+    .post('/api/v1/api-keys', keys.create)
+    .get('/api/v1/api-keys', keys.list)
+    .del('/api/v1/api-keys/:id', keys.revoke)
+    .get('/api/v1/billing/balance', billing.balance)
+    .get('/api/v1/billing/transactions', billing.transactions)
+    .post('/api/v1/billing/coupons/redeem', billing.redeem)
+    .get('/healthz', (ctx) => ctx.reply.json(200, { status: 'ok' }))
+    .get('/readyz', async (ctx) => {
+      if (ops.draining()) return ctx.reply.json(503, { status: 'draining', checks: {} });
+      const { ok, checks } = await ops.ready();
+      ctx.reply.json(ok ? 200 : 503, { status: ok ? 'ready' : 'not ready', checks });
+    })
+    .get('/metrics', async (ctx) => ctx.reply.send(200, await ops.metricsText(), 'text/plain; version=0.0.4; charset=utf-8'))
+    .any('/*', (ctx) => {
+      throw new ApiError(404, 'not_found', `No route for ${ctx.method.toUpperCase()} ${ctx.path}.`);
+    });
+  return app;
+}

@@ -1,0 +1,49 @@
+/** An error the API answers with: a status, a machine code and a message, rendered by `errorBody`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param: string | null = null,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+const TYPE_BY_STATUS: Readonly<Record<number, string>> = Object.freeze({
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  409: 'conflict_error',
+  413: 'invalid_request_error',
+  415: 'invalid_request_error',
+  422: 'invalid_request_error',
+  429: 'rate_limit_error',
+});
+
+export function errorType(status: number): string {
+  return TYPE_BY_STATUS[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+/**
+ * One envelope for every error: the spec's integer `code` and string `msg`, plus the OpenAI-style
+ * `error` object that the OpenAI SDKs read.
+ */
+export function errorBody(error: ApiError): string {
+  return JSON.stringify({
+    code: error.status,
+    msg: error.message,
+    error: { message: error.message, type: errorType(error.status), code: error.code, param: error.param },
+  });
+}
+
+export const badRequest = (message: string, param: string | null = null, code = 'invalid_request') => new ApiError(400, code, message, param);
+export const unauthorized = (message = 'Access is not permitted: a valid API key is required in the Authorization header (Bearer).') =>
+  new ApiError(401, 'invalid_api_key', message);
+export const notFound = (message: string) => new ApiError(404, 'not_found', message);
+export const internalError = () => new ApiError(500, 'internal_error', 'The gateway failed to handle this request.');

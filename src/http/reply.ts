@@ -1,0 +1,104 @@
+import type { HttpResponse } from './uws.js';
+import { ApiError, errorBody } from './errors.js';
+
+const STATUS_TEXT: Readonly<Record<number, string>> = Object.freeze({
+  200: '200 OK', 201: '201 Created', 204: '204 No Content', 400: '400 Bad Request', 401: '401 Unauthorized',
+  402: '402 Payment Required', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
+  409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests', 500: '500 Internal Server Error', 502: '502 Bad Gateway', 503: '503 Service Unavailable',
+  504: '504 Gateway Timeout',
+});
+export const statusLine = (status: number) => STATUS_TEXT[status] ?? String(status);
+
+/**
+ * The one owner of a uWS response: tracks client abort and completion, corks every write (writes
+ * from async code must be corked), and records the status for metrics and logs.
+ */
+export class Reply {
+  aborted = false;
+  finished = false;
+  status = 0;
+  private readonly abortHandlers: (() => void)[] = [];
+
+  constructor(private readonly res: HttpResponse) {
+    res.onAborted(() => {
+      this.aborted = true;
+      for (const handler of this.abortHandlers.splice(0)) handler();
+    });
+  }
+
+  /** Runs `handler` when the client goes away before the response is finished. */
+  onAbort(handler: () => void): void {
+    if (this.aborted) handler();
+    else this.abortHandlers.push(handler);
+  }
+
+  get open(): boolean {
+    return !this.aborted && !this.finished;
+  }
+
+  send(status: number, body: string | Uint8Array, contentType = 'application/json', headers?: Readonly<Record<string, string>>): void {
+    this.status = status;
+    if (!this.open) return;
+    this.finished = true;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      if (status !== 204) this.res.writeHeader('content-type', contentType);
+      if (headers) for (const name in headers) this.res.writeHeader(name, headers[name]!);
+      if (status === 204) this.res.endWithoutBody();
+      else this.res.end(body);
+    });
+  }
+
+  json(status: number, value: unknown, headers?: Readonly<Record<string, string>>): void {
+    this.send(status, JSON.stringify(value), 'application/json', headers);
+  }
+
+  error(error: ApiError): void {
+    this.send(error.status, errorBody(error), 'application/json', error.headers);
+  }
+
+  /** Starts a streamed response (status and headers now, body by `write`). */
+  beginStream(status: number, headers: Readonly<Record<string, string>>): void {
+    this.status = status;
+    if (!this.open) return;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      for (const name in headers) this.res.writeHeader(name, headers[name]!);
+    });
+  }
+
+  /** Writes a chunk; false means the client is slow (uWS buffered it) and the caller should pause. */
+  write(chunk: Uint8Array | string): boolean {
+    if (!this.open) return true;
+    let ok = true;
+    this.res.cork(() => {
+      ok = this.res.write(chunk);
+    });
+    return ok;
+  }
+
+  /** Calls `resume` once the client has drained what uWS buffered. */
+  whenWritable(resume: () => void): void {
+    if (!this.open) return;
+    this.res.onWritable(() => {
+      resume();
+      return true;
+    });
+  }
+
+  end(chunk?: Uint8Array | string): void {
+    if (!this.open) return;
+    this.finished = true;
+    this.res.cork(() => {
+      this.res.end(chunk ?? '');
+    });
+  }
+
+  /** Closes the connection without a proper end (used when an upstream stream breaks). */
+  close(): void {
+    if (!this.open) return;
+    this.finished = true;
+    this.res.close();
+  }
+}

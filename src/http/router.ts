@@ -1,0 +1,112 @@
+import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
+import { ApiError, internalError } from './errors.js';
+import { Reply } from './reply.js';
+import { ClientGone, readBody } from './body.js';
+
+export interface RequestHeaders {
+  readonly authorization: string;
+  readonly contentType: string;
+  readonly forwardedFor: string;
+  readonly userAgent: string;
+}
+
+/** Plain data about one request, captured synchronously from uWS (its request object dies after the handler returns). */
+export interface RequestContext {
+  readonly route: string;
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly params: readonly string[];
+  readonly headers: RequestHeaders;
+  readonly remoteAddress: string;
+  readonly reply: Reply;
+  readonly startedAt: bigint;
+  /** The body, read with the size limit; rejects with 413 or ClientGone. */
+  body(): Promise<Buffer>;
+}
+
+export type Handler = (ctx: RequestContext) => Promise<void> | void;
+
+export interface RouterOptions {
+  readonly maxBodyBytes: number;
+  readonly onFinished: (ctx: RequestContext, status: number) => void;
+  readonly onUnexpectedError: (ctx: RequestContext, error: unknown) => void;
+}
+
+const EMPTY_BODY = Promise.resolve(Buffer.alloc(0));
+const decoder = new TextDecoder();
+
+/** Registers handlers on a uWS app with abort handling, body limits and one error envelope for all. */
+export class Router {
+  constructor(private readonly app: TemplatedApp, private readonly options: RouterOptions) {}
+
+  get(pattern: string, handler: Handler): this { return this.add('get', pattern, handler); }
+  post(pattern: string, handler: Handler): this { return this.add('post', pattern, handler); }
+  put(pattern: string, handler: Handler): this { return this.add('put', pattern, handler); }
+  del(pattern: string, handler: Handler): this { return this.add('del', pattern, handler); }
+  /** Fallback for every method and path not registered. */
+  any(pattern: string, handler: Handler): this { return this.add('any', pattern, handler); }
+
+  private add(method: 'get' | 'post' | 'put' | 'del' | 'any', pattern: string, handler: Handler): this {
+    const paramCount = (pattern.match(/:/g) ?? []).length;
+    const withBody = method === 'post' || method === 'put' || method === 'any';
+    this.app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
+      const reply = new Reply(res);
+      const params: string[] = [];
+      for (let i = 0; i < paramCount; i++) params.push(decodeURIComponent(req.getParameter(i)));
+      const declared = req.getHeader('content-length');
+      const methodName = req.getMethod();
+      const bodyPromise = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
+        ? readBody(res, reply, this.options.maxBodyBytes, declared ? Number(declared) : undefined)
+        : EMPTY_BODY;
+      const ctx: RequestContext = {
+        route: pattern,
+        method: methodName,
+        path: req.getUrl(),
+        query: req.getQuery() ?? '',
+        params,
+        headers: {
+          authorization: req.getHeader('authorization'),
+          contentType: req.getHeader('content-type'),
+          forwardedFor: req.getHeader('x-forwarded-for'),
+          userAgent: req.getHeader('user-agent'),
+        },
+        remoteAddress: decoder.decode(res.getRemoteAddressAsText()),
+        reply,
+        startedAt: process.hrtime.bigint(),
+        body: () => bodyPromise,
+      };
+      this.run(handler, ctx);
+    });
+    return this;
+  }
+
+  private async run(handler: Handler, ctx: RequestContext): Promise<void> {
+    try {
+      await handler(ctx);
+    } catch (error) {
+      if (error instanceof ApiError) ctx.reply.error(error);
+      else if (!(error instanceof ClientGone)) {
+        this.options.onUnexpectedError(ctx, error);
+        ctx.reply.error(internalError());
+      }
+    }
+    if (ctx.reply.open) {
+      // A handler that forgot to answer must not leave the client hanging.
+      this.options.onUnexpectedError(ctx, new Error('handler finished without answering'));
+      ctx.reply.error(internalError());
+    }
+    this.options.onFinished(ctx, ctx.reply.aborted && !ctx.reply.finished ? 499 : ctx.reply.status);
+  }
+}
+
+/** Parses a query string into repeated values per name. */
+export function parseQuery(query: string): Map<string, string[]> {
+  const result = new Map<string, string[]>();
+  for (const [name, value] of new URLSearchParams(query)) {
+    const list = result.get(name);
+    if (list) list.push(value);
+    else result.set(name, [value]);
+  }
+  return result;
+}

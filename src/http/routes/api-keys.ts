@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { RequestContext } from '../router.js';
+import type { Services } from '../../services.js';
+import { ApiError, notFound } from '../errors.js';
+import { parseJsonObject, parseWith } from '../schemas/issues.js';
+import { CreateApiKeySchema } from '../schemas/api-keys.js';
+import { generateApiKey, hashSecret, maskKey } from '../../auth/api-key-format.js';
+import type { SealedBox } from '../../auth/sealed-box.js';
+import { insertApiKey, listUserKeys, revokeUserKey, type ApiKeyRow } from '../../store/api-keys.js';
+import { nanoToUsd } from '../../billing/pricing.js';
+import { usdToNano } from '../../catalog/model.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The masked record of the spec; `full_key` only for keys whose text was kept (encrypted). */
+export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox): Record<string, unknown> {
+  const fullKey = row.full_key_enc ? box.open(row.full_key_enc) : undefined;
+  const limited = row.credit_limit_nano !== null;
+  return {
+    id: row.id,
+    name: row.name,
+    key_prefix: fullKey ? maskKey(fullKey) : `sk-...${row.public_id.slice(-4)}`,
+    ...(fullKey ? { full_key: fullKey } : {}),
+    ip_whitelist: row.ip_whitelist,
+    rate_limit_rpm: row.rate_limit_rpm,
+    rate_limit_tph: row.rate_limit_tph === null ? null : Number(row.rate_limit_tph),
+    rate_limit_tpd: row.rate_limit_tpd === null ? null : Number(row.rate_limit_tpd),
+    is_provisioning: row.is_provisioning,
+    disabled: row.disabled,
+    created_by: row.created_by,
+    created_at: row.created_at.toISOString(),
+    credit_limit: limited ? nanoToUsd(row.credit_limit_nano!) : null,
+    credit_reset_interval: row.credit_reset_interval,
+    // Spend per period is tracked by a later change; nothing is counted against a limit yet.
+    credit_used: 0,
+    credit_period_start: limited && row.credit_period_start ? row.credit_period_start.toISOString() : null,
+    expires_at: row.expires_at ? row.expires_at.toISOString() : null,
+  };
+}
+
+export function apiKeyRoutes(services: Services, box: SealedBox) {
+  const { auth, config, sql, redis, keys } = services;
+
+  const create = async (ctx: RequestContext): Promise<void> => {
+    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const input = parseWith(CreateApiKeySchema, parseJsonObject(await ctx.body()), 422);
+    const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+    const generated = generateApiKey(config.keyPrefix, input.is_provisioning);
+    const row = await insertApiKey(sql, {
+      id: randomUUID(),
+      userId,
+      publicId: generated.publicId,
+      secretHash: hashSecret(config.keySecret, generated.secret),
+      fullKeyEnc: box.seal(generated.key),
+      name: input.name,
+      isProvisioning: input.is_provisioning,
+      ipWhitelist: input.ip_whitelist ?? [],
+      rateLimitRpm: input.rate_limit_rpm ?? null,
+      rateLimitTph: input.rate_limit_tph ?? null,
+      rateLimitTpd: input.rate_limit_tpd ?? null,
+      creditLimitNano: input.credit_limit == null ? null : usdToNano(input.credit_limit.toFixed(9)),
+      creditResetInterval: input.credit_reset_interval,
+      expiresAt,
+    });
+    ctx.reply.json(201, { id: row.id, name: row.name, key: generated.key, created_at: row.created_at.toISOString() });
+  };
+
+  const list = async (ctx: RequestContext): Promise<void> => {
+    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const rows = await listUserKeys(sql, userId);
+    ctx.reply.json(200, rows.map((row) => maskedKeyRecord(row, box)));
+  };
+
+  const revoke = async (ctx: RequestContext): Promise<void> => {
+    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const id = ctx.params[0] ?? '';
+    // Another user's key and a missing key look the same: never reveal which ids exist.
+    const row = UUID.test(id) ? await revokeUserKey(sql, userId, id) : undefined;
+    if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
+    await redis
+      .multi()
+      .del(keys.rateWindow(userId, row.id))
+      .publish(keys.keyEvents(), `revoke:${row.public_id}`)
+      .exec();
+    ctx.reply.send(204, '');
+  };
+
+  const methodNotAllowed = (): never => {
+    throw new ApiError(405, 'method_not_allowed', 'Method not allowed.');
+  };
+
+  return { create, list, revoke, methodNotAllowed };
+}

@@ -1,0 +1,29 @@
+import * as v from 'valibot';
+
+export const MAX_IP_WHITELIST = 10;
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+/** IPv4 address or IPv4 CIDR (`10.0.0.0/8`). */
+export const isIpv4OrCidr = (entry: string): boolean => {
+  const [address, bits, extra] = entry.split('/');
+  if (extra !== undefined || !address || !IPV4.test(address)) return false;
+  return bits === undefined || (/^\d{1,2}$/.test(bits) && Number(bits) <= 32);
+};
+
+const rateLimit = v.optional(v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'))));
+
+/** Create body of POST /api/v1/api-keys; violations are 422 as the spec lists them. */
+export const CreateApiKeySchema = v.strictObject({
+  name: v.pipe(v.string('is required and must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters')),
+  rate_limit_rpm: rateLimit,
+  rate_limit_tph: rateLimit,
+  rate_limit_tpd: rateLimit,
+  ip_whitelist: v.optional(v.nullable(v.pipe(
+    v.array(v.pipe(v.string(), v.trim(), v.check(isIpv4OrCidr, 'each entry must be an IPv4 address or CIDR'))),
+    v.maxLength(MAX_IP_WHITELIST, `at most ${MAX_IP_WHITELIST} entries`),
+  ))),
+  credit_limit: v.optional(v.nullable(v.pipe(v.number('must be a number'), v.minValue(0, 'must not be negative'), v.maxValue(1e9, 'must be at most 1e9')))),
+  credit_reset_interval: v.optional(v.picklist(['none', 'daily', 'weekly', 'monthly'], "must be one of 'none', 'daily', 'weekly', 'monthly'"), 'none'),
+  expires_at: v.optional(v.nullable(v.pipe(v.string(), v.isoTimestamp('must be an ISO 8601 timestamp with a time zone')))),
+  is_provisioning: v.optional(v.boolean('must be a boolean'), false),
+});

@@ -1,0 +1,98 @@
+import * as v from 'valibot';
+
+export const MAX_CHOICES = 8;
+export const MAX_STOP_SEQUENCES = 4;
+export const MAX_TOOLS = 128;
+
+const number = (min: number, max: number) => v.pipe(v.number('must be a number'), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`));
+const positiveInteger = (max = Number.MAX_SAFE_INTEGER) =>
+  v.pipe(v.number('must be an integer'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(max, `must be at most ${max}`));
+
+const TextPart = v.object({ type: v.literal('text'), text: v.string('must be a string') });
+const ImagePart = v.object({
+  type: v.literal('image_url'),
+  image_url: v.object({
+    url: v.pipe(v.string(), v.regex(/^(https?:\/\/|data:image\/)/, 'must be an http(s) URL or a data:image/ URI')),
+    detail: v.optional(v.picklist(['auto', 'low', 'high'])),
+  }),
+});
+const ContentPart = v.variant('type', [TextPart, ImagePart], 'content part type must be text or image_url');
+
+const Content = v.union([v.string(), v.pipe(v.array(ContentPart), v.minLength(1, 'must not be empty'))], 'must be a string or an array of content parts');
+
+const ToolCall = v.looseObject({
+  id: v.string(),
+  type: v.literal('function'),
+  function: v.looseObject({ name: v.string(), arguments: v.string() }),
+});
+
+// Messages keep unknown fields (name, refusal, ...) so they pass upstream untouched.
+const Message = v.variant('role', [
+  v.looseObject({ role: v.picklist(['system', 'developer']), content: Content }),
+  v.looseObject({ role: v.literal('user'), content: Content }),
+  v.looseObject({
+    role: v.literal('assistant'),
+    content: v.optional(v.nullable(Content)),
+    tool_calls: v.optional(v.array(ToolCall)),
+  }),
+  v.looseObject({ role: v.literal('tool'), content: Content, tool_call_id: v.string('must be a string') }),
+], 'role must be one of system, developer, user, assistant, tool');
+
+const Tool = v.object({
+  type: v.literal('function'),
+  function: v.object({
+    name: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -')),
+    description: v.optional(v.string()),
+    parameters: v.optional(v.record(v.string(), v.unknown())),
+    strict: v.optional(v.nullable(v.boolean())),
+  }),
+});
+
+const ToolChoice = v.union([
+  v.picklist(['none', 'auto', 'required']),
+  v.object({ type: v.literal('function'), function: v.object({ name: v.string() }) }),
+], "must be 'none', 'auto', 'required' or {type: 'function', function: {name}}");
+
+const ResponseFormat = v.variant('type', [
+  v.object({ type: v.literal('text') }),
+  v.object({ type: v.literal('json_object') }),
+  v.object({ type: v.literal('json_schema'), json_schema: v.looseObject({ name: v.string(), schema: v.optional(v.record(v.string(), v.unknown())), strict: v.optional(v.nullable(v.boolean())) }) }),
+], "type must be 'text', 'json_object' or 'json_schema'");
+
+/**
+ * The chat-completions request. Unknown top-level fields are refused (strict): a field the gateway
+ * does not know could change what the upstream charges.
+ */
+export const ChatRequestSchema = v.strictObject({
+  model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
+  messages: v.pipe(v.array(Message, 'is required and must be an array'), v.minLength(1, 'must contain at least one message')),
+  temperature: v.optional(v.nullable(number(0, 2))),
+  top_p: v.optional(v.nullable(number(0, 1))),
+  presence_penalty: v.optional(v.nullable(number(-2, 2))),
+  frequency_penalty: v.optional(v.nullable(number(-2, 2))),
+  max_tokens: v.optional(v.nullable(positiveInteger())),
+  max_completion_tokens: v.optional(v.nullable(positiveInteger())),
+  n: v.optional(v.nullable(positiveInteger(MAX_CHOICES))),
+  stream: v.optional(v.nullable(v.boolean('must be a boolean'))),
+  stream_options: v.optional(v.nullable(v.object({ include_usage: v.optional(v.boolean()) }))),
+  stop: v.optional(v.nullable(v.union([v.string(), v.pipe(v.array(v.string()), v.maxLength(MAX_STOP_SEQUENCES, `at most ${MAX_STOP_SEQUENCES} sequences`))], 'must be a string or an array of strings'))),
+  seed: v.optional(v.nullable(v.pipe(v.number(), v.integer('must be an integer')))),
+  response_format: v.optional(v.nullable(ResponseFormat)),
+  tools: v.optional(v.nullable(v.pipe(v.array(Tool), v.maxLength(MAX_TOOLS, `at most ${MAX_TOOLS} tools`)))),
+  tool_choice: v.optional(v.nullable(ToolChoice)),
+  parallel_tool_calls: v.optional(v.nullable(v.boolean())),
+  logprobs: v.optional(v.nullable(v.boolean())),
+  top_logprobs: v.optional(v.nullable(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(20)))),
+  logit_bias: v.optional(v.nullable(v.record(v.string(), number(-100, 100)))),
+  reasoning_effort: v.optional(v.nullable(v.picklist(['minimal', 'low', 'medium', 'high']))),
+  user: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(256)))),
+  metadata: v.optional(v.nullable(v.record(v.string(), v.string()))),
+  store: v.optional(v.nullable(v.boolean())),
+  // Tiers that change the upstream price are refused; only the standard tier is billed correctly.
+  service_tier: v.optional(v.nullable(v.picklist(['auto', 'default'], "only 'auto' and 'default' are supported"))),
+  include_reasoning: v.optional(v.nullable(v.boolean('must be a boolean'))),
+  prompt_cache_key: v.optional(v.nullable(v.pipe(v.string(), v.minLength(1), v.maxLength(256)))),
+});
+
+export type ChatRequest = v.InferOutput<typeof ChatRequestSchema>;
+export type ChatMessage = ChatRequest['messages'][number];

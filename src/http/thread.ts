@@ -1,0 +1,128 @@
+/**
+ * One HTTP thread: its own uWS app listening on the shared port (SO_REUSEPORT), its own Redis and
+ * Postgres connections, caches and upstream pools. Talks to the main thread only for /metrics and shutdown.
+ */
+import { parentPort, workerData, threadId } from 'node:worker_threads';
+import { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { loadUws, type us_listen_socket } from './uws.js';
+import { registerRoutes } from './app.js';
+import { connect } from '../store/db.js';
+import { defineScripts } from '../admission/scripts.js';
+import { RedisKeys } from '../admission/keys.js';
+import { Authenticator } from '../auth/authenticator.js';
+import { Balances } from '../billing/balances.js';
+import { Admission } from '../admission/admission.js';
+import { CatalogSnapshot } from '../catalog/snapshot.js';
+import { loadChatModels } from '../store/catalog.js';
+import { UpstreamClient, endpointOf } from '../providers/upstream-client.js';
+import { createMetrics } from '../metrics.js';
+import { configureLog, log } from '../log.js';
+import type { Services, VendorRoute } from '../services.js';
+import type { MainToThread, ThreadToMain } from './thread-messages.js';
+
+const CATALOG_REFRESH_MS = 60_000;
+const port = parentPort!;
+const send = (message: ThreadToMain) => port.postMessage(message);
+const config = (workerData as { config: Config }).config;
+configureLog(config.logLevel, { thread: threadId });
+
+const uws = loadUws();
+const sql = connect(config.databaseUrl, 4);
+const redis = defineScripts(new Redis(config.redisUrl, { enableAutoPipelining: false, maxRetriesPerRequest: 2, lazyConnect: false }));
+const subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+const keys = new RedisKeys(config.redisPrefix);
+const metrics = createMetrics();
+const auth = new Authenticator(sql, config.keySecret, config.keyPrefix);
+const balances = new Balances(sql, redis, keys);
+const admission = new Admission(redis, keys, balances, {
+  requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
+}, metrics);
+
+let catalog = new CatalogSnapshot(await loadChatModels(sql));
+const catalogTimer = setInterval(() => {
+  loadChatModels(sql).then((models) => { catalog = new CatalogSnapshot(models); }, (error) => log.warn('catalog refresh failed', { error }));
+}, CATALOG_REFRESH_MS);
+catalogTimer.unref();
+
+const vendors: Record<string, VendorRoute> = {};
+for (const vendor of Object.values(config.vendors)) {
+  vendors[vendor.name] = Object.freeze({
+    chatCompletions: endpointOf(vendor.baseUrl, '/chat/completions'),
+    headers: Object.freeze({ authorization: `Bearer ${vendor.apiKey}`, 'content-type': 'application/json' }),
+  });
+}
+
+const services: Services = {
+  config, sql, redis, keys, auth, balances, admission, metrics,
+  catalog: () => catalog,
+  upstream: new UpstreamClient(config.upstreamTimeoutMs),
+  vendors,
+  inflight: { count: 0 },
+};
+
+// Connect before subscribing: ioredis's ready check would otherwise run on a subscribed connection.
+await subscriber.connect();
+await subscriber.subscribe(keys.keyEvents());
+subscriber.on('message', (_channel: string, message: string) => {
+  const [kind, publicId] = message.split(':');
+  if (publicId) auth.invalidate(publicId, kind === 'revoke');
+});
+
+let listenSocket: us_listen_socket | undefined;
+let requestSeq = 0;
+const pendingMetrics = new Map<number, (text: string) => void>();
+let draining = false;
+
+registerRoutes(uws.App(), services, {
+  metricsText: () => new Promise((resolve) => {
+    const id = ++requestSeq;
+    pendingMetrics.set(id, resolve);
+    send({ type: 'collect-metrics', id });
+  }),
+  ready: async () => {
+    const checks: Record<string, string> = {};
+    await Promise.all([
+      redis.ping().then(() => { checks.redis = 'ok'; }, (error: Error) => { checks.redis = error.message; }),
+      sql`select 1`.then(() => { checks.postgres = 'ok'; }, (error: Error) => { checks.postgres = error.message; }),
+    ]);
+    return { ok: checks.redis === 'ok' && checks.postgres === 'ok', checks };
+  },
+  draining: () => draining,
+}).listen(config.host, config.port, (socket) => {
+  if (!socket) {
+    send({ type: 'listen-failed', message: `could not listen on ${config.host}:${config.port}` });
+    return;
+  }
+  listenSocket = socket;
+  send({ type: 'listening' });
+});
+
+async function drain(deadlineMs: number): Promise<void> {
+  draining = true;
+  // Stop accepting: a thread must close its listen socket before it ends, or Node aborts at exit.
+  if (listenSocket) uws.us_listen_socket_close(listenSocket);
+  listenSocket = undefined;
+  const until = Date.now() + deadlineMs;
+  while (services.inflight.count > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  // Settlements are sent as requests finish; give their replies a moment before closing Redis.
+  await new Promise((r) => setTimeout(r, 100));
+  clearInterval(catalogTimer);
+  await Promise.allSettled([services.upstream.close(), sql.end({ timeout: 5 }), redis.quit(), subscriber.quit()]);
+  send({ type: 'drained', unfinished: services.inflight.count });
+}
+
+port.on('message', (message: MainToThread) => {
+  switch (message.type) {
+    case 'metrics-json':
+      metrics.registry.getMetricsAsJSON().then((data) => send({ type: 'metrics-json', id: message.id, data }));
+      break;
+    case 'metrics-text':
+      pendingMetrics.get(message.id)?.(message.text);
+      pendingMetrics.delete(message.id);
+      break;
+    case 'drain':
+      void drain(message.deadlineMs);
+      break;
+  }
+});

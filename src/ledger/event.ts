@@ -1,0 +1,19 @@
+/** What one settled inference call leaves behind, carried on the user's ledger stream to Postgres. */
+export interface LedgerEvent {
+  readonly userId: string;
+  readonly keyId: string;
+  readonly model: string;
+  readonly endpoint: string;
+  readonly stream: boolean;
+  readonly status: number;
+  readonly errorCode: string | null;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly cachedTokens: number;
+  readonly reasoningTokens: number;
+  readonly reservedNano: string;
+  readonly startedAtMs: number;
+  readonly durationMs: number;
+  readonly ttfbMs: number | null;
+  readonly clientAborted: boolean;
+}

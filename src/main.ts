@@ -1,0 +1,152 @@
+/**
+ * The gateway process: config -> database (create, migrate, catalog) -> Redis -> ledger writer ->
+ * N HTTP threads on one port -> janitors. SIGTERM drains streams, then flushes the ledger.
+ */
+import { Worker } from 'node:worker_threads';
+import { Redis } from 'ioredis';
+import { AggregatorRegistry, Registry, collectDefaultMetrics } from 'prom-client';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { prepareDatabase } from './bootstrap.js';
+import { RedisKeys } from './admission/keys.js';
+import { LedgerWriter } from './ledger/writer.js';
+import { createMainMetrics } from './metrics.js';
+import { configureLog, log } from './log.js';
+import { ensureRequestLogPartitions, dropExpiredRequestLogPartitions } from './store/request-logs.js';
+import type { MainToThread, MetricsJson, ThreadToMain } from './http/thread-messages.js';
+
+const DAY_MS = 86_400_000;
+
+async function startMockVendorIfNeeded(port: number, env: NodeJS.ProcessEnv): Promise<{ url: string; close(): Promise<void> } | undefined> {
+  const probe = loadConfig(env);
+  const mocked = Object.values(probe.vendors).filter((v) => v.mocked).map((v) => v.name);
+  if (probe.mockVendor === 'off' || mocked.length === 0) return undefined;
+  const { startMockVendor } = await import('../bench/mock-vendor/server.js');
+  const mock = await startMockVendor({ port, keepRequests: 0 });
+  log.info('mock vendor started for vendors without an API key', { url: mock.url, vendors: mocked });
+  return mock;
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`gateway: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  configureLog(config.logLevel, { thread: 'main' });
+  if (config.usesDevSecrets) log.warn('using built-in development secrets; set JWT_SECRET and KEY_SECRET outside development');
+
+  const mock = await startMockVendorIfNeeded(config.mockVendorPort, process.env);
+  if (mock) config = loadConfig(process.env, mock.url);
+
+  const { sql, applied } = await prepareDatabase(config);
+  if (applied.length) log.info('migrations applied', { applied });
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
+  await redis.ping();
+  const keys = new RedisKeys(config.redisPrefix);
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' });
+  const mainMetrics = createMainMetrics(registry);
+  const ledger = new LedgerWriter(sql, redis, keys, {
+    onError: (error) => {
+      mainMetrics.ledgerErrors.inc();
+      log.error('ledger drain failed; events stay in Redis and are retried', { error });
+    },
+    onWritten: (events) => mainMetrics.ledgerEvents.inc(events),
+  });
+  ledger.start();
+
+  const janitor = setInterval(() => {
+    Promise.all([ensureRequestLogPartitions(sql), dropExpiredRequestLogPartitions(sql)])
+      .then(([, dropped]) => dropped.length && log.info('request log partitions dropped', { dropped }))
+      .catch((error) => log.error('request log partition upkeep failed', { error }));
+  }, DAY_MS);
+  janitor.unref();
+
+  // HTTP threads.
+  const threads: Worker[] = [];
+  let metricsSeq = 0;
+  const pendingJson = new Map<number, { parts: MetricsJson[]; left: number; done: (parts: MetricsJson[]) => void }>();
+  const collectAll = (): Promise<MetricsJson[]> => new Promise((resolve) => {
+    const id = ++metricsSeq;
+    pendingJson.set(id, { parts: [], left: threads.length, done: resolve });
+    for (const thread of threads) thread.postMessage({ type: 'metrics-json', id } satisfies MainToThread);
+    setTimeout(() => { // a stuck thread must not hang /metrics
+      const pending = pendingJson.get(id);
+      if (pending) { pendingJson.delete(id); resolve(pending.parts); }
+    }, 2000).unref();
+  });
+
+  const drained = new Map<Worker, Promise<void>>();
+  await Promise.all(Array.from({ length: config.httpThreads }, () => new Promise<void>((resolve, reject) => {
+    const thread = new Worker(new URL('./http/thread.js', import.meta.url), { workerData: { config } });
+    threads.push(thread);
+    let onDrained: () => void = () => {};
+    drained.set(thread, new Promise((r) => { onDrained = r; }));
+    thread.on('message', (message: ThreadToMain) => {
+      switch (message.type) {
+        case 'listening': resolve(); break;
+        case 'listen-failed': reject(new Error(message.message)); break;
+        case 'drained':
+          if (message.unfinished) log.warn('thread stopped with requests unfinished', { unfinished: message.unfinished });
+          onDrained();
+          break;
+        case 'metrics-json': {
+          const pending = pendingJson.get(message.id);
+          if (!pending) break;
+          pending.parts.push(message.data);
+          if (--pending.left === 0) { pendingJson.delete(message.id); pending.done(pending.parts); }
+          break;
+        }
+        case 'collect-metrics':
+          collectAll()
+            .then(async (parts) => AggregatorRegistry.aggregate([...parts, await registry.getMetricsAsJSON()]).metrics())
+            .then((text) => thread.postMessage({ type: 'metrics-text', id: message.id, text } satisfies MainToThread));
+          break;
+      }
+    });
+    thread.on('error', (error) => { log.error('HTTP thread crashed', { error }); reject(error); });
+    thread.on('exit', (code) => { onDrained(); if (!stopping) { log.error('HTTP thread exited; stopping the process', { code }); void stop(1); } });
+  })));
+
+  const base = `http://${config.host}:${config.port}`;
+  log.info('gateway listening', { url: base, threads: config.httpThreads, openai_base_url: `${base}/v1`, mock_vendor: mock?.url ?? null });
+  if (!config.production) {
+    process.stdout.write([
+      '',
+      `Gateway ready at ${base}  (OpenAI SDK base URL: ${base}/v1)`,
+      'Get an API key:',
+      '  TOKEN=$(npx gateway token --user alice)',
+      `  npx gateway topup --user alice --amount 10 --method manual`,
+      `  curl -s -X POST ${base}/api/v1/api-keys -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"name":"dev"}'`,
+      '',
+    ].join('\n') + '\n');
+  }
+
+  let stopping = false;
+  async function stop(code: number): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down: draining streams', { deadline_ms: config.shutdownDrainMs });
+    for (const thread of threads) thread.postMessage({ type: 'drain', deadlineMs: config.shutdownDrainMs } satisfies MainToThread);
+    await Promise.race([Promise.all(drained.values()), new Promise((r) => setTimeout(r, config.shutdownDrainMs + 10_000))]);
+    await Promise.all(threads.map((thread) => thread.terminate()));
+    await ledger.stop().catch((error) => log.error('final ledger flush failed; events stay in Redis', { error }));
+    clearInterval(janitor);
+    await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), mock?.close()]);
+    log.info('stopped');
+    process.exit(code);
+  }
+  process.on('SIGTERM', () => void stop(0));
+  process.on('SIGINT', () => void stop(0));
+}
+
+main().catch((error) => {
+  log.error('start-up failed', { error });
+  process.exit(1);
+});

@@ -1,0 +1,34 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const SCRIPT_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25];
+
+/** The gateway's own metrics; one set per HTTP thread, summed across threads on /metrics. */
+export function createMetrics(registry = new Registry()) {
+  const registers = [registry];
+  return {
+    registry,
+    httpRequests: new Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests answered, by route, method and status.', labelNames: ['route', 'method', 'status'], registers }),
+    httpDuration: new Histogram({ name: 'gateway_http_request_duration_seconds', help: 'Time from request to the last byte of the response, by route.', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers }),
+    upstreamTtfb: new Histogram({ name: 'gateway_upstream_ttfb_seconds', help: 'Time from sending an upstream request to its first body byte, by vendor.', labelNames: ['vendor'], buckets: LATENCY_BUCKETS, registers }),
+    upstreamErrors: new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream calls that failed, by vendor and reason.', labelNames: ['vendor', 'reason'], registers }),
+    tokens: new Counter({ name: 'gateway_tokens_total', help: 'Tokens billed, by model and kind (prompt, cached, completion, reasoning).', labelNames: ['model', 'kind'], registers }),
+    cost: new Counter({ name: 'gateway_cost_usd_total', help: 'USD charged for usage, by model.', labelNames: ['model'], registers }),
+    rejections: new Counter({ name: 'gateway_admission_rejections_total', help: 'Inference calls refused at admission, by reason (rate_limited, insufficient_credits).', labelNames: ['reason'], registers }),
+    activeStreams: new Gauge({ name: 'gateway_active_streams', help: 'Streaming responses in progress.', registers }),
+    scriptDuration: new Histogram({ name: 'gateway_redis_script_duration_seconds', help: 'Round-trip time of the Redis Lua scripts, by script.', labelNames: ['script'], buckets: SCRIPT_BUCKETS, registers }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Process-wide metrics kept by the main thread (ledger writer). */
+export function createMainMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    ledgerEvents: new Counter({ name: 'gateway_ledger_events_written_total', help: 'Ledger events drained from Redis into Postgres.', registers }),
+    ledgerErrors: new Counter({ name: 'gateway_ledger_write_errors_total', help: 'Failed ledger drain passes (retried).', registers }),
+  };
+}
+
+export const seconds = (sinceNs: bigint) => Number(process.hrtime.bigint() - sinceNs) / 1e9;

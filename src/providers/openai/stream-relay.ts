@@ -1,0 +1,160 @@
+import { readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
+
+const LF2 = Buffer.from('\n\n');
+const CRLF2 = Buffer.from('\r\n\r\n');
+const MODEL_KEY = Buffer.from('"model"');
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+const USAGE_COMPACT = Buffer.from('"usage":{');
+const USAGE_SPACED = Buffer.from('"usage": {');
+const REASONING_KEY = Buffer.from('"reasoning');
+const DONE = Buffer.from('[DONE]');
+
+/**
+ * Relays an OpenAI-wire SSE stream byte for byte. Per chunk it only finds the last event boundary
+ * and swaps the upstream's model name for the gateway's id; it parses just the events that need it:
+ * the usage-bearing one (billing, and usage as the spec words it) and, with include_reasoning false,
+ * events carrying reasoning.
+ */
+export class OpenAiStreamRelay {
+  usage: NormalizedUsage | undefined;
+  sawDone = false;
+  /** Every upstream chunk as received, kept (not copied) so an aborted stream can be counted. */
+  readonly received: Buffer[] = [];
+  private carry: Buffer | undefined;
+  private modelNeedle: Buffer | undefined;
+  private readonly modelReplacement: Buffer;
+
+  constructor(private readonly modelId: string, private readonly includeReasoning: boolean) {
+    this.modelReplacement = Buffer.from(`"model":${JSON.stringify(modelId)}`);
+  }
+
+  /** Takes an upstream chunk; returns the bytes to forward now (complete events only). */
+  push(chunk: Buffer): Buffer | undefined {
+    this.received.push(chunk);
+    const data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    const lf = data.lastIndexOf(LF2);
+    const crlf = data.lastIndexOf(CRLF2);
+    const boundary = Math.max(lf === -1 ? -1 : lf + 2, crlf === -1 ? -1 : crlf + 4);
+    if (boundary === -1) {
+      this.carry = data;
+      return undefined;
+    }
+    this.carry = boundary < data.length ? data.subarray(boundary) : undefined;
+    return this.transform(boundary < data.length ? data.subarray(0, boundary) : data);
+  }
+
+  /** Whatever is left when the upstream ends (an unterminated last event). */
+  flush(): Buffer | undefined {
+    const rest = this.carry;
+    this.carry = undefined;
+    return rest && rest.length > 0 ? this.transform(rest) : undefined;
+  }
+
+  private transform(events: Buffer): Buffer {
+    if (!this.modelNeedle) this.learnModelNeedle(events);
+    const special = (!this.includeReasoning && events.includes(REASONING_KEY)) || events.includes(DONE) ||
+      events.includes(USAGE_COMPACT) || events.includes(USAGE_SPACED);
+    return special ? this.transformEvents(events) : this.replaceModel(events);
+  }
+
+  /** The upstream answers with its own (often dated) model name; remember its exact bytes once. */
+  private learnModelNeedle(events: Buffer): void {
+    const start = events.indexOf(MODEL_KEY);
+    if (start === -1) return;
+    let i = start + MODEL_KEY.length;
+    while (events[i] === 0x20 || events[i] === 0x3a) i++; // spaces and the colon
+    if (events[i] !== 0x22) return;
+    const end = events.indexOf(0x22, i + 1);
+    if (end === -1) return;
+    this.modelNeedle = Buffer.from(events.subarray(start, end + 1));
+  }
+
+  private replaceModel(events: Buffer): Buffer {
+    const needle = this.modelNeedle;
+    if (!needle) return events;
+    let at = events.indexOf(needle);
+    if (at === -1) return events;
+    const parts: Buffer[] = [];
+    let from = 0;
+    while (at !== -1) {
+      parts.push(events.subarray(from, at), this.modelReplacement);
+      from = at + needle.length;
+      at = events.indexOf(needle, from);
+    }
+    parts.push(events.subarray(from));
+    return Buffer.concat(parts);
+  }
+
+  /** The slow path, for the few events that need parsing. */
+  private transformEvents(events: Buffer): Buffer {
+    const text = events.toString('utf8');
+    const out: string[] = [];
+    for (const event of text.split(/(?<=\r?\n\r?\n)/)) {
+      out.push(this.transformEvent(event));
+    }
+    return Buffer.from(out.join(''));
+  }
+
+  private transformEvent(event: string): string {
+    const dataAt = event.indexOf('data:');
+    if (dataAt === -1) return event;
+    const payload = event.slice(dataAt + 5).trim();
+    if (payload === '[DONE]') {
+      this.sawDone = true;
+      return event;
+    }
+    const needsUsage = USAGE_OBJECT.test(payload);
+    const needsReasoning = !this.includeReasoning && payload.includes('"reasoning');
+    if (!needsUsage && !needsReasoning) return this.replaceModel(Buffer.from(event)).toString('utf8');
+    let chunk: Record<string, any>;
+    try {
+      chunk = JSON.parse(payload);
+    } catch {
+      return event;
+    }
+    if (typeof chunk.model === 'string') chunk.model = this.modelId;
+    if (needsUsage) {
+      const usage = readOpenAiUsage(chunk.usage);
+      if (usage) {
+        this.usage = usage;
+        chunk.usage = renderUsage(usage);
+      }
+    }
+    if (needsReasoning && Array.isArray(chunk.choices)) {
+      for (const choice of chunk.choices) {
+        if (choice?.delta) {
+          delete choice.delta.reasoning_content;
+          delete choice.delta.reasoning;
+        }
+      }
+    }
+    return `${event.slice(0, dataAt)}data: ${JSON.stringify(chunk)}\n\n`;
+  }
+}
+
+/** The text an OpenAI-wire stream generated so far (content, reasoning, tool-call arguments), for counting after an abort. */
+export function generatedText(received: readonly Buffer[]): string {
+  const text = Buffer.concat(received as Buffer[]).toString('utf8');
+  let generated = '';
+  for (const line of text.split(/\r?\n/)) {
+    if (!line.startsWith('data:')) continue;
+    const payload = line.slice(5).trim();
+    if (!payload.startsWith('{')) continue;
+    let chunk: Record<string, any>;
+    try {
+      chunk = JSON.parse(payload);
+    } catch {
+      continue; // the last line may be cut off mid-event
+    }
+    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+      const delta = choice?.delta ?? {};
+      if (typeof delta.content === 'string') generated += delta.content;
+      if (typeof delta.reasoning_content === 'string') generated += delta.reasoning_content;
+      for (const call of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+        if (typeof call?.function?.name === 'string') generated += call.function.name;
+        if (typeof call?.function?.arguments === 'string') generated += call.function.arguments;
+      }
+    }
+  }
+  return generated;
+}

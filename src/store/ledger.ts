@@ -1,0 +1,59 @@
+import type { AnySql, Sql } from './db.js';
+
+export interface TransactionRow {
+  id: string;
+  credits_nano: bigint;
+  payment_method: string;
+  status: string;
+  created_at: Date;
+}
+
+/** The Postgres side of a balance: credits (all transactions) and deposits (positive ones). */
+export async function ledgerTotals(sql: AnySql, userId: string): Promise<{ credits: bigint; deposits: bigint }> {
+  const [row] = await sql<{ credits: bigint; deposits: bigint }[]>`
+    select coalesce(sum(credits_nano), 0)::bigint as credits,
+           coalesce(sum(credits_nano) filter (where credits_nano > 0), 0)::bigint as deposits
+    from transactions where user_id = ${userId}`;
+  return row!;
+}
+
+export async function insertDeposit(sql: AnySql, deposit: { id: string; userId: string; creditsNano: bigint; method: string; reference: string | null }): Promise<void> {
+  await sql`
+    insert into transactions (id, user_id, credits_nano, payment_method, reference)
+    values (${deposit.id}, ${deposit.userId}, ${deposit.creditsNano.toString()}, ${deposit.method}, ${deposit.reference})`;
+}
+
+export async function listTransactions(sql: AnySql, userId: string, page: number, perPage: number): Promise<{ rows: TransactionRow[]; total: number }> {
+  const rows = await sql<TransactionRow[]>`
+    select id, credits_nano, payment_method, status, created_at from transactions
+    where user_id = ${userId}
+    order by created_at desc, id desc
+    limit ${perPage} offset ${(page - 1) * perPage}`;
+  const [count] = await sql<{ total: bigint }[]>`select count(*)::bigint as total from transactions where user_id = ${userId}`;
+  return { rows, total: Number(count!.total) };
+}
+
+export type CouponRedemption =
+  | { kind: 'redeemed'; creditsNano: bigint }
+  | { kind: 'unknown' }
+  | { kind: 'unavailable' };
+
+/** Redeems a coupon once: the conditional update lets exactly one of any number of concurrent callers win. */
+export async function redeemCoupon(sql: Sql, code: string, userId: string, transactionId: string): Promise<CouponRedemption> {
+  return sql.begin(async (tx) => {
+    const [won] = await tx<{ credits_nano: bigint }[]>`
+      update coupons set redeemed_by = ${userId}, redeemed_at = now()
+      where code = ${code} and active and redeemed_at is null
+      returning credits_nano`;
+    if (!won) {
+      const [exists] = await tx`select 1 from coupons where code = ${code}`;
+      return exists ? { kind: 'unavailable' as const } : { kind: 'unknown' as const };
+    }
+    await insertDeposit(tx, { id: transactionId, userId, creditsNano: won.credits_nano, method: 'coupon', reference: code });
+    return { kind: 'redeemed' as const, creditsNano: won.credits_nano };
+  });
+}
+
+export async function createCoupon(sql: AnySql, code: string, creditsNano: bigint): Promise<void> {
+  await sql`insert into coupons (code, credits_nano) values (${code}, ${creditsNano.toString()})`;
+}
