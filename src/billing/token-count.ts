@@ -1,35 +1,53 @@
+import { Piscina } from 'piscina';
 import type { ChatMessage } from '../http/schemas/chat.js';
+import type { CountTokensInput } from '../../workers/count-tokens.js';
 
-type CountTokens = (text: string) => number;
-let counter: Promise<CountTokens> | undefined;
+let pool: Piscina<CountTokensInput, number[]> | undefined;
 
-/** The o200k_base tokenizer, loaded on first use (its tables are large and only aborted streams need it). */
-function tokenizer(): Promise<CountTokens> {
-  counter ??= import('gpt-tokenizer').then((module) => module.countTokens as CountTokens);
-  return counter;
+/** One small worker pool per HTTP thread, started on first use (only calls without upstream usage need it). */
+function counter(): Piscina<CountTokensInput, number[]> {
+  pool ??= new Piscina({
+    filename: new URL('../../workers/count-tokens.js', import.meta.url).href,
+    minThreads: 0,
+    maxThreads: 1,
+    idleTimeout: 60_000,
+  });
+  return pool;
+}
+
+export async function closeTokenCounter(): Promise<void> {
+  await pool?.destroy();
+  pool = undefined;
 }
 
 /** Tokens an image part is counted at when the upstream reported no usage (the low-detail floor). */
 export const IMAGE_PART_TOKENS = 85;
 
-/** Prompt tokens by OpenAI's documented scheme: 3 per message, its text, 1 for a name, 3 to prime the reply. */
-export async function countPromptTokens(messages: readonly ChatMessage[]): Promise<number> {
-  const count = await tokenizer();
-  let total = 3;
+/** OpenAI's documented prompt scheme: 3 per message, its texts, 1 for a name, 3 to prime the reply. */
+export function promptTexts(messages: readonly ChatMessage[]): { texts: string[]; fixedTokens: number } {
+  const texts: string[] = [];
+  let fixedTokens = 3;
   for (const message of messages) {
-    total += 3;
+    fixedTokens += 3;
     const content = (message as { content?: unknown }).content;
-    if (typeof content === 'string') total += count(content);
+    if (typeof content === 'string') texts.push(content);
     else if (Array.isArray(content)) {
-      for (const part of content) total += part.type === 'text' ? count(part.text) : IMAGE_PART_TOKENS;
+      for (const part of content) {
+        if (part.type === 'text') texts.push(part.text);
+        else fixedTokens += IMAGE_PART_TOKENS;
+      }
     }
-    if (typeof (message as { name?: unknown }).name === 'string') total += 1;
+    if (typeof (message as { name?: unknown }).name === 'string') fixedTokens += 1;
     const toolCalls = (message as { tool_calls?: { function: { name: string; arguments: string } }[] }).tool_calls;
-    for (const call of toolCalls ?? []) total += count(call.function.name) + count(call.function.arguments);
+    for (const call of toolCalls ?? []) texts.push(call.function.name, call.function.arguments);
   }
-  return total;
+  return { texts, fixedTokens };
 }
 
-export async function countTextTokens(text: string): Promise<number> {
-  return text ? (await tokenizer())(text) : 0;
+/** Prompt and completion tokens counted in one trip to the worker. */
+export async function countTokens(messages: readonly ChatMessage[], completionText: string): Promise<{ promptTokens: number; completionTokens: number }> {
+  const { texts, fixedTokens } = promptTexts(messages);
+  const counts = await counter().run({ texts: [completionText, ...texts] });
+  const [completionTokens = 0, ...promptCounts] = counts;
+  return { promptTokens: fixedTokens + promptCounts.reduce((a, b) => a + b, 0), completionTokens };
 }

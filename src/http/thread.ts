@@ -20,6 +20,7 @@ import { createMetrics } from '../metrics.js';
 import { configureLog, log } from '../log.js';
 import type { Services, VendorRoute } from '../services.js';
 import type { MainToThread, ThreadToMain } from './thread-messages.js';
+import { closeTokenCounter } from '../billing/token-count.js';
 
 const CATALOG_REFRESH_MS = 60_000;
 const port = parentPort!;
@@ -108,7 +109,7 @@ async function drain(deadlineMs: number): Promise<void> {
   // Settlements are sent as requests finish; give their replies a moment before closing Redis.
   await new Promise((r) => setTimeout(r, 100));
   clearInterval(catalogTimer);
-  await Promise.allSettled([services.upstream.close(), sql.end({ timeout: 5 }), redis.quit(), subscriber.quit()]);
+  await Promise.allSettled([services.upstream.close(), closeTokenCounter(), sql.end({ timeout: 5 }), redis.quit(), subscriber.quit()]);
   send({ type: 'drained', unfinished: services.inflight.count });
 }
 

@@ -7,7 +7,7 @@ import { ApiError, badRequest } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { tokenCostNano, worstCaseCostNano, nanoToUsd } from '../../billing/pricing.js';
-import { countPromptTokens, countTextTokens } from '../../billing/token-count.js';
+import { countTokens } from '../../billing/token-count.js';
 import { buildOpenAiChatBody, finishOpenAiCompletion } from '../../providers/openai/chat.js';
 import { OpenAiStreamRelay, generatedText } from '../../providers/openai/stream-relay.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
@@ -95,6 +95,13 @@ export function chatCompletions(services: Services) {
     let upstreamFailed = false;
     services.inflight.count++;
 
+    let settled = false;
+    /** Settles once. Sent before the response's last bytes, so a crash after the client has its answer cannot lose the charge. */
+    const settleOnce = (): void => {
+      if (settled) return;
+      settled = true;
+      settle().catch((error) => log.error('settlement failed; the reservation stays held until it expires', { reservationId, error }));
+    };
     const settle = async (): Promise<void> => {
       const charge = upstreamFailed || !usage ? 0n : tokenCostNano(model.prices, usage);
       const counted = usage ?? NO_USAGE;
@@ -145,6 +152,7 @@ export function chatCompletions(services: Services) {
         metrics.upstreamTtfb.observe({ vendor: model.upstreamVendor }, seconds(upstreamStarted));
         const finished = finishOpenAiCompletion(text, model.id, includeReasoning);
         usage = finished.usage ?? (await countCompletion(request, JSON.parse(text)));
+        settleOnce();
         ctx.reply.send(200, finished.body);
         return;
       }
@@ -162,6 +170,10 @@ export function chatCompletions(services: Services) {
               metrics.upstreamTtfb.observe({ vendor: model.upstreamVendor }, seconds(upstreamStarted));
             }
             const out = relay.push(chunk);
+            if (relay.usage && !usage) {
+              usage = relay.usage;
+              settleOnce();
+            }
             if (out && !ctx.reply.write(out)) {
               upstreamBody.pause();
               ctx.reply.whenWritable(() => upstreamBody.resume());
@@ -173,6 +185,7 @@ export function chatCompletions(services: Services) {
         const rest = relay.flush();
         if (rest) ctx.reply.write(rest);
         usage = relay.usage ?? (await countStream(request, relay));
+        settleOnce();
         ctx.reply.end();
       } catch (error) {
         if (clientAborted) {
@@ -198,20 +211,17 @@ export function chatCompletions(services: Services) {
       throw error;
     } finally {
       services.inflight.count--;
-      settle().catch((error) => log.error('settlement failed; the reservation stays held until it expires', { reservationId, error }));
+      settleOnce();
     }
   };
 }
 
 /** Usage counted with the tokenizer when the upstream reported none. */
 async function countCompletion(request: ChatRequest, completion: { choices?: { message?: { content?: string | null; reasoning_content?: string } }[] }): Promise<NormalizedUsage> {
-  let completionTokens = 0;
-  for (const choice of completion.choices ?? []) {
-    completionTokens += await countTextTokens((choice.message?.content ?? '') + (choice.message?.reasoning_content ?? ''));
-  }
-  return { ...NO_USAGE, promptTokens: await countPromptTokens(request.messages), completionTokens };
+  const text = (completion.choices ?? []).map((choice) => (choice.message?.reasoning_content ?? '') + (choice.message?.content ?? '')).join('');
+  return { ...NO_USAGE, ...(await countTokens(request.messages, text)) };
 }
 
 async function countStream(request: ChatRequest, relay: OpenAiStreamRelay): Promise<NormalizedUsage> {
-  return { ...NO_USAGE, promptTokens: await countPromptTokens(request.messages), completionTokens: await countTextTokens(generatedText(relay.received)) };
+  return { ...NO_USAGE, ...(await countTokens(request.messages, generatedText(relay.received))) };
 }

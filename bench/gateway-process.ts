@@ -1,0 +1,89 @@
+// The gateway in its own process, pointed at the mock vendor, with a fresh Redis prefix per run
+// (deleted at the end) and a bench user that has credits and an API key.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { onCleanup } from './cleanup.js';
+import { freePort, spawnNode, waitUntil, type Child } from './child.js';
+
+const run = promisify(execFile);
+const GATEWAY_MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+const GATEWAY_CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+const DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/gateway_bench';
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const BENCH_USER = 'bench';
+
+export interface GatewayProcess {
+  readonly child: Child;
+  /** Like http://127.0.0.1:PORT */
+  readonly url: string;
+  /** An API key of the bench user. */
+  readonly apiKey: string;
+}
+
+export interface GatewayOptions {
+  readonly mockUrl: string;
+  readonly threads: number;
+  /** Extra node flags for the gateway (e.g. --cpu-prof), for profiling runs. */
+  readonly nodeArgs?: string[];
+}
+
+export async function startGatewayProcess(options: GatewayOptions): Promise<GatewayProcess> {
+  const prefix = `bench:${randomBytes(6).toString('hex')}:`;
+  onCleanup(() => deleteRedisKeys(prefix)); // registered first, so it runs after the gateway has stopped
+  const port = await freePort();
+  const env: Record<string, string> = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    HTTP_THREADS: String(options.threads),
+    DATABASE_URL,
+    REDIS_URL,
+    REDIS_PREFIX: prefix,
+    MOCK_VENDOR: 'off',
+    OPENAI_BASE_URL: `${options.mockUrl}/openai/v1`,
+    OPENAI_API_KEY: 'bench',
+    LOG_LEVEL: 'warn',
+    // Lift the per-key rate limit: the load is far above the product default.
+    RATE_LIMIT_DEFAULT: '1000000000/10',
+  };
+  const child = spawnNode('gateway', GATEWAY_MAIN, env, options.nodeArgs);
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil(child, 'readiness', async () => (await request(`${url}/readyz`)).statusCode === 200);
+  return { child, url, apiKey: await createBenchKey(url, env) };
+}
+
+async function cli(env: Record<string, string>, ...args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, [GATEWAY_CLI, ...args], { env: { ...process.env, ...env } });
+  return stdout.trim();
+}
+
+async function createBenchKey(url: string, env: Record<string, string>): Promise<string> {
+  const jwt = await cli(env, 'token', '--user', BENCH_USER);
+  await cli(env, 'topup', '--user', BENCH_USER, '--amount', '100000', '--method', 'bench');
+  const response = await request(`${url}/api/v1/api-keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const text = await response.body.text();
+  if (response.statusCode !== 201) throw new Error(`creating the bench API key: ${response.statusCode} ${text}`);
+  return (JSON.parse(text) as { key: string }).key;
+}
+
+/** SCAN + DEL of this run's keys only (never FLUSHALL: Redis is shared). */
+async function deleteRedisKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (found.length > 0) await redis.del(...found);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,21 @@
+// Small numeric helpers for the report.
+
+/** Nearest-rank percentile (p in 0..100) of unsorted samples; NaN when there are none. */
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = Float64Array.from(samples).sort();
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+/** Rounds for the JSON report (3 decimals: microseconds when the unit is ms). */
+export function round(value: number, decimals = 3): number {
+  const factor = 10 ** decimals;
+  return Math.round(value * factor) / factor;
+}
+
+export const nsToMs = (ns: bigint | number): number => Number(ns) / 1e6;
+
+export function ratio(numerator: number, denominator: number): number {
+  return denominator > 0 ? round(numerator / denominator, 4) : NaN;
+}

@@ -1,0 +1,204 @@
+/**
+ * Starts a real gateway process for a test file: its own Postgres database, its own Redis key
+ * prefix, its own port, and the mock vendor (over real HTTP) standing in for every upstream.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import { Redis } from 'ioredis';
+import { startMockVendor, type MockVendor } from '../../bench/mock-vendor/server.js';
+
+const run = promisify(execFile);
+const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
+const PG_BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const VENDOR_ENV_NAMES = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'DEEPSEEK', 'XAI', 'MISTRAL', 'MOONSHOT', 'ZHIPU', 'MINIMAX', 'ALIBABA', 'BYTEDANCE'];
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+export interface GatewayOptions {
+  readonly env?: Record<string, string>;
+  readonly threads?: number;
+  /** Reuse an existing mock vendor (several gateways against one upstream). */
+  readonly mock?: MockVendor;
+  /** Reuse a database and Redis prefix (several gateway processes sharing state). */
+  readonly shared?: { database: string; prefix: string };
+}
+
+export class Gateway {
+  output = '';
+  constructor(
+    readonly url: string,
+    readonly env: Record<string, string>,
+    readonly mock: MockVendor,
+    readonly database: string,
+    readonly prefix: string,
+    readonly sql: postgres.Sql<{ bigint: bigint }>,
+    readonly redis: Redis,
+    readonly process: ChildProcess,
+    private readonly ownsMock: boolean,
+    private readonly ownsState: boolean,
+  ) {}
+
+  get v1(): string {
+    return `${this.url}/v1`;
+  }
+
+  async cli(...args: string[]): Promise<string> {
+    const { stdout } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, ...this.env } });
+    return stdout.trim();
+  }
+
+  token(user: string, ttl = '1h'): Promise<string> {
+    return this.cli('token', '--user', user, '--ttl', ttl);
+  }
+
+  async topup(user: string, usd: string): Promise<void> {
+    await this.cli('topup', '--user', user, '--amount', usd, '--method', 'test-processor');
+  }
+
+  async createKey(token: string, body: Record<string, unknown> = { name: 'test' }): Promise<string> {
+    const response = await fetch(`${this.url}/api/v1/api-keys`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    if (response.status !== 201) throw new Error(`create key: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { key: string }).key;
+  }
+
+  /** A user with credits and one API key. */
+  async user(name: string, usd: string): Promise<{ token: string; key: string }> {
+    const token = await this.token(name);
+    if (usd !== '0') await this.topup(name, usd);
+    return { token, key: await this.createKey(token) };
+  }
+
+  async balance(token: string): Promise<{ credits: number; held: number; available: number; currency: string }> {
+    const response = await fetch(`${this.url}/api/v1/billing/balance`, { headers: { authorization: `Bearer ${token}` } });
+    return (await response.json()) as { credits: number; held: number; available: number; currency: string };
+  }
+
+  /** Balance as exact nano-USD straight from Redis. */
+  async balanceNano(user: string): Promise<{ credits: bigint; held: bigint }> {
+    const [credits, held] = await this.redis.hmget(`${this.prefix}{u:${user}}:bal`, 'credits', 'held');
+    return { credits: BigInt(credits ?? '0'), held: BigInt(held ?? '0') };
+  }
+
+  /** Waits until the ledger writer has moved every usage transaction of `user` into Postgres. */
+  async ledgerSettled(user: string, timeoutMs = 10_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      const [pending, reservations] = await Promise.all([
+        this.redis.xlen(`${this.prefix}{u:${user}}:ledger`),
+        this.redis.hlen(`${this.prefix}{u:${user}}:res`),
+      ]);
+      if (pending === 0 && reservations === 0) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`ledger of ${user} did not settle in ${timeoutMs} ms`);
+  }
+
+  /** Sum of the user's transactions in Postgres, nano-USD. */
+  async ledgerSum(user: string): Promise<bigint> {
+    const [row] = await this.sql<{ sum: bigint }[]>`select coalesce(sum(credits_nano), 0)::bigint as sum from transactions where user_id = ${user}`;
+    return row!.sum;
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (this.process.exitCode === null && this.process.signalCode === null) {
+      this.process.kill(signal);
+      await once(this.process, 'exit');
+    }
+    return this.process.exitCode;
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    if (this.ownsMock) await this.mock.close();
+    if (this.ownsState) {
+      let cursor = '0';
+      do {
+        const [next, found] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}*`, 'COUNT', 1000);
+        cursor = next;
+        if (found.length) await this.redis.del(...found);
+      } while (cursor !== '0');
+    }
+    await this.sql.end({ timeout: 5 });
+    this.redis.disconnect();
+    if (this.ownsState) {
+      const admin = postgres(PG_BASE, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop database if exists "${this.database}" with (force)`);
+      await admin.end();
+    }
+  }
+}
+
+export async function startGateway(options: GatewayOptions = {}): Promise<Gateway> {
+  const mock = options.mock ?? (await startMockVendor({ port: 0 }));
+  const suffix = randomBytes(4).toString('hex');
+  const database = options.shared?.database ?? `gw_test_${process.pid}_${suffix}`;
+  const prefix = options.shared?.prefix ?? `test:${suffix}:`;
+  const port = await freePort();
+  const dbUrl = new URL(PG_BASE);
+  dbUrl.pathname = `/${database}`;
+  const env: Record<string, string> = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    HTTP_THREADS: String(options.threads ?? 1),
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL: REDIS_URL,
+    REDIS_PREFIX: prefix,
+    MOCK_VENDOR: 'off',
+    LOG_LEVEL: 'warn',
+    SHUTDOWN_DRAIN_MS: '10000',
+    ...Object.fromEntries(VENDOR_ENV_NAMES.map((name) => [`${name}_BASE_URL`, `${mock.url}/${name.toLowerCase()}/v1`])),
+    ...Object.fromEntries(VENDOR_ENV_NAMES.map((name) => [`${name}_API_KEY`, `test-${name.toLowerCase()}-key`])),
+    ...options.env,
+  };
+  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const sql = postgres(dbUrl.toString(), { max: 4, onnotice: () => {}, types: { bigint: postgres.BigInt } }) as unknown as postgres.Sql<{ bigint: bigint }>;
+  const gateway = new Gateway(`http://127.0.0.1:${port}`, env, mock, database, prefix, sql, new Redis(REDIS_URL), child, !options.mock, !options.shared);
+  child.stdout!.on('data', (chunk: Buffer) => { gateway.output += chunk.toString(); });
+  child.stderr!.on('data', (chunk: Buffer) => { gateway.output += chunk.toString(); });
+
+  const until = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`gateway exited during start-up:\n${gateway.output}`);
+    try {
+      const response = await fetch(`${gateway.url}/readyz`);
+      if (response.status === 200) return gateway;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) {
+      child.kill('SIGKILL');
+      throw new Error(`gateway did not become ready:\n${gateway.output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** POST JSON with an API key; returns status, headers and parsed body. */
+export async function postJson(url: string, key: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; body: any }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: response.status, headers: response.headers, body: parsed };
+}

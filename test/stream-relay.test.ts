@@ -1,0 +1,61 @@
+import t from 'tap';
+import { OpenAiStreamRelay, generatedText } from '../src/providers/openai/stream-relay.js';
+
+const chunk = (fields: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini-2024-07-18', ...fields })}\n\n`;
+const delta = (content: string) => chunk({ choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null });
+const usageChunk = chunk({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 } } });
+
+function relayAll(relay: OpenAiStreamRelay, pieces: string[]): string {
+  let out = '';
+  for (const piece of pieces) out += relay.push(Buffer.from(piece))?.toString() ?? '';
+  out += relay.flush()?.toString() ?? '';
+  return out;
+}
+
+t.test('passes events through with the gateway model id and finds usage', async (t) => {
+  const upstream = [delta(' a'), delta(' b'), delta(' c'), usageChunk, 'data: [DONE]\n\n'];
+  const relay = new OpenAiStreamRelay('openai/gpt-4o-mini', true);
+  const out = relayAll(relay, upstream);
+  t.notMatch(out, /gpt-4o-mini-2024-07-18/, 'upstream model name replaced everywhere');
+  t.equal(out.match(/"model":"openai\/gpt-4o-mini"/g)?.length, 4);
+  t.same(relay.usage, { promptTokens: 10, completionTokens: 3, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
+  t.match(out, /"usage":\{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13\}/, 'zero cache details omitted');
+  t.ok(relay.sawDone);
+  t.ok(out.endsWith('data: [DONE]\n\n'));
+  t.equal(out.split('\n\n').length - 1, 5, 'one event out per event in');
+});
+
+t.test('events split across chunks at any byte are reassembled', async (t) => {
+  const whole = [delta(' hello'), delta(' world'), usageChunk, 'data: [DONE]\n\n'].join('');
+  for (const size of [1, 2, 7, 33, 100]) {
+    const pieces: string[] = [];
+    for (let i = 0; i < whole.length; i += size) pieces.push(whole.slice(i, i + size));
+    const relay = new OpenAiStreamRelay('m/x', true);
+    const out = relayAll(relay, pieces);
+    t.equal(out, whole.replaceAll('"model":"gpt-4o-mini-2024-07-18"', '"model":"m/x"').replace(/"usage":\{[^}]*\{[^}]*\}\}/, '"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}'), `piece size ${size}`);
+    t.equal(relay.usage?.completionTokens, 3);
+  }
+});
+
+t.test('CRLF framing and a spaced model key', async (t) => {
+  const relay = new OpenAiStreamRelay('m/x', true);
+  const out = relayAll(relay, ['data: {"model": "up-1","choices":[]}\r\n\r\n', 'data: {"model": "up-1","choices":[]}\r\n\r\n']);
+  t.equal(out, 'data: {"model":"m/x","choices":[]}\r\n\r\ndata: {"model":"m/x","choices":[]}\r\n\r\n');
+});
+
+t.test('include_reasoning false removes reasoning_content only', async (t) => {
+  const reasoning = chunk({ choices: [{ index: 0, delta: { reasoning_content: ' think' }, finish_reason: null }], usage: null });
+  const relay = new OpenAiStreamRelay('m/r', false);
+  const out = relayAll(relay, [reasoning, delta(' answer'), 'data: [DONE]\n\n']);
+  t.notMatch(out, /reasoning_content|think/);
+  t.match(out, / answer/);
+  const keep = relayAll(new OpenAiStreamRelay('m/r', true), [reasoning]);
+  t.match(keep, /"reasoning_content":" think"/);
+});
+
+t.test('generatedText collects content, reasoning and tool-call arguments, ignoring a cut-off last line', async (t) => {
+  const tool = chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { name: 'get', arguments: '{"a":' } }] } }] });
+  const reasoning = chunk({ choices: [{ index: 0, delta: { reasoning_content: 'hmm' } }] });
+  const text = generatedText([Buffer.from(delta('one ') + reasoning + tool), Buffer.from(delta('two').slice(0, 30))]);
+  t.equal(text, 'one hmmget{"a":');
+});
