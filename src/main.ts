@@ -69,6 +69,7 @@ async function main(): Promise<void> {
   janitor.unref();
 
   // HTTP threads.
+  let stopping = false;
   const threads: Worker[] = [];
   let metricsSeq = 0;
   const pendingJson = new Map<number, { parts: MetricsJson[]; left: number; done: (parts: MetricsJson[]) => void }>();
@@ -83,11 +84,13 @@ async function main(): Promise<void> {
   });
 
   const drained = new Map<Worker, Promise<void>>();
+  const exited = new Map<Worker, Promise<void>>();
   await Promise.all(Array.from({ length: config.httpThreads }, () => new Promise<void>((resolve, reject) => {
     const thread = new Worker(new URL('./http/thread.js', import.meta.url), { workerData: { config } });
     threads.push(thread);
     let onDrained: () => void = () => {};
     drained.set(thread, new Promise((r) => { onDrained = r; }));
+    exited.set(thread, new Promise((r) => thread.once('exit', () => r())));
     thread.on('message', (message: ThreadToMain) => {
       switch (message.type) {
         case 'listening': resolve(); break;
@@ -128,15 +131,17 @@ async function main(): Promise<void> {
     ].join('\n') + '\n');
   }
 
-  let stopping = false;
   async function stop(code: number): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info('shutting down: draining streams', { deadline_ms: config.shutdownDrainMs });
     for (const thread of threads) thread.postMessage({ type: 'drain', deadlineMs: config.shutdownDrainMs } satisfies MainToThread);
     await Promise.race([Promise.all(drained.values()), new Promise((r) => setTimeout(r, config.shutdownDrainMs + 10_000))]);
-    await Promise.all(threads.map((thread) => thread.terminate()));
+    // Every settlement is in Redis now: write the last ledger events before anything else can go wrong.
     await ledger.stop().catch((error) => log.error('final ledger flush failed; events stay in Redis', { error }));
+    // Drained threads end by themselves; one that does not is stopped.
+    await Promise.all(threads.map((thread) => Promise.race([exited.get(thread), new Promise((r) => setTimeout(r, 5000))])));
+    await Promise.all(threads.map((thread) => (exited.has(thread) && thread.threadId !== -1 ? thread.terminate() : undefined)));
     clearInterval(janitor);
     await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), mock?.close()]);
     log.info('stopped');

@@ -141,21 +141,23 @@ function readBody(req: http.IncomingMessage, done: (err: MockError | undefined, 
 
 function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehaviour): void {
   const record = exchange.record;
-  let body: unknown;
+  let parseError: string | undefined;
   try {
-    body = JSON.parse(text);
+    record.body = JSON.parse(text);
   } catch (err) {
     record.body = text;
-    if (!hasBearerToken(record.authorization)) exchange.sendError(missingApiKey);
-    else exchange.sendError(badJson((err as Error).message));
-    return;
+    parseError = (err as Error).message;
   }
-  record.body = body;
+  // Like OpenAI: authentication is checked before the body is looked at.
   if (!hasBearerToken(record.authorization)) {
     exchange.sendError(missingApiKey);
     return;
   }
-  const request = parseChatRequest(body);
+  if (parseError !== undefined) {
+    exchange.sendError(badJson(parseError));
+    return;
+  }
+  const request = parseChatRequest(record.body);
   if ('status' in request) {
     exchange.sendError(request);
     return;

@@ -14,6 +14,9 @@ export interface AdmissionLimits {
 
 /** Admission and settlement of inference calls: one Lua round trip each, errors mapped to API errors. */
 export class Admission {
+  /** Settlements sent but not yet answered; shutdown waits for them. */
+  pendingSettlements = 0;
+
   constructor(
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
@@ -56,8 +59,13 @@ export class Admission {
   /** Charges `chargeNano` (capped at the reservation), releases the rest and queues the ledger event. */
   async settle(userId: string, reservationId: string, chargeNano: bigint, event: string): Promise<bigint> {
     const started = process.hrtime.bigint();
-    const result = await settle(this.redis, this.keys, { userId, reservationId, chargeNano, event });
-    this.metrics.scriptDuration.observe({ script: 'settle' }, seconds(started));
-    return result.chargedNano;
+    this.pendingSettlements++;
+    try {
+      const result = await settle(this.redis, this.keys, { userId, reservationId, chargeNano, event });
+      this.metrics.scriptDuration.observe({ script: 'settle' }, seconds(started));
+      return result.chargedNano;
+    } finally {
+      this.pendingSettlements--;
+    }
   }
 }

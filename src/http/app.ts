@@ -21,6 +21,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const { metrics, config } = services;
   const router = new Router(app, {
     maxBodyBytes: config.maxBodyBytes,
+    inflight: services.inflight,
     onFinished: (ctx, status) => {
       metrics.httpRequests.inc({ route: ctx.route, method: ctx.method, status });
       metrics.httpDuration.observe({ route: ctx.route }, seconds(ctx.startedAt));

@@ -29,6 +29,8 @@ export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
 export interface RouterOptions {
   readonly maxBodyBytes: number;
+  /** Requests in progress; shutdown waits for them. */
+  readonly inflight: { count: number };
   readonly onFinished: (ctx: RequestContext, status: number) => void;
   readonly onUnexpectedError: (ctx: RequestContext, error: unknown) => void;
 }
@@ -82,6 +84,7 @@ export class Router {
   }
 
   private async run(handler: Handler, ctx: RequestContext): Promise<void> {
+    this.options.inflight.count++;
     try {
       await handler(ctx);
     } catch (error) {
@@ -96,6 +99,7 @@ export class Router {
       this.options.onUnexpectedError(ctx, new Error('handler finished without answering'));
       ctx.reply.error(internalError());
     }
+    this.options.inflight.count--;
     this.options.onFinished(ctx, ctx.reply.aborted && !ctx.reply.finished ? 499 : ctx.reply.status);
   }
 }

@@ -75,7 +75,8 @@ let requestSeq = 0;
 const pendingMetrics = new Map<number, (text: string) => void>();
 let draining = false;
 
-registerRoutes(uws.App(), services, {
+const app = uws.App();
+registerRoutes(app, services, {
   metricsText: () => new Promise((resolve) => {
     const id = ++requestSeq;
     pendingMetrics.set(id, resolve);
@@ -105,12 +106,16 @@ async function drain(deadlineMs: number): Promise<void> {
   if (listenSocket) uws.us_listen_socket_close(listenSocket);
   listenSocket = undefined;
   const until = Date.now() + deadlineMs;
-  while (services.inflight.count > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-  // Settlements are sent as requests finish; give their replies a moment before closing Redis.
-  await new Promise((r) => setTimeout(r, 100));
+  while ((services.inflight.count > 0 || admission.pendingSettlements > 0) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // Idle keep-alive connections would keep this thread's loop alive (and abort Node at exit): close them all.
+  // The native app has close() although the bundled typings do not declare it.
+  (app as unknown as { close(): void }).close();
   clearInterval(catalogTimer);
   await Promise.allSettled([services.upstream.close(), closeTokenCounter(), sql.end({ timeout: 5 }), redis.quit(), subscriber.quit()]);
   send({ type: 'drained', unfinished: services.inflight.count });
+  port.close(); // nothing is left: the thread ends by itself
 }
 
 port.on('message', (message: MainToThread) => {

@@ -3,6 +3,13 @@
  * envelope, SSE parsing and Redis/Postgres views of one user's money. Builds on harness.ts.
  */
 import type { Gateway } from './harness.js';
+import { loadConfig } from '../../src/config.js';
+import { signJwt } from '../../src/auth/jwt.js';
+
+/** A dashboard JWT for `user`, signed in-process with the gateway's own secret (no CLI process per user). */
+export function jwtFor(gateway: Gateway, user: string, ttlSeconds = 3600): string {
+  return signJwt(loadConfig({ ...process.env, ...gateway.env }).jwtSecret, { sub: user, exp: Math.floor(Date.now() / 1000) + ttlSeconds });
+}
 
 /** gpt-4o-mini list prices in nano-USD per token. */
 export const PRICE = Object.freeze({ input: 150n, cachedInput: 75n, output: 600n });
@@ -120,10 +127,11 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
   }
 }
 
-/** Samples `credits - held` of a user in Redis until stopped; returns the minimum seen. */
-export function sampleAvailable(gateway: Gateway, user: string): { stop(): Promise<{ min: bigint; samples: number }> } {
+/** Samples `credits - held` of a user in Redis until stopped; returns the minimum seen and the largest `held`. */
+export function sampleAvailable(gateway: Gateway, user: string): { stop(): Promise<{ min: bigint; maxHeld: bigint; samples: number }> } {
   let running = true;
   let min: bigint | undefined;
+  let maxHeld = 0n;
   let samples = 0;
   const loop = (async () => {
     while (running) {
@@ -131,6 +139,7 @@ export function sampleAvailable(gateway: Gateway, user: string): { stop(): Promi
       if (credits != null) {
         const available = BigInt(credits) - BigInt(held ?? '0');
         if (min === undefined || available < min) min = available;
+        if (BigInt(held ?? '0') > maxHeld) maxHeld = BigInt(held ?? '0');
         samples++;
       }
       await new Promise((r) => setImmediate(r));
@@ -140,7 +149,7 @@ export function sampleAvailable(gateway: Gateway, user: string): { stop(): Promi
     async stop() {
       running = false;
       await loop;
-      return { min: min ?? 0n, samples };
+      return { min: min ?? 0n, maxHeld, samples };
     },
   };
 }

@@ -63,7 +63,7 @@ export function chatCompletions(services: Services) {
 
   return async (ctx: RequestContext): Promise<void> => {
     const key = await auth.apiKey(ctx.headers.authorization);
-    if (!ctx.headers.contentType.toLowerCase().startsWith('application/json')) {
+    if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
       throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
     }
     const body = await ctx.body();
@@ -93,7 +93,6 @@ export function chatCompletions(services: Services) {
     let errorCode: string | null = null;
     let clientAborted = false;
     let upstreamFailed = false;
-    services.inflight.count++;
 
     let settled = false;
     /** Settles once. Sent before the response's last bytes, so a crash after the client has its answer cannot lose the charge. */
@@ -210,7 +209,6 @@ export function chatCompletions(services: Services) {
       errorCode = error instanceof ApiError ? error.code : 'internal_error';
       throw error;
     } finally {
-      services.inflight.count--;
       settleOnce();
     }
   };

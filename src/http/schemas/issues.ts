@@ -9,7 +9,10 @@ export function validationError(issues: readonly v.BaseIssue<unknown>[], status 
     const key = item.key as string | number;
     param += typeof key === 'number' ? `[${key}]` : param ? `.${key}` : String(key);
   }
-  const message = param ? `Invalid value for '${param}': ${issue.message}` : `Invalid request body: ${issue.message}`;
+  const unknownField = issue.type === 'strict_object' && issue.expected === 'never';
+  const message = unknownField
+    ? `Unknown parameter '${param}'.`
+    : param ? `Invalid value for '${param}': ${issue.message}` : `Invalid request body: ${issue.message}`;
   return new ApiError(status, status === 422 ? 'validation_error' : 'invalid_request', message, param || null);
 }
 

@@ -1,0 +1,29 @@
+// Bench options from the environment.
+import { SCENARIO_NAMES, type ScenarioName } from './scenarios.js';
+
+export interface BenchOptions {
+  /** BENCH_SCALE (default 1): multiplies request counts and durations; 0.1 for a smoke run. */
+  readonly scale: number;
+  /** BENCH_THREADS (default 2): the gateway's HTTP_THREADS. */
+  readonly threads: number;
+  /** BENCH_SCENARIOS (comma list, default all), run in the canonical order. */
+  readonly scenarios: ScenarioName[];
+  /** BENCH_GATEWAY_NODE_ARGS: extra node flags for the gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
+  readonly gatewayNodeArgs: string[];
+}
+
+export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions {
+  const scale = Number(env.BENCH_SCALE || '1');
+  if (!Number.isFinite(scale) || scale <= 0) throw new Error(`BENCH_SCALE must be a positive number, got ${env.BENCH_SCALE}`);
+  const threads = Number(env.BENCH_THREADS || '2');
+  if (!Number.isInteger(threads) || threads < 1) throw new Error(`BENCH_THREADS must be a whole number >= 1, got ${env.BENCH_THREADS}`);
+  const wanted = (env.BENCH_SCENARIOS || SCENARIO_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = wanted.filter((name) => !(SCENARIO_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(', ')} (known: ${SCENARIO_NAMES.join(', ')})`);
+  return {
+    scale,
+    threads,
+    scenarios: SCENARIO_NAMES.filter((name) => wanted.includes(name)),
+    gatewayNodeArgs: (env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+  };
+}

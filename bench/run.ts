@@ -1,0 +1,65 @@
+// `npm run bench`: the gateway's overhead against the mock vendor, measured directly and through
+// the gateway in the same run (the 2 cores are shared by the load generator, the mock and the
+// gateway, so only ratios and differences from one run mean anything). Prints one JSON line per
+// scenario on stdout and nothing else; progress and errors go to stderr. Exit 1 on any error.
+import { installSignalHandlers, runCleanup } from './cleanup.js';
+import { startGatewayProcess } from './gateway-process.js';
+import { startMockProcess } from './mock-process.js';
+import { readOptions } from './options.js';
+import { processCpuMicros } from './proc-cpu.js';
+import { SCENARIOS, type ScenarioContext } from './scenarios.js';
+
+const IDLE_PROBE_MS = 3000;
+const CHAT_PATH = '/chat/completions';
+
+const note = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+/** CPU the gateway burns doing nothing (ledger writer polling), µs per second. */
+async function idleCpuUsPerS(pid: number): Promise<number> {
+  const before = processCpuMicros(pid);
+  await new Promise((r) => setTimeout(r, IDLE_PROBE_MS));
+  return ((processCpuMicros(pid) - before) * 1000) / IDLE_PROBE_MS;
+}
+
+async function main(): Promise<number> {
+  const options = readOptions();
+  installSignalHandlers();
+  note(`scale ${options.scale}, gateway threads ${options.threads}, scenarios ${options.scenarios.join(', ')}`);
+
+  const mock = await startMockProcess();
+  const gateway = await startGatewayProcess({ mockUrl: mock.url, threads: options.threads, nodeArgs: options.gatewayNodeArgs });
+  note(`mock ${mock.url} (pid ${mock.child.pid}), gateway ${gateway.url} (pid ${gateway.child.pid})`);
+
+  const ctx: ScenarioContext = {
+    direct: { side: 'direct', origin: mock.url, path: `/openai/v1${CHAT_PATH}`, apiKey: 'bench' },
+    gateway: { side: 'gateway', origin: gateway.url, path: `/v1${CHAT_PATH}`, apiKey: gateway.apiKey },
+    pids: { direct: mock.child.pid, gateway: gateway.child.pid },
+    scale: options.scale,
+    gatewayIdleCpuUsPerS: await idleCpuUsPerS(gateway.child.pid),
+  };
+
+  let failed = false;
+  for (const name of options.scenarios) {
+    note(`${name}: running`);
+    const started = Date.now();
+    const result = await SCENARIOS[name](ctx);
+    process.stdout.write(`${JSON.stringify(result.line)}\n`);
+    note(`${name}: done in ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.errors} errors`);
+    if (result.errors > 0) {
+      failed = true;
+      for (const sample of result.errorSamples) note(`${name}: ${sample}`);
+    }
+    if (gateway.child.exited) throw new Error(`the gateway died during ${name}:\n${gateway.child.output}`);
+  }
+  return failed ? 1 : 0;
+}
+
+let exitCode = 1;
+try {
+  exitCode = await main();
+} catch (error) {
+  note(`failed: ${(error as Error).stack ?? String(error)}`);
+} finally {
+  await runCleanup();
+}
+process.exit(exitCode);

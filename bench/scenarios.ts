@@ -1,0 +1,191 @@
+// The four scenarios: what load each puts on both sides, and the JSON line it reports.
+import { loadavg } from 'node:os';
+import { chatCalls } from './calls.js';
+import { compare, type Comparison } from './compare.js';
+import type { SideResult, Target } from './load.js';
+import { percentile, ratio, round } from './stats.js';
+
+export interface ScenarioContext {
+  readonly direct: Target;
+  readonly gateway: Target;
+  /** The mock's and the gateway's process ids, for their CPU time. */
+  readonly pids: { readonly direct: number; readonly gateway: number };
+  /** BENCH_SCALE: multiplies request counts and durations. */
+  readonly scale: number;
+  /** The gateway's CPU use while idle (ledger writer polling), to judge the settle windows by. */
+  readonly gatewayIdleCpuUsPerS: number;
+}
+
+export interface ScenarioReport {
+  readonly line: Record<string, unknown>;
+  readonly errors: number;
+  readonly errorSamples: string[];
+}
+
+export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'stream_ttfb_c1', 'stream_c64'] as const;
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+/** Targets the project must meet (same run, against the mock directly). */
+const TARGETS = {
+  addedP50Ms: 0.3,
+  addedTtfbP50Ms: 0.5,
+  cpuUsPerRequest: 200,
+  streamChunksRatio: 0.4,
+};
+
+const count = (n: number, scale: number, min: number) => Math.max(min, Math.round(n * scale));
+const ms = (value: number) => round(value, 3);
+const rps = (side: SideResult) => round(side.requests / side.seconds, 1);
+
+function latency(side: SideResult): { p50_ms: number; p99_ms: number } {
+  return { p50_ms: ms(percentile(side.latenciesMs, 50)), p99_ms: ms(percentile(side.latenciesMs, 99)) };
+}
+
+/** Fields every line shares: request counts, errors, how the gateway's CPU was read, machine load. */
+function common(name: ScenarioName, c: Comparison, ctx: ScenarioContext): Record<string, unknown> {
+  return {
+    scenario: name,
+    requests: c.direct.requests + c.gateway.requests,
+    errors: { direct: c.direct.errors, gateway: c.gateway.errors },
+    cpu_includes_ledger: true,
+    cpu_settle_ms: c.settleMs,
+    gateway_idle_cpu_us_per_s: round(ctx.gatewayIdleCpuUsPerS, 0),
+    // Other work on the 2 shared cores (e.g. test suites) makes a run noisy; this says how busy it was.
+    loadavg_1m: round(loadavg()[0] ?? NaN, 2),
+  };
+}
+
+/** CPU per unit (request or chunk) of the serving process and of the load generator, per side. */
+function cpuFields(side: SideResult, units: number, unit: 'req' | 'chunk'): Record<string, number> {
+  const decimals = unit === 'req' ? 1 : 2;
+  return {
+    [`server_cpu_us_per_${unit}`]: round(side.serverCpuUs / units, decimals),
+    [`client_cpu_us_per_${unit}`]: round(side.clientCpuUs / units, decimals),
+  };
+}
+
+/** The gateway's CPU per unit as the brief defines it (settle windows included), the same less its
+ * idle use in those windows, and its ratio to the mock's CPU per unit (a machine-speed-free figure). */
+function gatewayCpu(c: Comparison, ctx: ScenarioContext, gatewayUnits: number, directUnits: number, unit: 'req' | 'chunk'): Record<string, number> {
+  const decimals = unit === 'req' ? 1 : 2;
+  const idleUs = (ctx.gatewayIdleCpuUsPerS * c.settleMs) / 1000;
+  const perUnit = c.gateway.serverCpuUs / gatewayUnits;
+  return {
+    [`gateway_cpu_us_per_${unit}`]: round(perUnit, decimals),
+    [`gateway_cpu_us_per_${unit}_net_of_idle`]: round(Math.max(0, c.gateway.serverCpuUs - idleUs) / gatewayUnits, decimals),
+    gateway_cpu_vs_mock: ratio(perUnit, c.direct.serverCpuUs / directUnits),
+  };
+}
+
+function report(line: Record<string, unknown>, c: Comparison): ScenarioReport {
+  return { line, errors: c.direct.errors + c.gateway.errors, errorSamples: [...c.direct.errorSamples, ...c.gateway.errorSamples] };
+}
+
+async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: number): Promise<ScenarioReport> {
+  const sequential = concurrency === 1;
+  const rounds = sequential ? 6 : 4;
+  const c = await compare({
+    direct: ctx.direct, gateway: ctx.gateway, pids: ctx.pids,
+    call: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }),
+    warmup: { concurrency, requests: count(sequential ? 500 : 2000, ctx.scale, 20) },
+    // c1: ~3000 requests per side; c32: ~10 s or ~20000 requests per side, whichever comes first.
+    block: sequential
+      ? { concurrency, requests: count(3000 / rounds, ctx.scale, 10) }
+      : { concurrency, requests: count(20_000 / rounds, ctx.scale, 50), durationMs: (10_000 / rounds) * ctx.scale },
+    rounds,
+  });
+  const side = (r: SideResult) => ({ requests: r.requests, rps: rps(r), ...latency(r), ...cpuFields(r, r.requests, 'req') });
+  const direct = side(c.direct);
+  const gateway = side(c.gateway);
+  const cpu = gatewayCpu(c, ctx, c.gateway.requests, c.direct.requests, 'req');
+  const addedP50 = ms(gateway.p50_ms - direct.p50_ms);
+  const cpuUsPerReq = cpu.gateway_cpu_us_per_req!;
+  return report({
+    ...common(name, c, ctx),
+    direct,
+    gateway,
+    added_p50_ms: addedP50,
+    added_p99_ms: ms(gateway.p99_ms - direct.p99_ms),
+    rps_ratio: ratio(gateway.rps, direct.rps),
+    ...cpu,
+    targets: {
+      ...(sequential ? { added_p50_ms_max: TARGETS.addedP50Ms, added_p50_met: addedP50 <= TARGETS.addedP50Ms } : {}),
+      gateway_cpu_us_per_req_max: TARGETS.cpuUsPerRequest,
+      gateway_cpu_met: cpuUsPerReq <= TARGETS.cpuUsPerRequest,
+    },
+  }, c);
+}
+
+async function streamTtfb(ctx: ScenarioContext): Promise<ScenarioReport> {
+  const rounds = 4;
+  const c = await compare({
+    direct: ctx.direct, gateway: ctx.gateway, pids: ctx.pids,
+    call: chatCalls({ prompt: 'Stream a short answer. [[mock chunks=16 delay_ms=0]]', stream: true, maxTokens: 64 }),
+    warmup: { concurrency: 1, requests: count(200, ctx.scale, 10) },
+    block: { concurrency: 1, requests: count(1000 / rounds, ctx.scale, 10) },
+    rounds,
+  });
+  const side = (s: SideResult) => ({
+    requests: s.requests,
+    rps: rps(s),
+    ttfb_p50_ms: ms(percentile(s.ttfbMs, 50)),
+    ttfb_p99_ms: ms(percentile(s.ttfbMs, 99)),
+    total_p50_ms: ms(percentile(s.latenciesMs, 50)),
+    events_per_stream: round(s.events / s.requests, 1),
+    ...cpuFields(s, s.requests, 'req'),
+  });
+  const direct = side(c.direct);
+  const gateway = side(c.gateway);
+  const addedTtfbP50 = ms(gateway.ttfb_p50_ms - direct.ttfb_p50_ms);
+  return report({
+    ...common('stream_ttfb_c1', c, ctx),
+    direct,
+    gateway,
+    added_ttfb_p50_ms: addedTtfbP50,
+    added_ttfb_p99_ms: ms(gateway.ttfb_p99_ms - direct.ttfb_p99_ms),
+    added_total_p50_ms: ms(gateway.total_p50_ms - direct.total_p50_ms),
+    ...gatewayCpu(c, ctx, c.gateway.requests, c.direct.requests, 'req'),
+    targets: { added_ttfb_p50_ms_max: TARGETS.addedTtfbP50Ms, added_ttfb_p50_met: addedTtfbP50 <= TARGETS.addedTtfbP50Ms },
+  }, c);
+}
+
+async function streamConcurrent(ctx: ScenarioContext): Promise<ScenarioReport> {
+  const rounds = 4;
+  const concurrency = 64;
+  const c = await compare({
+    direct: ctx.direct, gateway: ctx.gateway, pids: ctx.pids,
+    // max_tokens above 256, or the mock would stop at the cap instead of the directive.
+    call: chatCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512 }),
+    warmup: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: 2000 * ctx.scale },
+    // ~10 s of continuous streams per side, as interleaved blocks.
+    block: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: (10_000 / rounds) * ctx.scale },
+    rounds,
+  });
+  const side = (s: SideResult) => ({
+    streams: s.requests,
+    seconds: round(s.seconds, 2),
+    chunks_per_s: round(s.events / s.seconds, 0),
+    streams_per_s: round(s.requests / s.seconds, 1),
+    events_per_stream: round(s.events / s.requests, 1),
+    stream_p50_ms: ms(percentile(s.latenciesMs, 50)),
+    ...cpuFields(s, s.events, 'chunk'),
+  });
+  const direct = side(c.direct);
+  const gateway = side(c.gateway);
+  const chunksRatio = ratio(gateway.chunks_per_s, direct.chunks_per_s);
+  return report({
+    ...common('stream_c64', c, ctx),
+    direct,
+    gateway,
+    chunks_per_s_ratio: chunksRatio,
+    ...gatewayCpu(c, ctx, c.gateway.events, c.direct.events, 'chunk'),
+    targets: { chunks_per_s_ratio_min: TARGETS.streamChunksRatio, chunks_per_s_ratio_met: chunksRatio >= TARGETS.streamChunksRatio },
+  }, c);
+}
+
+export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<ScenarioReport>> = {
+  nonstream_c1: (ctx) => nonStream('nonstream_c1', ctx, 1),
+  nonstream_c32: (ctx) => nonStream('nonstream_c32', ctx, 32),
+  stream_ttfb_c1: streamTtfb,
+  stream_c64: streamConcurrent,
+};
