@@ -1,7 +1,7 @@
 // Direct-vs-gateway measurement of one load, made fair on a shared 2-core machine: both sides are
 // warmed up, then measured in interleaved blocks (D G, G D, D G, ...) so that drift in the
-// machine's load (other processes, thermal, GC) hits both alike. The gateway's CPU is read from
-// /proc around each of its blocks.
+// machine's load (other processes, thermal, GC) hits both alike. The serving process's CPU (mock or
+// gateway) is read from /proc around each block of its side, the load generator's from cpuUsage().
 import type { Dispatcher } from 'undici';
 import { connect, runLoad, SideResult, type Call, type LoadPlan, type Side, type Target } from './load.js';
 import { processCpuMicros } from './proc-cpu.js';

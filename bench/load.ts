@@ -27,6 +27,9 @@ interface Sample {
   /** Time to the first body chunk. */
   readonly ttfbMs: number;
   readonly events: number;
+  /** Body chunks as undici hands them over: one per chunked-encoding chunk, so this counts the
+   * server's separate writes (an SSE server writing per event shows one per event). */
+  readonly bodyChunks: number;
   readonly error: string | undefined;
 }
 
@@ -35,6 +38,7 @@ export class SideResult {
   requests = 0;
   errors = 0;
   events = 0;
+  bodyChunks = 0;
   elapsedNs = 0n;
   /** CPU of the process serving this side, over the measured blocks (set by the caller). */
   serverCpuUs = 0;
@@ -49,6 +53,7 @@ export class SideResult {
     this.latenciesMs.push(sample.latencyMs);
     this.ttfbMs.push(sample.ttfbMs);
     this.events += sample.events;
+    this.bodyChunks += sample.bodyChunks;
     if (!sample.ok) {
       this.errors++;
       if (this.errorSamples.length < 5 && sample.error) this.errorSamples.push(sample.error);
@@ -59,6 +64,7 @@ export class SideResult {
     this.requests += other.requests;
     this.errors += other.errors;
     this.events += other.events;
+    this.bodyChunks += other.bodyChunks;
     this.elapsedNs += other.elapsedNs;
     this.serverCpuUs += other.serverCpuUs;
     this.clientCpuUs += other.clientCpuUs;
@@ -106,6 +112,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
     const started = process.hrtime.bigint();
     let status = 0;
     let firstChunkAt = 0n;
+    let bodyChunks = 0;
     const sse = call.stream ? new SseCounter() : undefined;
     const finish = (error: string | undefined): void => {
       const now = process.hrtime.bigint();
@@ -115,6 +122,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
         latencyMs: nsToMs(now - started),
         ttfbMs: nsToMs((firstChunkAt || now) - started),
         events: sse?.events ?? 0,
+        bodyChunks,
         error,
       });
     };
@@ -134,6 +142,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
         },
         onResponseData(_controller, chunk) {
           if (firstChunkAt === 0n) firstChunkAt = process.hrtime.bigint();
+          bodyChunks++;
           sse?.push(chunk);
         },
         onResponseEnd() {

@@ -2,20 +2,26 @@
 // the gateway in the same run (the 2 cores are shared by the load generator, the mock and the
 // gateway, so only ratios and differences from one run mean anything). Prints one JSON line per
 // scenario on stdout and nothing else; progress and errors go to stderr. Exit 1 on any error.
+// Options: BENCH_SCALE, BENCH_THREADS, BENCH_SCENARIOS, BENCH_GATEWAY_NODE_ARGS (see options.ts);
+// profiles taken with the last one are summarised by profile-top.ts.
 import { installSignalHandlers, runCleanup } from './cleanup.js';
+import { SETTLE_MS } from './compare.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { startMockProcess } from './mock-process.js';
 import { readOptions } from './options.js';
 import { processCpuMicros } from './proc-cpu.js';
 import { SCENARIOS, type ScenarioContext } from './scenarios.js';
+import type { Target } from './load.js';
+import { warmUpServers } from './warmup.js';
 
 const IDLE_PROBE_MS = 3000;
 const CHAT_PATH = '/chat/completions';
 
 const note = (message: string) => process.stderr.write(`bench: ${message}\n`);
 
-/** CPU the gateway burns doing nothing (ledger writer polling), µs per second. */
+/** CPU the gateway burns doing nothing (ledger writer polling, V8 housekeeping), µs per second. */
 async function idleCpuUsPerS(pid: number): Promise<number> {
+  await new Promise((r) => setTimeout(r, SETTLE_MS)); // let the ledger writer finish what came before
   const before = processCpuMicros(pid);
   await new Promise((r) => setTimeout(r, IDLE_PROBE_MS));
   return ((processCpuMicros(pid) - before) * 1000) / IDLE_PROBE_MS;
@@ -30,9 +36,15 @@ async function main(): Promise<number> {
   const gateway = await startGatewayProcess({ mockUrl: mock.url, threads: options.threads, nodeArgs: options.gatewayNodeArgs });
   note(`mock ${mock.url} (pid ${mock.child.pid}), gateway ${gateway.url} (pid ${gateway.child.pid})`);
 
+  const direct: Target = { side: 'direct', origin: mock.url, path: `/openai/v1${CHAT_PATH}`, apiKey: 'bench' };
+  const viaGateway: Target = { side: 'gateway', origin: gateway.url, path: `/v1${CHAT_PATH}`, apiKey: gateway.apiKey };
+  note('warming up both sides');
+  const warmupErrors = await warmUpServers([direct, viaGateway], options.scale);
+  if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
+
   const ctx: ScenarioContext = {
-    direct: { side: 'direct', origin: mock.url, path: `/openai/v1${CHAT_PATH}`, apiKey: 'bench' },
-    gateway: { side: 'gateway', origin: gateway.url, path: `/v1${CHAT_PATH}`, apiKey: gateway.apiKey },
+    direct,
+    gateway: viaGateway,
     pids: { direct: mock.child.pid, gateway: gateway.child.pid },
     scale: options.scale,
     gatewayIdleCpuUsPerS: await idleCpuUsPerS(gateway.child.pid),

@@ -132,6 +132,7 @@ async function streamTtfb(ctx: ScenarioContext): Promise<ScenarioReport> {
     ttfb_p99_ms: ms(percentile(s.ttfbMs, 99)),
     total_p50_ms: ms(percentile(s.latenciesMs, 50)),
     events_per_stream: round(s.events / s.requests, 1),
+    body_chunks_per_stream: round(s.bodyChunks / s.requests, 1),
     ...cpuFields(s, s.requests, 'req'),
   });
   const direct = side(c.direct);
@@ -167,6 +168,7 @@ async function streamConcurrent(ctx: ScenarioContext): Promise<ScenarioReport> {
     chunks_per_s: round(s.events / s.seconds, 0),
     streams_per_s: round(s.requests / s.seconds, 1),
     events_per_stream: round(s.events / s.requests, 1),
+    body_chunks_per_stream: round(s.bodyChunks / s.requests, 1),
     stream_p50_ms: ms(percentile(s.latenciesMs, 50)),
     ...cpuFields(s, s.events, 'chunk'),
   });

@@ -8,7 +8,7 @@ import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { tokenCostNano, worstCaseCostNano, nanoToUsd } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
-import { buildOpenAiChatBody, finishOpenAiCompletion } from '../../providers/openai/chat.js';
+import { buildOpenAiChatBody, finishOpenAiCompletion, type FinishedCompletion } from '../../providers/openai/chat.js';
 import { OpenAiStreamRelay, generatedText } from '../../providers/openai/stream-relay.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import type { LedgerEvent } from '../../ledger/event.js';
@@ -149,7 +149,13 @@ export function chatCompletions(services: Services) {
         const text = await response.body.text();
         ttfbMs = Date.now() - startedAtMs;
         metrics.upstreamTtfb.observe({ vendor: model.upstreamVendor }, seconds(upstreamStarted));
-        const finished = finishOpenAiCompletion(text, model.id, includeReasoning);
+        let finished: FinishedCompletion;
+        try {
+          finished = finishOpenAiCompletion(text, model.id, includeReasoning);
+        } catch {
+          metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'invalid_body' });
+          throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a chat completion.`);
+        }
         usage = finished.usage ?? (await countCompletion(request, JSON.parse(text)));
         settleOnce();
         ctx.reply.send(200, finished.body);
