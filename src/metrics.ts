@@ -32,3 +32,20 @@ export function createMainMetrics(registry: Registry) {
 }
 
 export const seconds = (sinceNs: bigint) => Number(process.hrtime.bigint() - sinceNs) / 1e9;
+
+/**
+ * Memoises a labelled metric's children: prom-client hashes the label object on every call,
+ * which shows on the hot path; a child looked up once per label combination does not.
+ */
+export function children<T>(lookup: (...values: string[]) => T): (...values: string[]) => T {
+  const cache = new Map<string, T>();
+  return (...values) => {
+    const key = values.join('\u0000');
+    let child = cache.get(key);
+    if (child === undefined) {
+      child = lookup(...values);
+      cache.set(key, child);
+    }
+    return child;
+  };
+}

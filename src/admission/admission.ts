@@ -16,6 +16,8 @@ export interface AdmissionLimits {
 export class Admission {
   /** Settlements sent but not yet answered; shutdown waits for them. */
   pendingSettlements = 0;
+  private readonly admitDuration;
+  private readonly settleDuration;
 
   constructor(
     private readonly redis: ScriptedRedis,
@@ -23,7 +25,10 @@ export class Admission {
     private readonly balances: Balances,
     private readonly limits: AdmissionLimits,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.admitDuration = metrics.scriptDuration.labels('admit');
+    this.settleDuration = metrics.scriptDuration.labels('settle');
+  }
 
   /** Reserves `amountNano` for the call or throws 429 (with Retry-After) or 402. */
   async reserve(userId: string, keyId: string, reservationId: string, amountNano: bigint): Promise<void> {
@@ -33,7 +38,7 @@ export class Admission {
         userId, keyId, reservationId, amountNano,
         limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs,
       });
-      this.metrics.scriptDuration.observe({ script: 'admit' }, seconds(started));
+      this.admitDuration.observe(seconds(started));
       switch (result.kind) {
         case 'admitted':
           return;
@@ -62,7 +67,7 @@ export class Admission {
     this.pendingSettlements++;
     try {
       const result = await settle(this.redis, this.keys, { userId, reservationId, chargeNano, event });
-      this.metrics.scriptDuration.observe({ script: 'settle' }, seconds(started));
+      this.settleDuration.observe(seconds(started));
       return result.chargedNano;
     } finally {
       this.pendingSettlements--;

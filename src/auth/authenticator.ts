@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../store/db.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import { ensureAccount } from '../store/accounts.js';
@@ -16,6 +17,9 @@ export interface AuthenticatedKey {
 interface CacheEntry {
   readonly row: ApiKeyRow | undefined;
   readonly until: number;
+  readonly key: AuthenticatedKey | undefined;
+  /** The secret that last matched the stored hash: later requests compare bytes instead of recomputing the HMAC. */
+  verifiedSecret?: Buffer;
 }
 
 const POSITIVE_TTL_MS = 30_000;
@@ -62,21 +66,30 @@ export class Authenticator {
     const token = bearerToken(authorization);
     const parsed = token ? parseApiKey(token) : undefined;
     if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
-    const row = await this.lookup(parsed.publicId);
-    if (!row || row.is_provisioning !== parsed.provisioning || !secretMatches(this.keySecret, parsed.secret, row.secret_hash)) throw unauthorized();
+    const entry = await this.lookup(parsed.publicId);
+    const { row, key } = entry;
+    if (!row || !key || row.is_provisioning !== parsed.provisioning) throw unauthorized();
+    const given = Buffer.from(parsed.secret);
+    const known = entry.verifiedSecret !== undefined && timingSafeEqual(given, entry.verifiedSecret);
+    if (!known) {
+      if (!secretMatches(this.keySecret, parsed.secret, row.secret_hash)) throw unauthorized();
+      entry.verifiedSecret = given;
+    }
     if (row.disabled) throw new ApiError(403, 'key_disabled', 'This API key is disabled.');
     if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new ApiError(403, 'key_expired', 'This API key has expired.');
-    return { id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row };
+    return key;
   }
 
-  private async lookup(publicId: string): Promise<ApiKeyRow | undefined> {
+  private async lookup(publicId: string): Promise<CacheEntry> {
     const now = Date.now();
     const cached = this.cache.get(publicId);
-    if (cached && cached.until > now) return cached.row;
+    if (cached && cached.until > now) return cached;
     const row = await findActiveKeyByPublicId(this.sql, publicId);
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
-    this.cache.set(publicId, { row, until: now + (row ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
-    return row;
+    const key = row && Object.freeze({ id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row });
+    const entry: CacheEntry = { row, key, until: now + (row ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) };
+    this.cache.set(publicId, entry);
+    return entry;
   }
 
   /** A dashboard JWT; creates the account the first time it is seen. API keys are refused here. */

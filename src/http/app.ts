@@ -6,7 +6,7 @@ import { chatCompletions } from './routes/chat-completions.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { billingRoutes } from './routes/billing.js';
 import { SealedBox } from '../auth/sealed-box.js';
-import { seconds } from '../metrics.js';
+import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
 
 export interface OpsHooks {
@@ -19,12 +19,14 @@ export interface OpsHooks {
 /** Every route of the gateway on one uWS app. */
 export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHooks): TemplatedApp {
   const { metrics, config } = services;
+  const requestsOf = children((route, method, status) => metrics.httpRequests.labels(route, method, status));
+  const durationOf = children((route) => metrics.httpDuration.labels(route));
   const router = new Router(app, {
     maxBodyBytes: config.maxBodyBytes,
     inflight: services.inflight,
     onFinished: (ctx, status) => {
-      metrics.httpRequests.inc({ route: ctx.route, method: ctx.method, status });
-      metrics.httpDuration.observe({ route: ctx.route }, seconds(ctx.startedAt));
+      requestsOf(ctx.route, ctx.method, String(status)).inc();
+      durationOf(ctx.route).observe(seconds(ctx.startedAt));
     },
     onUnexpectedError: (ctx, error) => log.error('unexpected error', { route: ctx.route, method: ctx.method, error }),
   });

@@ -2,11 +2,16 @@ import type { Redis } from 'ioredis';
 import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
 import type { LedgerEvent } from './event.js';
+import { UsageRecords, insertUsageRecords } from '../store/usage-records.js';
 
-const BATCH = 500;
+/** Events read per user per pass; a user with more is marked dirty again for the next pass. */
+const PER_USER = 1000;
+
+type StreamEntry = [id: string, fields: string[]];
 
 export interface LedgerWriterOptions {
-  readonly idleMs?: number;
+  /** Pause between passes: every event of that window goes to Postgres in one transaction. */
+  readonly intervalMs?: number;
   readonly sweepMs?: number;
   readonly onError: (error: unknown) => void;
   readonly onWritten?: (events: number) => void;
@@ -17,6 +22,7 @@ export interface LedgerWriterOptions {
  * reservation id and request logs are keyed by it, so a replayed event inserts nothing. Entries are
  * deleted from Redis only after their Postgres transaction committed, so a crash or a Postgres
  * outage loses nothing; the dirty set is a hint, and a periodic scan finds streams it missed.
+ * Passes run at a fixed pace, so under load one transaction carries many events.
  */
 export class LedgerWriter {
   private running = false;
@@ -37,22 +43,21 @@ export class LedgerWriter {
     this.running = false;
     this.wake?.();
     await this.loop;
-    await this.drainAll(true);
+    while ((await this.drainAll(true)) > 0);
   }
 
   private async run(): Promise<void> {
-    const idleMs = this.options.idleMs ?? 50;
+    const intervalMs = this.options.intervalMs ?? 100;
     while (this.running) {
-      let written = 0;
+      const started = Date.now();
       try {
-        const sweep = Date.now() - this.lastSweep > (this.options.sweepMs ?? 30_000);
-        written = await this.drainAll(sweep);
+        await this.drainAll(started - this.lastSweep > (this.options.sweepMs ?? 30_000));
       } catch (error) {
         this.options.onError(error);
         await this.sleep(1000); // Postgres or Redis is down: back off, the events wait in Redis
         continue;
       }
-      if (written === 0) await this.sleep(idleMs);
+      await this.sleep(Math.max(0, intervalMs - (Date.now() - started)));
     }
   }
 
@@ -68,22 +73,37 @@ export class LedgerWriter {
 
   /** One pass over the dirty users (and, when `sweep`, every ledger stream). Returns events written. */
   async drainAll(sweep = false): Promise<number> {
-    const users = new Set<string>((await this.redis.spop(this.keys.ledgerDirty(), 1000)) ?? []);
+    const users = new Set<string>((await this.redis.spop(this.keys.ledgerDirty(), 10_000)) ?? []);
     if (sweep) {
       this.lastSweep = Date.now();
       for (const userId of await this.scanLedgerUsers()) users.add(userId);
     }
-    let written = 0;
-    for (const userId of users) {
-      try {
-        written += await this.drainUser(userId);
-      } catch (error) {
-        await this.redis.sadd(this.keys.ledgerDirty(), userId); // try again on the next pass
-        throw error;
-      }
+    if (users.size === 0) return 0;
+    const userIds = [...users];
+    try {
+      const reads = userIds.reduce((pipeline, userId) => pipeline.xrange(this.keys.ledger(userId), '-', '+', 'COUNT', PER_USER), this.redis.pipeline());
+      const results = (await reads.exec()) ?? [];
+      const entries: StreamEntry[] = [];
+      const deletions = this.redis.pipeline();
+      const again: string[] = [];
+      results.forEach(([error, found], index) => {
+        if (error) throw error;
+        const userEntries = found as StreamEntry[];
+        if (userEntries.length === 0) return;
+        entries.push(...userEntries);
+        deletions.xdel(this.keys.ledger(userIds[index]!), ...userEntries.map(([id]) => id));
+        if (userEntries.length === PER_USER) again.push(userIds[index]!);
+      });
+      if (entries.length === 0) return 0;
+      await this.write(entries);
+      if (again.length) deletions.sadd(this.keys.ledgerDirty(), ...again);
+      await deletions.exec();
+      this.options.onWritten?.(entries.length);
+      return entries.length;
+    } catch (error) {
+      await this.redis.sadd(this.keys.ledgerDirty(), ...userIds).catch(() => {}); // the periodic scan covers a failure here too
+      throw error;
     }
-    if (written > 0) this.options.onWritten?.(written);
-    return written;
   }
 
   private async scanLedgerUsers(): Promise<string[]> {
@@ -100,45 +120,41 @@ export class LedgerWriter {
     return users;
   }
 
-  async drainUser(userId: string): Promise<number> {
-    const streamKey = this.keys.ledger(userId);
-    let total = 0;
-    for (;;) {
-      const entries = await this.redis.xrange(streamKey, '-', '+', 'COUNT', BATCH);
-      if (entries.length === 0) return total;
-      await this.write(entries);
-      await this.redis.xdel(streamKey, ...entries.map(([id]) => id));
-      total += entries.length;
-      if (entries.length < BATCH) return total;
-    }
-  }
-
-  private async write(entries: [string, string[]][]): Promise<void> {
-    const transactions: Record<string, unknown>[] = [];
-    const logs: Record<string, unknown>[] = [];
+  private async write(entries: StreamEntry[]): Promise<void> {
+    const records = new UsageRecords();
+    const { charges, logs } = records;
     for (const [, fields] of entries) {
       const field = (name: string) => fields[fields.indexOf(name) + 1]!;
       const reservationId = field('r');
-      const charged = BigInt(field('c'));
+      const charged = field('c');
       const event = JSON.parse(field('e')) as LedgerEvent;
-      const createdAt = new Date(event.startedAtMs);
-      if (charged > 0n) {
-        transactions.push({
-          id: reservationId, user_id: event.userId, credits_nano: (-charged).toString(), payment_method: 'usage',
-          status: 'completed', api_key_id: event.keyId, model: event.model, created_at: new Date(event.startedAtMs + event.durationMs),
-        });
+      if (charged !== '0') {
+        charges.id.push(reservationId);
+        charges.userId.push(event.userId);
+        charges.creditsNano.push(`-${charged}`);
+        charges.apiKeyId.push(event.keyId);
+        charges.model.push(event.model);
+        charges.createdAt.push(new Date(event.startedAtMs + event.durationMs).toISOString());
       }
-      logs.push({
-        id: reservationId, created_at: createdAt, user_id: event.userId, api_key_id: event.keyId, model: event.model,
-        endpoint: event.endpoint, stream: event.stream, status: event.status, error_code: event.errorCode,
-        prompt_tokens: event.promptTokens, completion_tokens: event.completionTokens, cached_tokens: event.cachedTokens,
-        reasoning_tokens: event.reasoningTokens, cost_nano: charged.toString(), reserved_nano: event.reservedNano,
-        duration_ms: event.durationMs, ttfb_ms: event.ttfbMs, client_aborted: event.clientAborted,
-      });
+      logs.id.push(reservationId);
+      logs.createdAt.push(new Date(event.startedAtMs).toISOString());
+      logs.userId.push(event.userId);
+      logs.apiKeyId.push(event.keyId);
+      logs.model.push(event.model);
+      logs.endpoint.push(event.endpoint);
+      logs.stream.push(String(event.stream));
+      logs.status.push(String(event.status));
+      logs.errorCode.push(event.errorCode);
+      logs.promptTokens.push(String(event.promptTokens));
+      logs.completionTokens.push(String(event.completionTokens));
+      logs.cachedTokens.push(String(event.cachedTokens));
+      logs.reasoningTokens.push(String(event.reasoningTokens));
+      logs.costNano.push(charged);
+      logs.reservedNano.push(event.reservedNano);
+      logs.durationMs.push(String(event.durationMs));
+      logs.ttfbMs.push(event.ttfbMs === null ? null : String(event.ttfbMs));
+      logs.clientAborted.push(String(event.clientAborted));
     }
-    await this.sql.begin(async (tx) => {
-      if (transactions.length > 0) await tx`insert into transactions ${tx(transactions as never[])} on conflict (id) do nothing`;
-      if (logs.length > 0) await tx`insert into request_logs ${tx(logs as never[])} on conflict (id, created_at) do nothing`;
-    });
+    await this.sql.begin((tx) => insertUsageRecords(tx, records));
   }
 }

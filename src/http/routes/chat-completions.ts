@@ -12,7 +12,7 @@ import { buildOpenAiChatBody, finishOpenAiCompletion, type FinishedCompletion } 
 import { OpenAiStreamRelay, generatedText } from '../../providers/openai/stream-relay.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import type { LedgerEvent } from '../../ledger/event.js';
-import { seconds } from '../../metrics.js';
+import { children, seconds } from '../../metrics.js';
 import { log } from '../../log.js';
 
 const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
@@ -60,6 +60,9 @@ async function upstreamFailure(response: Dispatcher.ResponseData, vendor: string
 
 export function chatCompletions(services: Services) {
   const { admission, auth, metrics, upstream } = services;
+  const ttfbOf = children((vendor) => metrics.upstreamTtfb.labels(vendor));
+  const tokensOf = children((model, kind) => metrics.tokens.labels(model, kind));
+  const costOf = children((model) => metrics.cost.labels(model));
 
   return async (ctx: RequestContext): Promise<void> => {
     const key = await auth.apiKey(ctx.headers.authorization);
@@ -113,15 +116,16 @@ export function chatCompletions(services: Services) {
       const charged = await admission.settle(key.userId, reservationId, charge, JSON.stringify(event));
       if (charge > charged) log.error('charge exceeded its reservation', { reservationId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
       if (charged > 0n) {
-        metrics.tokens.inc({ model: model.id, kind: 'prompt' }, counted.promptTokens - counted.cachedTokens);
-        if (counted.cachedTokens) metrics.tokens.inc({ model: model.id, kind: 'cached' }, counted.cachedTokens);
-        metrics.tokens.inc({ model: model.id, kind: 'completion' }, counted.completionTokens);
-        if (counted.reasoningTokens) metrics.tokens.inc({ model: model.id, kind: 'reasoning' }, counted.reasoningTokens);
-        metrics.cost.inc({ model: model.id }, nanoToUsd(charged));
+        tokensOf(model.id, 'prompt').inc(counted.promptTokens - counted.cachedTokens);
+        if (counted.cachedTokens) tokensOf(model.id, 'cached').inc(counted.cachedTokens);
+        tokensOf(model.id, 'completion').inc(counted.completionTokens);
+        if (counted.reasoningTokens) tokensOf(model.id, 'reasoning').inc(counted.reasoningTokens);
+        costOf(model.id).inc(nanoToUsd(charged));
       }
     };
 
-    const abort = new AbortController();
+    // Only a stream is cut short when its client leaves; creating a signal for every call costs CPU.
+    const abort = stream ? new AbortController() : undefined;
     try {
       // A key revoked while this request waited must not reach the upstream.
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
@@ -129,13 +133,13 @@ export function chatCompletions(services: Services) {
         // A streaming client that leaves stops the upstream at once; a non-streaming call runs to its usage.
         ctx.reply.onAbort(() => {
           clientAborted = true;
-          abort.abort();
+          abort!.abort();
         });
       }
       const upstreamStarted = process.hrtime.bigint();
       let response: Dispatcher.ResponseData;
       try {
-        response = await upstream.post(vendor.chatCompletions, vendor.headers as Record<string, string>, buildOpenAiChatBody(request, model, stream), abort.signal);
+        response = await upstream.post(vendor.chatCompletions, vendor.headers as Record<string, string>, buildOpenAiChatBody(request, model, stream), abort?.signal);
       } catch (error) {
         if (clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
         metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
@@ -148,7 +152,7 @@ export function chatCompletions(services: Services) {
       if (!stream) {
         const text = await response.body.text();
         ttfbMs = Date.now() - startedAtMs;
-        metrics.upstreamTtfb.observe({ vendor: model.upstreamVendor }, seconds(upstreamStarted));
+        ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
         let finished: FinishedCompletion;
         try {
           finished = finishOpenAiCompletion(text, model.id, includeReasoning);
@@ -172,7 +176,7 @@ export function chatCompletions(services: Services) {
           upstreamBody.on('data', (chunk: Buffer) => {
             if (ttfbMs === null) {
               ttfbMs = Date.now() - startedAtMs;
-              metrics.upstreamTtfb.observe({ vendor: model.upstreamVendor }, seconds(upstreamStarted));
+              ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
             }
             const out = relay.push(chunk);
             if (relay.usage && !usage) {

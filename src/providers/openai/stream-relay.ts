@@ -4,10 +4,8 @@ const LF2 = Buffer.from('\n\n');
 const CRLF2 = Buffer.from('\r\n\r\n');
 const MODEL_KEY = Buffer.from('"model"');
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
-const USAGE_COMPACT = Buffer.from('"usage":{');
-const USAGE_SPACED = Buffer.from('"usage": {');
+const USAGE_KEY = Buffer.from('"usage"');
 const REASONING_KEY = Buffer.from('"reasoning');
-const DONE = Buffer.from('[DONE]');
 
 /**
  * Relays an OpenAI-wire SSE stream byte for byte. Per chunk it only finds the last event boundary
@@ -17,10 +15,10 @@ const DONE = Buffer.from('[DONE]');
  */
 export class OpenAiStreamRelay {
   usage: NormalizedUsage | undefined;
-  sawDone = false;
   /** Every upstream chunk as received, kept (not copied) so an aborted stream can be counted. */
   readonly received: Buffer[] = [];
   private carry: Buffer | undefined;
+  private crlfFramed: boolean | undefined;
   private modelNeedle: Buffer | undefined;
   private readonly modelReplacement: Buffer;
 
@@ -33,8 +31,10 @@ export class OpenAiStreamRelay {
     this.received.push(chunk);
     const data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
     const lf = data.lastIndexOf(LF2);
-    const crlf = data.lastIndexOf(CRLF2);
+    // "\r\n\r\n" contains no "\n\n": once the first boundary shows the framing, look only for that one.
+    const crlf = this.crlfFramed === false ? -1 : data.lastIndexOf(CRLF2);
     const boundary = Math.max(lf === -1 ? -1 : lf + 2, crlf === -1 ? -1 : crlf + 4);
+    if (boundary !== -1) this.crlfFramed ??= crlf !== -1;
     if (boundary === -1) {
       this.carry = data;
       return undefined;
@@ -52,8 +52,7 @@ export class OpenAiStreamRelay {
 
   private transform(events: Buffer): Buffer {
     if (!this.modelNeedle) this.learnModelNeedle(events);
-    const special = (!this.includeReasoning && events.includes(REASONING_KEY)) || events.includes(DONE) ||
-      events.includes(USAGE_COMPACT) || events.includes(USAGE_SPACED);
+    const special = hasUsageObject(events) || (!this.includeReasoning && events.includes(REASONING_KEY));
     return special ? this.transformEvents(events) : this.replaceModel(events);
   }
 
@@ -99,10 +98,6 @@ export class OpenAiStreamRelay {
     const dataAt = event.indexOf('data:');
     if (dataAt === -1) return event;
     const payload = event.slice(dataAt + 5).trim();
-    if (payload === '[DONE]') {
-      this.sawDone = true;
-      return event;
-    }
     const needsUsage = USAGE_OBJECT.test(payload);
     const needsReasoning = !this.includeReasoning && payload.includes('"reasoning');
     if (!needsUsage && !needsReasoning) return this.replaceModel(Buffer.from(event)).toString('utf8');
@@ -130,6 +125,16 @@ export class OpenAiStreamRelay {
     }
     return `${event.slice(0, dataAt)}data: ${JSON.stringify(chunk)}\n\n`;
   }
+}
+
+/** True when some `"usage"` key holds an object (not the `null` every chunk but the last carries). */
+function hasUsageObject(events: Buffer): boolean {
+  for (let at = events.indexOf(USAGE_KEY); at !== -1; at = events.indexOf(USAGE_KEY, at + USAGE_KEY.length)) {
+    let i = at + USAGE_KEY.length;
+    while (events[i] === 0x20 || events[i] === 0x3a) i++; // spaces and the colon
+    if (events[i] === 0x7b) return true; // {
+  }
+  return false;
 }
 
 /** The text an OpenAI-wire stream generated so far (content, reasoning, tool-call arguments), for counting after an abort. */
