@@ -49,3 +49,16 @@ export function children<T>(lookup: (...values: string[]) => T): (...values: str
     return child;
   };
 }
+
+/** Records a settled call's tokens and cost by model. */
+export function usageRecorder(metrics: Metrics) {
+  const tokensOf = children((model, kind) => metrics.tokens.labels(model, kind));
+  const costOf = children((model) => metrics.cost.labels(model));
+  return (modelId: string, usage: { promptTokens: number; cachedTokens: number; completionTokens: number; reasoningTokens: number }, chargedNano: bigint): void => {
+    tokensOf(modelId, 'prompt').inc(usage.promptTokens - usage.cachedTokens);
+    if (usage.cachedTokens) tokensOf(modelId, 'cached').inc(usage.cachedTokens);
+    tokensOf(modelId, 'completion').inc(usage.completionTokens);
+    if (usage.reasoningTokens) tokensOf(modelId, 'reasoning').inc(usage.reasoningTokens);
+    costOf(modelId).inc(Number(chargedNano) / 1e9);
+  };
+}

@@ -18,7 +18,8 @@ export interface RequestContext {
   readonly query: string;
   readonly params: readonly string[];
   readonly headers: RequestHeaders;
-  readonly remoteAddress: string;
+  /** The peer's address; read it while the request is open. */
+  remoteAddress(): string;
   readonly reply: Reply;
   readonly startedAt: bigint;
   /** The body, read with the size limit; rejects with 413 or ClientGone. */
@@ -73,7 +74,7 @@ export class Router {
           forwardedFor: req.getHeader('x-forwarded-for'),
           userAgent: req.getHeader('user-agent'),
         },
-        remoteAddress: decoder.decode(res.getRemoteAddressAsText()),
+        remoteAddress: () => decoder.decode(res.getRemoteAddressAsText()),
         reply,
         startedAt: process.hrtime.bigint(),
         body: () => bodyPromise,

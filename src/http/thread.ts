@@ -30,7 +30,7 @@ configureLog(config.logLevel, { thread: threadId });
 
 const uws = loadUws();
 const sql = connect(config.databaseUrl, 4);
-const redis = defineScripts(new Redis(config.redisUrl, { enableAutoPipelining: true, maxRetriesPerRequest: 2 }));
+const redis = defineScripts(new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }));
 const subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
 const keys = new RedisKeys(config.redisPrefix);
 const metrics = createMetrics();

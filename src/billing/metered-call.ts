@@ -1,0 +1,79 @@
+import type { Admission } from '../admission/admission.js';
+import type { CatalogModel } from '../catalog/model.js';
+import type { LedgerEvent } from '../ledger/event.js';
+import type { NormalizedUsage } from '../providers/usage.js';
+import { tokenCostNano } from './pricing.js';
+import { log } from '../log.js';
+
+export const NO_USAGE: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
+
+/** Metrics of what a settled call used and was charged. */
+export type UsageRecorder = (modelId: string, usage: NormalizedUsage, chargedNano: bigint) => void;
+
+export interface CallIdentity {
+  readonly userId: string;
+  readonly keyId: string;
+  readonly model: CatalogModel;
+  readonly endpoint: string;
+  readonly stream: boolean;
+  readonly reservationId: string;
+  readonly reservedNano: bigint;
+}
+
+/**
+ * One admitted inference call's money: its reservation, what it used, and its settlement, exactly
+ * once. A failed call settles for nothing, which releases the whole reservation.
+ */
+export class MeteredCall {
+  usage: NormalizedUsage | undefined;
+  status = 200;
+  errorCode: string | null = null;
+  clientAborted = false;
+  ttfbMs: number | null = null;
+  readonly startedAtMs = Date.now();
+  private failed = false;
+  private settled = false;
+
+  constructor(private readonly admission: Admission, private readonly recordUsage: UsageRecorder, readonly identity: CallIdentity) {}
+
+  /** The upstream failed (or the call never reached it): nothing is charged. */
+  fail(status: number, errorCode: string): void {
+    this.failed = true;
+    this.status = status;
+    this.errorCode = errorCode;
+  }
+
+  /** Records the first upstream byte; true the first time only. */
+  firstByte(): boolean {
+    if (this.ttfbMs !== null) return false;
+    this.ttfbMs = Date.now() - this.startedAtMs;
+    return true;
+  }
+
+  /**
+   * Sends the settlement (once; later calls do nothing). Callers send it before the response's last
+   * bytes, so a crash after the client has its answer cannot lose the charge; nobody waits for it.
+   */
+  settle(usage?: NormalizedUsage): void {
+    if (usage) this.usage = usage;
+    if (this.settled) return;
+    this.settled = true;
+    this.send().catch((error) => log.error('settlement failed; the reservation stays held until it expires', { reservationId: this.identity.reservationId, error }));
+  }
+
+  private async send(): Promise<void> {
+    const { userId, keyId, model, endpoint, stream, reservationId, reservedNano } = this.identity;
+    const usage = this.failed || !this.usage ? undefined : this.usage;
+    const charge = usage ? tokenCostNano(model.prices, usage) : 0n;
+    const counted = this.usage ?? NO_USAGE;
+    const event: LedgerEvent = {
+      userId, keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
+      promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
+      reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
+      durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,
+    };
+    const charged = await this.admission.settle(userId, reservationId, charge, JSON.stringify(event));
+    if (charge > charged) log.error('charge exceeded its reservation', { reservationId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
+    if (usage && charged > 0n) this.recordUsage(model.id, usage, charged);
+  }
+}

@@ -1,0 +1,34 @@
+import type { Readable } from 'node:stream';
+import type { Reply } from './reply.js';
+
+export const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+
+/** An SSE event carrying an error in the envelope's `error` shape (for failures after the headers went out). */
+export function sseErrorEvent(code: string, message: string): string {
+  return `data: ${JSON.stringify({ error: { message, type: 'api_error', code } })}\n\n`;
+}
+
+export interface EventRelay {
+  /** Takes an upstream chunk; returns the bytes to forward now, if any. */
+  push(chunk: Buffer): Buffer | undefined;
+}
+
+/**
+ * Pipes an upstream event stream through `relay` to the client, pausing the upstream while the
+ * client is slow (uWS buffered a write) and resuming once it drained. Resolves when the upstream
+ * ends; rejects when it breaks or is aborted.
+ */
+export function pipeEvents(body: Readable, reply: Reply, relay: EventRelay, afterChunk: () => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    body.on('data', (chunk: Buffer) => {
+      const out = relay.push(chunk);
+      afterChunk();
+      if (out && !reply.write(out)) {
+        body.pause();
+        reply.whenWritable(() => body.resume());
+      }
+    });
+    body.on('end', resolve);
+    body.on('error', reject);
+  });
+}
