@@ -7,12 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { onCleanup } from './cleanup.js';
+import { deleteKeysWithPrefix, dropDatabase } from './namespaces.js';
 import { freePort, spawnNode, waitUntil, type Child } from './child.js';
 
-const run = promisify(execFile);
+const execNode = promisify(execFile);
 const GATEWAY_MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const GATEWAY_CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
-const DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/gateway_bench';
+const POSTGRES_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const BENCH_USER = 'bench';
 
@@ -32,14 +33,19 @@ export interface GatewayOptions {
 }
 
 export async function startGatewayProcess(options: GatewayOptions): Promise<GatewayProcess> {
-  const prefix = `bench:${randomBytes(6).toString('hex')}:`;
-  onCleanup(() => deleteRedisKeys(prefix)); // registered first, so it runs after the gateway has stopped
+  const run = randomBytes(6).toString('hex');
+  const prefix = `bench:${run}:`;
+  // A fresh database per run, so earlier runs' rows do not slow this one; the gateway creates it.
+  const database = `gateway_bench_${run}`;
+  // Registered first, so they run after the gateway has stopped.
+  onCleanup(() => dropDatabase(POSTGRES_ADMIN_URL, database));
+  onCleanup(() => deleteRedisKeys(prefix));
   const port = await freePort();
   const env: Record<string, string> = {
     PORT: String(port),
     HOST: '127.0.0.1',
     HTTP_THREADS: String(options.threads),
-    DATABASE_URL,
+    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
     REDIS_URL,
     REDIS_PREFIX: prefix,
     MOCK_VENDOR: 'off',
@@ -56,7 +62,7 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
 }
 
 async function cli(env: Record<string, string>, ...args: string[]): Promise<string> {
-  const { stdout } = await run(process.execPath, [GATEWAY_CLI, ...args], { env: { ...process.env, ...env } });
+  const { stdout } = await execNode(process.execPath, [GATEWAY_CLI, ...args], { env: { ...process.env, ...env } });
   return stdout.trim();
 }
 
@@ -77,12 +83,7 @@ async function createBenchKey(url: string, env: Record<string, string>): Promise
 async function deleteRedisKeys(prefix: string): Promise<void> {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
   try {
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (found.length > 0) await redis.del(...found);
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
   } finally {
     redis.disconnect();
   }

@@ -12,6 +12,7 @@ import {
 } from './helpers/billing-checks.js';
 import { SCRIPT_KEY_COUNTS, admit, credit, defineScripts, hydrate, settle, type ScriptedRedis } from '../src/admission/scripts.js';
 import { RedisKeys } from '../src/admission/keys.js';
+import { deleteKeysWithPrefix } from '../bench/namespaces.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -131,12 +132,7 @@ t.test('Lua scripts against Redis', async (t) => {
   const redis: ScriptedRedis = defineScripts(new Redis(REDIS_URL));
   const keys = new RedisKeys(prefix);
   t.teardown(async () => {
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (found.length) await redis.del(...found);
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
     redis.disconnect();
   });
   const bal = async (user: string) => {

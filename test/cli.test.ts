@@ -7,6 +7,7 @@ import t from 'tap';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
 import { jwtPayload } from './helpers/http-tools.js';
+import { deleteKeysWithPrefix, dropDatabase } from '../bench/namespaces.js';
 
 const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
@@ -64,16 +65,9 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
 const sql = postgres(dbUrl.toString(), { max: 2, onnotice: () => {} });
 t.teardown(async () => {
   await sql.end({ timeout: 5 });
-  const admin = postgres(PG_BASE, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`drop database if exists "${database}" with (force)`);
-  await admin.end();
+  await dropDatabase(PG_BASE, database);
   const redis = new Redis(REDIS_URL);
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (found.length) await redis.del(...found);
-  } while (cursor !== '0');
+  await deleteKeysWithPrefix(redis, prefix);
   redis.disconnect();
 });
 

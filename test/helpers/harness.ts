@@ -4,13 +4,14 @@
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
 import { startMockVendor, type MockVendor } from '../../bench/mock-vendor/server.js';
+import { freePort } from '../../bench/child.js';
+import { deleteKeysWithPrefix, dropDatabase } from '../../bench/namespaces.js';
 
 const run = promisify(execFile);
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -19,15 +20,7 @@ const PG_BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const VENDOR_ENV_NAMES = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'DEEPSEEK', 'XAI', 'MISTRAL', 'MOONSHOT', 'ZHIPU', 'MINIMAX', 'ALIBABA', 'BYTEDANCE'];
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
+export { freePort };
 
 export interface GatewayOptions {
   readonly env?: Record<string, string>;
@@ -127,21 +120,10 @@ export class Gateway {
   async close(): Promise<void> {
     await this.stop();
     if (this.ownsMock) await this.mock.close();
-    if (this.ownsState) {
-      let cursor = '0';
-      do {
-        const [next, found] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        if (found.length) await this.redis.del(...found);
-      } while (cursor !== '0');
-    }
+    if (this.ownsState) await deleteKeysWithPrefix(this.redis, this.prefix);
     await this.sql.end({ timeout: 5 });
     this.redis.disconnect();
-    if (this.ownsState) {
-      const admin = postgres(PG_BASE, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`drop database if exists "${this.database}" with (force)`);
-      await admin.end();
-    }
+    if (this.ownsState) await dropDatabase(PG_BASE, this.database);
   }
 }
 
