@@ -1,21 +1,12 @@
-import type { ChatCapabilities, Family } from '../model.js';
+import type { CatalogModel, ChatCapabilities, TokenPrices } from '../model.js';
 
 /**
  * Chat models, list prices in USD per 1M tokens (source: shared/reference/model-catalog-facts.md,
  * confidence A for every price here). `cacheWrite` "0" where the vendor has no separate write price.
  */
-export interface ChatSeed {
-  readonly id: string;
-  readonly name: string;
-  readonly provider: string;
-  readonly description: string;
-  readonly tags: readonly string[];
-  readonly family: Family;
-  readonly upstreamVendor: string;
-  readonly upstreamModel: string;
-  readonly capabilities: ChatCapabilities;
-  readonly usdPerMillion: { readonly input: string; readonly cachedInput: string; readonly cacheWrite: string; readonly output: string };
-  readonly isPopular: boolean;
+export interface ChatSeed extends Omit<CatalogModel, 'modality' | 'prices' | 'isActive'> {
+  /** Decimal strings, so the conversion to nano-USD is exact. */
+  readonly usdPerMillion: Readonly<Record<keyof TokenPrices, string>>;
 }
 
 const standard = (overrides: Partial<ChatCapabilities>): ChatCapabilities => Object.freeze({
