@@ -12,7 +12,7 @@
   ARGV[5]  reservation time-to-live, ms
 
   Returns {code, value}:
-    {0, available after the reservation}   admitted
+    {0, available after the reservation}   admitted (also when this reservation id is already open)
     {1, retry-after ms}                     rate limited
     {2, available}                          insufficient credits
     {3, 0}                                  balance not loaded (the caller hydrates it from Postgres and retries)
@@ -24,6 +24,12 @@ local amount = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local windowMs = tonumber(ARGV[4])
 local ttlMs = tonumber(ARGV[5])
+
+-- A command resent after a reconnect must not reserve twice.
+if rcall('HEXISTS', reservationsKey, reservationId) == 1 then
+  local again = rcall('HMGET', balanceKey, 'credits', 'held')
+  return {0, tonumber(again[1] or '0') - tonumber(again[2] or '0')}
+end
 
 local t = rcall('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,4 +1,4 @@
-import type { Config, VendorName } from './config.js';
+import type { Config } from './config.js';
 import type { Sql } from './store/db.js';
 import type { ScriptedRedis } from './admission/scripts.js';
 import type { RedisKeys } from './admission/keys.js';
@@ -25,7 +25,8 @@ export interface Services {
   readonly admission: Admission;
   readonly catalog: () => CatalogSnapshot;
   readonly upstream: UpstreamClient;
-  readonly vendors: Readonly<Record<string, VendorRoute | undefined>> & Partial<Record<VendorName, VendorRoute>>;
+  /** By vendor name (the catalog's `upstreamVendor`). */
+  readonly vendors: Readonly<Record<string, VendorRoute | undefined>>;
   readonly metrics: Metrics;
   /** Requests in progress; shutdown waits for them. */
   readonly inflight: { count: number };

@@ -183,6 +183,15 @@ t.test('Lua scripts against Redis', async (t) => {
     t.same(await redis.hgetall(keys.reservations(user)), { a: '600', c: '400' }, 'open reservations are the held sum');
   });
 
+  t.test('admit: the same reservation id resent (a reconnect replays in-flight commands) reserves once', async (t) => {
+    const user = 'resent';
+    await hydrate(redis, keys, user, 1000n, 1000n);
+    t.same(await admit(redis, keys, admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 });
+    t.same(await admit(redis, keys, admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 }, 'answered as admitted, nothing added');
+    t.same(await bal(user), { credits: 1000n, held: 300n, deposits: 1000n }, 'held equals the one open reservation');
+    t.equal(await redis.zcard(keys.rateWindow(user, 'key-1')), 1, 'one window slot');
+  });
+
   t.test('settle: twice charges once; the ledger gets one event', async (t) => {
     const user = 'settle-twice';
     await hydrate(redis, keys, user, 1000n, 1000n);

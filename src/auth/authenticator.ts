@@ -57,6 +57,11 @@ export class Authenticator {
     }
   }
 
+  /** Drops every cached key (their next use reads Postgres again). */
+  forgetAll(): void {
+    this.cache.clear();
+  }
+
   /** Checked before each upstream call of a request that was authenticated earlier. */
   isRevoked(publicId: string): boolean {
     return this.revoked.has(publicId);

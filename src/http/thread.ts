@@ -69,6 +69,8 @@ subscriber.on('message', (_channel: string, message: string) => {
   const [kind, publicId] = message.split(':');
   if (publicId) auth.invalidate(publicId, kind === 'revoke');
 });
+// Messages published while the subscriber was reconnecting are lost: forget every cached key then.
+subscriber.on('ready', () => auth.forgetAll());
 
 let listenSocket: us_listen_socket | undefined;
 let requestSeq = 0;

@@ -111,7 +111,7 @@ export function chatCompletions(services: Services) {
     }
   }
 
-  async function callUpstream(ctx: RequestContext, call: MeteredCall, vendor: VendorRoute, request: ChatRequest): Promise<void> {
+  async function callUpstream(ctx: RequestContext, call: MeteredCall, vendor: VendorRoute, request: ChatRequest, upstreamBody: string): Promise<void> {
     const { model, stream } = call.identity;
     const includeReasoning = request.include_reasoning !== false;
     // Only a stream is cut short when its client leaves (a signal for every call would cost CPU);
@@ -126,7 +126,7 @@ export function chatCompletions(services: Services) {
     const upstreamStarted = process.hrtime.bigint();
     let response: Dispatcher.ResponseData;
     try {
-      response = await upstream.post(vendor.chatCompletions, vendor.headers as Record<string, string>, buildOpenAiChatBody(request, model, stream), abort?.signal);
+      response = await upstream.post(vendor.chatCompletions, vendor.headers as Record<string, string>, upstreamBody, abort?.signal);
     } catch (error) {
       if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
       metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
@@ -160,15 +160,19 @@ export function chatCompletions(services: Services) {
     const imageParts = checkCapabilities(request, model);
     const reservedNano = reservationFor(request, model, body.length, imageParts);
     const reservationId = randomUUID();
-    await admission.reserve(key.userId, key.id, reservationId, reservedNano);
+    const stream = request.stream === true;
+    const admitted = admission.reserve(key.userId, key.id, reservationId, reservedNano);
+    // Built while admission's round trip is under way (the command left synchronously above).
+    const upstreamBody = buildOpenAiChatBody(request, model, stream);
+    await admitted;
 
     const call = new MeteredCall(admission, recordUsage, {
-      userId: key.userId, keyId: key.id, model, endpoint: 'chat.completions', stream: request.stream === true, reservationId, reservedNano,
+      userId: key.userId, keyId: key.id, model, endpoint: 'chat.completions', stream, reservationId, reservedNano,
     });
     try {
       // A key revoked while this request waited must not reach the upstream.
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-      await callUpstream(ctx, call, vendor, request);
+      await callUpstream(ctx, call, vendor, request, upstreamBody);
     } catch (error) {
       call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
       throw error;
