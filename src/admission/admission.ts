@@ -4,7 +4,7 @@ import { nanoToUsd } from '../billing/pricing.js';
 import type { Metrics } from '../metrics.js';
 import { seconds } from '../metrics.js';
 import type { RedisKeys } from './keys.js';
-import { admit, settle, type ScriptedRedis } from './scripts.js';
+import { admit, settle, type AdmitResult, type ScriptedRedis } from './scripts.js';
 
 export interface AdmissionLimits {
   readonly requests: number;
@@ -34,10 +34,16 @@ export class Admission {
   async reserve(userId: string, keyId: string, reservationId: string, amountNano: bigint): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const started = process.hrtime.bigint();
-      const result = await admit(this.redis, this.keys, {
-        userId, keyId, reservationId, amountNano,
-        limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs,
-      });
+      let result: AdmitResult;
+      try {
+        result = await admit(this.redis, this.keys, {
+          userId, keyId, reservationId, amountNano,
+          limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs,
+        });
+      } catch (error) {
+        // Without Redis nothing can be admitted safely: a retryable 503, not a 500.
+        throw new ApiError(503, 'admission_unavailable', `Admission is unavailable right now (${(error as Error).message}); retry shortly.`, null, { 'retry-after': '1' });
+      }
       this.admitDuration.observe(seconds(started));
       switch (result.kind) {
         case 'admitted':
