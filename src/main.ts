@@ -2,9 +2,8 @@
  * The gateway process: config -> database (create, migrate, catalog) -> Redis -> ledger writer ->
  * N HTTP threads on one port -> janitors. SIGTERM drains streams, then flushes the ledger.
  */
-import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
-import { AggregatorRegistry, Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { RedisKeys } from './admission/keys.js';
@@ -12,7 +11,7 @@ import { LedgerWriter } from './ledger/writer.js';
 import { createMainMetrics } from './metrics.js';
 import { configureLog, log } from './log.js';
 import { ensureRequestLogPartitions, dropExpiredRequestLogPartitions } from './store/request-logs.js';
-import type { MainToThread, MetricsJson, ThreadToMain } from './http/thread-messages.js';
+import { HttpThreadPool } from './http/thread-pool.js';
 
 const DAY_MS = 86_400_000;
 
@@ -68,54 +67,14 @@ async function main(): Promise<void> {
   }, DAY_MS);
   janitor.unref();
 
-  // HTTP threads.
   let stopping = false;
-  const threads: Worker[] = [];
-  let metricsSeq = 0;
-  const pendingJson = new Map<number, { parts: MetricsJson[]; left: number; done: (parts: MetricsJson[]) => void }>();
-  const collectAll = (): Promise<MetricsJson[]> => new Promise((resolve) => {
-    const id = ++metricsSeq;
-    pendingJson.set(id, { parts: [], left: threads.length, done: resolve });
-    for (const thread of threads) thread.postMessage({ type: 'metrics-json', id } satisfies MainToThread);
-    setTimeout(() => { // a stuck thread must not hang /metrics
-      const pending = pendingJson.get(id);
-      if (pending) { pendingJson.delete(id); resolve(pending.parts); }
-    }, 2000).unref();
+  let threads: HttpThreadPool | undefined;
+  threads = await HttpThreadPool.start(config, registry, (code) => {
+    // During start-up the failure surfaces through start() itself.
+    if (!threads) return;
+    log.error('HTTP thread exited; stopping the process', { code });
+    void stop(1);
   });
-
-  const drained = new Map<Worker, Promise<void>>();
-  const exited = new Map<Worker, Promise<void>>();
-  await Promise.all(Array.from({ length: config.httpThreads }, () => new Promise<void>((resolve, reject) => {
-    const thread = new Worker(new URL('./http/thread.js', import.meta.url), { workerData: { config } });
-    threads.push(thread);
-    let onDrained: () => void = () => {};
-    drained.set(thread, new Promise((r) => { onDrained = r; }));
-    exited.set(thread, new Promise((r) => thread.once('exit', () => r())));
-    thread.on('message', (message: ThreadToMain) => {
-      switch (message.type) {
-        case 'listening': resolve(); break;
-        case 'listen-failed': reject(new Error(message.message)); break;
-        case 'drained':
-          if (message.unfinished) log.warn('thread stopped with requests unfinished', { unfinished: message.unfinished });
-          onDrained();
-          break;
-        case 'metrics-json': {
-          const pending = pendingJson.get(message.id);
-          if (!pending) break;
-          pending.parts.push(message.data);
-          if (--pending.left === 0) { pendingJson.delete(message.id); pending.done(pending.parts); }
-          break;
-        }
-        case 'collect-metrics':
-          collectAll()
-            .then(async (parts) => AggregatorRegistry.aggregate([...parts, await registry.getMetricsAsJSON()]).metrics())
-            .then((text) => thread.postMessage({ type: 'metrics-text', id: message.id, text } satisfies MainToThread));
-          break;
-      }
-    });
-    thread.on('error', (error) => { log.error('HTTP thread crashed', { error }); reject(error); });
-    thread.on('exit', (code) => { onDrained(); if (!stopping) { log.error('HTTP thread exited; stopping the process', { code }); void stop(1); } });
-  })));
 
   const base = `http://${config.host}:${config.port}`;
   log.info('gateway listening', { url: base, threads: config.httpThreads, openai_base_url: `${base}/v1`, mock_vendor: mock?.url ?? null });
@@ -135,13 +94,10 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info('shutting down: draining streams', { deadline_ms: config.shutdownDrainMs });
-    for (const thread of threads) thread.postMessage({ type: 'drain', deadlineMs: config.shutdownDrainMs } satisfies MainToThread);
-    await Promise.race([Promise.all(drained.values()), new Promise((r) => setTimeout(r, config.shutdownDrainMs + 10_000))]);
+    await threads!.drain(config.shutdownDrainMs);
     // Every settlement is in Redis now: write the last ledger events before anything else can go wrong.
     await ledger.stop().catch((error) => log.error('final ledger flush failed; events stay in Redis', { error }));
-    // Drained threads end by themselves; one that does not is stopped.
-    await Promise.all(threads.map((thread) => Promise.race([exited.get(thread), new Promise((r) => setTimeout(r, 5000))])));
-    await Promise.all(threads.map((thread) => (exited.has(thread) && thread.threadId !== -1 ? thread.terminate() : undefined)));
+    await threads!.stop();
     clearInterval(janitor);
     await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), mock?.close()]);
     log.info('stopped');

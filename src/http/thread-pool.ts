@@ -1,0 +1,106 @@
+import { Worker } from 'node:worker_threads';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { MainToThread, MetricsJson, ThreadToMain } from './thread-messages.js';
+import { log } from '../log.js';
+
+const METRICS_TIMEOUT_MS = 2000;
+const EXIT_GRACE_MS = 5000;
+
+/**
+ * The HTTP threads of this process: started together on one port, asked together for /metrics
+ * (summed with the main thread's registry), drained together on shutdown.
+ */
+export class HttpThreadPool {
+  private readonly threads: Worker[] = [];
+  private readonly drained = new Map<Worker, Promise<void>>();
+  private readonly exited = new Map<Worker, Promise<void>>();
+  private readonly running = new Set<Worker>();
+  private readonly pendingMetrics = new Map<number, { parts: MetricsJson[]; left: number; done: (parts: MetricsJson[]) => void }>();
+  private metricsSeq = 0;
+  private stopping = false;
+
+  private constructor(private readonly mainRegistry: Registry, private readonly onUnexpectedExit: (code: number) => void) {}
+
+  /** Resolves once every thread listens; rejects when one cannot. */
+  static async start(config: Config, mainRegistry: Registry, onUnexpectedExit: (code: number) => void): Promise<HttpThreadPool> {
+    const pool = new HttpThreadPool(mainRegistry, onUnexpectedExit);
+    await Promise.all(Array.from({ length: config.httpThreads }, () => pool.spawn(config)));
+    return pool;
+  }
+
+  private spawn(config: Config): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const thread = new Worker(new URL('./thread.js', import.meta.url), { workerData: { config } });
+      this.threads.push(thread);
+      this.running.add(thread);
+      let onDrained: () => void = () => {};
+      this.drained.set(thread, new Promise((r) => { onDrained = r; }));
+      this.exited.set(thread, new Promise((r) => thread.once('exit', () => r())));
+      thread.on('message', (message: ThreadToMain) => {
+        switch (message.type) {
+          case 'listening': resolve(); break;
+          case 'listen-failed': reject(new Error(message.message)); break;
+          case 'drained':
+            if (message.unfinished) log.warn('thread stopped with requests unfinished', { unfinished: message.unfinished });
+            onDrained();
+            break;
+          case 'metrics-json': this.receiveMetrics(message.id, message.data); break;
+          case 'collect-metrics':
+            this.metricsText().then((text) => thread.postMessage({ type: 'metrics-text', id: message.id, text } satisfies MainToThread));
+            break;
+        }
+      });
+      thread.on('error', (error) => {
+        log.error('HTTP thread crashed', { error });
+        reject(error);
+      });
+      thread.on('exit', (code) => {
+        this.running.delete(thread);
+        onDrained();
+        if (!this.stopping) this.onUnexpectedExit(code);
+      });
+    });
+  }
+
+  /** Prometheus text of the whole process: every thread's registry and the main thread's, summed. */
+  private async metricsText(): Promise<string> {
+    const parts = await new Promise<MetricsJson[]>((resolve) => {
+      const id = ++this.metricsSeq;
+      this.pendingMetrics.set(id, { parts: [], left: this.running.size, done: resolve });
+      for (const thread of this.running) thread.postMessage({ type: 'metrics-json', id } satisfies MainToThread);
+      setTimeout(() => { // a stuck thread must not hang /metrics
+        const pending = this.pendingMetrics.get(id);
+        if (pending) {
+          this.pendingMetrics.delete(id);
+          resolve(pending.parts);
+        }
+      }, METRICS_TIMEOUT_MS).unref();
+    });
+    return AggregatorRegistry.aggregate([...parts, await this.mainRegistry.getMetricsAsJSON()]).metrics();
+  }
+
+  private receiveMetrics(id: number, data: MetricsJson): void {
+    const pending = this.pendingMetrics.get(id);
+    if (!pending) return;
+    pending.parts.push(data);
+    if (--pending.left === 0) {
+      this.pendingMetrics.delete(id);
+      pending.done(pending.parts);
+    }
+  }
+
+  /** Stops accepting, waits (up to the deadline) for requests and their settlements to finish. */
+  async drain(deadlineMs: number): Promise<void> {
+    this.stopping = true;
+    for (const thread of this.running) thread.postMessage({ type: 'drain', deadlineMs } satisfies MainToThread);
+    await Promise.race([Promise.all(this.drained.values()), new Promise((r) => setTimeout(r, deadlineMs + 10_000))]);
+  }
+
+  /** Drained threads end by themselves; one that does not within a grace period is terminated. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.race([Promise.all(this.exited.values()), new Promise((r) => setTimeout(r, EXIT_GRACE_MS))]);
+    await Promise.all([...this.running].map((thread) => thread.terminate()));
+  }
+}
