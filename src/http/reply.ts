@@ -94,11 +94,4 @@ export class Reply {
       this.res.end(chunk ?? '');
     });
   }
-
-  /** Closes the connection without a proper end (used when an upstream stream breaks). */
-  close(): void {
-    if (!this.open) return;
-    this.finished = true;
-    this.res.close();
-  }
 }

@@ -4,7 +4,7 @@ import type { Sql } from './db.js';
 export const MIGRATIONS_DIR = new URL('../../../migrations/', import.meta.url);
 const MIGRATION_LOCK = 72_313_001; // advisory lock id shared by every gateway process
 
-/** Applies migrations/NNNN_name.sql in order, each in its own transaction, under an advisory lock. */
+/** Applies the pending migrations/NNNN_name.sql in order, in one transaction, under an advisory lock (all or nothing). */
 export async function migrate(sql: Sql, dir: URL = MIGRATIONS_DIR): Promise<string[]> {
   const files = (await readdir(dir)).filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f)).sort();
   const applied: string[] = [];

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
-import { ApiError, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { CreateApiKeySchema } from '../schemas/api-keys.js';
 import { generateApiKey, hashSecret, maskKey } from '../../auth/api-key-format.js';
@@ -85,9 +85,5 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     ctx.reply.send(204, '');
   };
 
-  const methodNotAllowed = (): never => {
-    throw new ApiError(405, 'method_not_allowed', 'Method not allowed.');
-  };
-
-  return { create, list, revoke, methodNotAllowed };
+  return { create, list, revoke };
 }
