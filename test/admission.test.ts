@@ -10,7 +10,8 @@ import { startGateway, type Gateway } from './helpers/harness.js';
 import {
   chatBody, costNano, envelopeProblems, moneyView, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
 } from './helpers/billing-checks.js';
-import { SCRIPT_KEY_COUNTS, admit, credit, defineScripts, hydrate, settle, type ScriptedRedis } from '../src/admission/scripts.js';
+import { SCRIPT_KEY_COUNTS, credit, defineScripts, hydrate, type ScriptedRedis } from '../src/admission/scripts.js';
+import { ScriptBatcher } from '../src/admission/script-batcher.js';
 import { RedisKeys } from '../src/admission/keys.js';
 import { deleteKeysWithPrefix } from '../bench/namespaces.js';
 
@@ -131,6 +132,7 @@ t.test('Lua scripts against Redis', async (t) => {
   const prefix = `test:lua:${randomBytes(4).toString('hex')}:`;
   const redis: ScriptedRedis = defineScripts(new Redis(REDIS_URL));
   const keys = new RedisKeys(prefix);
+  const scripts = new ScriptBatcher(redis, keys);
   t.teardown(async () => {
     await deleteKeysWithPrefix(redis, prefix);
     redis.disconnect();
@@ -164,21 +166,21 @@ t.test('Lua scripts against Redis', async (t) => {
 
   t.test('admit: not_loaded without a balance, and nothing recorded', async (t) => {
     const user = 'no-balance';
-    t.same(await admit(redis, keys, admitInput(user, 'r1', 100n)), { kind: 'not_loaded' });
+    t.same(await scripts.admit(admitInput(user, 'r1', 100n)), { kind: 'not_loaded' });
     t.equal(await redis.zcard(keys.rateWindow(user, 'key-1')), 0, 'the refused call took no window slot');
     t.equal(await redis.hlen(keys.reservations(user)), 0, 'no reservation');
     t.equal(await redis.exists(keys.balance(user)), 0, 'no balance invented');
     t.equal(await hydrate(redis, keys, user, 1000n, 1000n), 1);
-    t.same(await admit(redis, keys, admitInput(user, 'r1', 100n)), { kind: 'admitted', available: 900 });
+    t.same(await scripts.admit(admitInput(user, 'r1', 100n)), { kind: 'admitted', available: 900 });
   });
 
   t.test('admit: refuses more than available, reserves exactly up to it', async (t) => {
     const user = 'tight';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    t.same(await admit(redis, keys, admitInput(user, 'a', 600n)), { kind: 'admitted', available: 400 });
-    t.same(await admit(redis, keys, admitInput(user, 'b', 401n)), { kind: 'insufficient_credits', available: 400 });
-    t.same(await admit(redis, keys, admitInput(user, 'c', 400n)), { kind: 'admitted', available: 0 });
-    t.same(await admit(redis, keys, admitInput(user, 'd', 1n)), { kind: 'insufficient_credits', available: 0 });
+    t.same(await scripts.admit(admitInput(user, 'a', 600n)), { kind: 'admitted', available: 400 });
+    t.same(await scripts.admit(admitInput(user, 'b', 401n)), { kind: 'insufficient_credits', available: 400 });
+    t.same(await scripts.admit(admitInput(user, 'c', 400n)), { kind: 'admitted', available: 0 });
+    t.same(await scripts.admit(admitInput(user, 'd', 1n)), { kind: 'insufficient_credits', available: 0 });
     t.same(await bal(user), { credits: 1000n, held: 1000n, deposits: 1000n });
     t.same(await redis.hgetall(keys.reservations(user)), { a: '600', c: '400' }, 'open reservations are the held sum');
   });
@@ -186,18 +188,43 @@ t.test('Lua scripts against Redis', async (t) => {
   t.test('admit: the same reservation id resent (a reconnect replays in-flight commands) reserves once', async (t) => {
     const user = 'resent';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    t.same(await admit(redis, keys, admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 });
-    t.same(await admit(redis, keys, admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 }, 'answered as admitted, nothing added');
+    t.same(await scripts.admit(admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 });
+    t.same(await scripts.admit(admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 }, 'answered as admitted, nothing added');
     t.same(await bal(user), { credits: 1000n, held: 300n, deposits: 1000n }, 'held equals the one open reservation');
     t.equal(await redis.zcard(keys.rateWindow(user, 'key-1')), 1, 'one window slot');
+  });
+
+  t.test('calls made in one turn leave in one pipeline; a failing script rejects only its own caller', async (t) => {
+    const user = 'batched';
+    await hydrate(redis, keys, user, 1000n, 1000n);
+    const pipeline = redis.pipeline.bind(redis);
+    let pipelines = 0;
+    redis.pipeline = ((...args: Parameters<typeof redis.pipeline>) => {
+      pipelines++;
+      return pipeline(...args);
+    }) as typeof redis.pipeline;
+    t.teardown(() => { redis.pipeline = pipeline; });
+    const calls = [
+      scripts.admit(admitInput(user, 'b1', 100n)),
+      scripts.admit(admitInput(user, 'b2', 100n)),
+      // tonumber('x') is nil in admit.lua: a Lua error for this call alone
+      scripts.admit({ ...admitInput(user, 'b3', 1n), amountNano: 'x' as unknown as bigint }),
+      scripts.settle({ userId: user, reservationId: 'b1', chargeNano: 40n, event: '{}' }),
+    ];
+    const results = await Promise.allSettled(calls);
+    t.equal(pipelines, 1, 'one pipeline for the four calls');
+    t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    t.same((results[3] as PromiseFulfilledResult<unknown>).value, { settled: true, chargedNano: 40n }, 'settled after its admission, in order');
+    t.same(await bal(user), { credits: 960n, held: 100n, deposits: 1000n });
+    t.ok(await redis.sismember(keys.ledgerDirty(), user), 'the settled user is marked for the ledger writer');
   });
 
   t.test('settle: twice charges once; the ledger gets one event', async (t) => {
     const user = 'settle-twice';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    await admit(redis, keys, admitInput(user, 'r', 500n));
-    t.same(await settle(redis, keys, { userId: user, reservationId: 'r', chargeNano: 200n, event: '{}' }), { settled: true, chargedNano: 200n });
-    t.same(await settle(redis, keys, { userId: user, reservationId: 'r', chargeNano: 200n, event: '{}' }), { settled: false, chargedNano: 0n });
+    await scripts.admit(admitInput(user, 'r', 500n));
+    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 200n, event: '{}' }), { settled: true, chargedNano: 200n });
+    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 200n, event: '{}' }), { settled: false, chargedNano: 0n });
     t.same(await bal(user), { credits: 800n, held: 0n, deposits: 1000n });
     t.equal(await redis.hlen(keys.reservations(user)), 0);
     t.equal(await redis.zcard(keys.reservationDeadlines(user)), 0);
@@ -209,16 +236,16 @@ t.test('Lua scripts against Redis', async (t) => {
   t.test('settle: a charge is capped at its reservation', async (t) => {
     const user = 'settle-cap';
     await hydrate(redis, keys, user, 10_000n, 10_000n);
-    await admit(redis, keys, admitInput(user, 'r', 300n));
-    t.same(await settle(redis, keys, { userId: user, reservationId: 'r', chargeNano: 1000n, event: '{}' }), { settled: true, chargedNano: 300n });
+    await scripts.admit(admitInput(user, 'r', 300n));
+    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 1000n, event: '{}' }), { settled: true, chargedNano: 300n });
     t.same(await bal(user), { credits: 9_700n, held: 0n, deposits: 10_000n });
   });
 
   t.test('settle: a zero charge releases the whole reservation', async (t) => {
     const user = 'settle-release';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    await admit(redis, keys, admitInput(user, 'r', 700n));
-    t.same(await settle(redis, keys, { userId: user, reservationId: 'r', chargeNano: 0n, event: '{}' }), { settled: true, chargedNano: 0n });
+    await scripts.admit(admitInput(user, 'r', 700n));
+    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 0n, event: '{}' }), { settled: true, chargedNano: 0n });
     t.same(await bal(user), { credits: 1000n, held: 0n, deposits: 1000n });
   });
 
@@ -247,7 +274,7 @@ t.test('Lua scripts against Redis', async (t) => {
   t.test('hydrate: does not overwrite an existing balance', async (t) => {
     const user = 'hydrate-twice';
     t.equal(await hydrate(redis, keys, user, 1000n, 1000n), 1);
-    await admit(redis, keys, admitInput(user, 'r', 250n));
+    await scripts.admit(admitInput(user, 'r', 250n));
     t.equal(await hydrate(redis, keys, user, 5n, 5n), 0);
     t.same(await bal(user), { credits: 1000n, held: 250n, deposits: 1000n }, 'credits, held and deposits kept');
   });
@@ -256,18 +283,18 @@ t.test('Lua scripts against Redis', async (t) => {
     const user = 'window';
     await hydrate(redis, keys, user, 1_000_000n, 1_000_000n);
     const windowMs = 1000;
-    t.equal((await admit(redis, keys, admitInput(user, 'w1', 1n, { limit: 2, windowMs }))).kind, 'admitted');
-    t.equal((await admit(redis, keys, admitInput(user, 'w2', 1n, { limit: 2, windowMs }))).kind, 'admitted');
-    const limited = await admit(redis, keys, admitInput(user, 'w3', 1n, { limit: 2, windowMs }));
+    t.equal((await scripts.admit(admitInput(user, 'w1', 1n, { limit: 2, windowMs }))).kind, 'admitted');
+    t.equal((await scripts.admit(admitInput(user, 'w2', 1n, { limit: 2, windowMs }))).kind, 'admitted');
+    const limited = await scripts.admit(admitInput(user, 'w3', 1n, { limit: 2, windowMs }));
     t.equal(limited.kind, 'rate_limited');
     const retryAfterMs = limited.kind === 'rate_limited' ? limited.retryAfterMs : -1;
     t.ok(retryAfterMs >= 1 && retryAfterMs <= windowMs, `retry-after ${retryAfterMs} ms within 1..${windowMs}`);
     t.equal((await bal(user)).held, 2n, 'the limited call reserved nothing');
     t.notOk(await redis.hexists(keys.reservations(user), 'w3'));
-    t.equal((await admit(redis, keys, admitInput(user, 'w3', 1n, { limit: 2, windowMs: 10_000 }))).kind, 'rate_limited', 'still limited');
+    t.equal((await scripts.admit(admitInput(user, 'w3', 1n, { limit: 2, windowMs: 10_000 }))).kind, 'rate_limited', 'still limited');
     await sleep(retryAfterMs + 20);
-    t.equal((await admit(redis, keys, admitInput(user, 'w4', 1n, { limit: 2, windowMs }))).kind, 'admitted', 'admitted once Retry-After has passed');
-    const other = await admit(redis, keys, { ...admitInput(user, 'w5', 1n, { limit: 2, windowMs }), keyId: 'key-2' });
+    t.equal((await scripts.admit(admitInput(user, 'w4', 1n, { limit: 2, windowMs }))).kind, 'admitted', 'admitted once Retry-After has passed');
+    const other = await scripts.admit({ ...admitInput(user, 'w5', 1n, { limit: 2, windowMs }), keyId: 'key-2' });
     t.equal(other.kind, 'admitted', "another key's window is its own");
   });
 });

@@ -3,8 +3,8 @@ import type { Balances } from '../billing/balances.js';
 import { nanoToUsd } from '../billing/pricing.js';
 import type { Metrics } from '../metrics.js';
 import { seconds } from '../metrics.js';
-import type { RedisKeys } from './keys.js';
-import { admit, settle, type AdmitResult, type ScriptedRedis } from './scripts.js';
+import type { AdmitResult } from './scripts.js';
+import type { ScriptBatcher } from './script-batcher.js';
 
 export interface AdmissionLimits {
   readonly requests: number;
@@ -20,8 +20,7 @@ export class Admission {
   private readonly settleDuration;
 
   constructor(
-    private readonly redis: ScriptedRedis,
-    private readonly keys: RedisKeys,
+    private readonly scripts: ScriptBatcher,
     private readonly balances: Balances,
     private readonly limits: AdmissionLimits,
     private readonly metrics: Metrics,
@@ -36,7 +35,7 @@ export class Admission {
       const started = process.hrtime.bigint();
       let result: AdmitResult;
       try {
-        result = await admit(this.redis, this.keys, {
+        result = await this.scripts.admit({
           userId, keyId, reservationId, amountNano,
           limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs,
         });
@@ -72,7 +71,7 @@ export class Admission {
     const started = process.hrtime.bigint();
     this.pendingSettlements++;
     try {
-      const result = await settle(this.redis, this.keys, { userId, reservationId, chargeNano, event });
+      const result = await this.scripts.settle({ userId, reservationId, chargeNano, event });
       this.settleDuration.observe(seconds(started));
       return result.chargedNano;
     } finally {

@@ -8,7 +8,7 @@ const LUA_DIR = new URL('../../../lua/', import.meta.url);
 export const SCRIPT_KEY_COUNTS = { admit: 4, settle: 4, hydrate: 1, credit: 1 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
-type Reply = [number, number];
+export type Reply = [number, number];
 interface ScriptCommands {
   admit(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): Promise<Reply>;
   settle(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): Promise<Reply>;
@@ -19,6 +19,7 @@ export type ScriptedRedis = Redis & ScriptCommands;
 
 declare module 'ioredis' {
   interface ChainableCommander {
+    admit(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): ChainableCommander;
     settle(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): ChainableCommander;
   }
 }
@@ -47,23 +48,6 @@ export interface AdmitInput {
   readonly ttlMs: number;
 }
 
-export function admit(redis: ScriptedRedis, keys: RedisKeys, input: AdmitInput): Promise<AdmitResult> {
-  const { userId } = input;
-  return redis
-    .admit(
-      keys.rateWindow(userId, input.keyId),
-      keys.balance(userId),
-      keys.reservations(userId),
-      keys.reservationDeadlines(userId),
-      input.reservationId,
-      input.amountNano.toString(),
-      input.limit,
-      input.windowMs,
-      input.ttlMs,
-    )
-    .then(([code, value]) => admitResultOf(code, value));
-}
-
 /** The one mapping from admit.lua's numeric codes to typed results. */
 export function admitResultOf(code: number, value: number): AdmitResult {
   switch (code) {
@@ -81,20 +65,6 @@ export interface SettleInput {
   readonly chargeNano: bigint;
   /** JSON of the ledger event; the writer turns it into Postgres rows. */
   readonly event: string;
-}
-
-/** Queues settle.lua plus the ledger's dirty mark on one pipeline: one round trip, not awaited by callers on the hot path. */
-export async function settle(redis: ScriptedRedis, keys: RedisKeys, input: SettleInput): Promise<{ settled: boolean; chargedNano: bigint }> {
-  const { userId } = input;
-  const results = await redis
-    .pipeline()
-    .settle(keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.ledger(userId), input.reservationId, input.chargeNano.toString(), input.event)
-    .sadd(keys.ledgerDirty(), userId)
-    .exec();
-  const [error, reply] = results?.[0] ?? [new Error('settle: no reply'), null];
-  if (error) throw error;
-  const [code, charged] = reply as Reply;
-  return { settled: code === 0, chargedNano: BigInt(charged) };
 }
 
 export function hydrate(redis: ScriptedRedis, keys: RedisKeys, userId: string, creditsNano: bigint, depositsNano: bigint): Promise<number> {

@@ -13,6 +13,7 @@ import { RedisKeys } from '../admission/keys.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Balances } from '../billing/balances.js';
 import { Admission } from '../admission/admission.js';
+import { ScriptBatcher } from '../admission/script-batcher.js';
 import { CatalogSnapshot } from '../catalog/snapshot.js';
 import { loadChatModels } from '../store/catalog.js';
 import { UpstreamClient, endpointOf } from '../providers/upstream-client.js';
@@ -36,7 +37,7 @@ const keys = new RedisKeys(config.redisPrefix);
 const metrics = createMetrics();
 const auth = new Authenticator(sql, config.keySecret, config.keyPrefix);
 const balances = new Balances(sql, redis, keys);
-const admission = new Admission(redis, keys, balances, {
+const admission = new Admission(new ScriptBatcher(redis, keys), balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
 }, metrics);
 
