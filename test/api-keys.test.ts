@@ -164,6 +164,8 @@ t.test('DELETE: another user\'s key is 404 and keeps working; own key is 204, th
   t.equal((await chatWith(other.key)).status, 200, "the other user's key still works");
   t.equal((await get(KEYS, other.token)).body.length, 1, "the other user's key is still listed");
   assertEnvelope(t, await del(`${KEYS}/not-a-uuid`, owner.token), 404, undefined, 'a non-UUID id');
+  assertEnvelope(t, await del(`${KEYS}/%E0%A4%A`, owner.token), 404, undefined, 'a malformed percent-escape is a 404, not a crash');
+  t.equal((await fetch(`${gateway.url}/healthz`)).status, 200, 'still serving');
   assertEnvelope(t, await del(`${KEYS}/00000000-0000-4000-8000-000000000000`, owner.token), 404, undefined, 'an unknown UUID');
 
   // Use the key on many fresh connections so both threads have it cached, and fill its rate window.

@@ -39,6 +39,15 @@ export interface RouterOptions {
 const EMPTY_BODY = Promise.resolve(Buffer.alloc(0));
 const decoder = new TextDecoder();
 
+/** A path parameter, percent-decoded; malformed escapes stay as sent (a handler then finds nothing by them). */
+function decodeParameter(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 /** Registers handlers on a uWS app with abort handling, body limits and one error envelope for all. */
 export class Router {
   constructor(private readonly app: TemplatedApp, private readonly options: RouterOptions) {}
@@ -56,7 +65,7 @@ export class Router {
     this.app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
       const reply = new Reply(res);
       const params: string[] = [];
-      for (let i = 0; i < paramCount; i++) params.push(decodeURIComponent(req.getParameter(i)));
+      for (let i = 0; i < paramCount; i++) params.push(decodeParameter(req.getParameter(i)));
       const declared = req.getHeader('content-length');
       const methodName = req.getMethod();
       const bodyPromise = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
