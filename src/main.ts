@@ -57,6 +57,10 @@ async function main(): Promise<void> {
       log.error('ledger drain failed; events stay in Redis and are retried', { error });
     },
     onWritten: (events) => mainMetrics.ledgerEvents.inc(events),
+    onUnreadable: (entry) => {
+      mainMetrics.ledgerUnreadable.inc();
+      log.error('ledger event unreadable: its charge is kept, its request log is not', entry);
+    },
   });
   ledger.start();
 

@@ -28,6 +28,7 @@ export function createMainMetrics(registry: Registry) {
   return {
     ledgerEvents: new Counter({ name: 'gateway_ledger_events_written_total', help: 'Ledger events drained from Redis into Postgres.', registers }),
     ledgerErrors: new Counter({ name: 'gateway_ledger_write_errors_total', help: 'Failed ledger drain passes (retried).', registers }),
+    ledgerUnreadable: new Counter({ name: 'gateway_ledger_unreadable_events_total', help: 'Ledger events that could not be read (their charge is still written).', registers }),
   };
 }
 

@@ -67,7 +67,7 @@ export class MeteredCall {
     const charge = usage ? tokenCostNano(model.prices, usage) : 0n;
     const counted = this.usage ?? NO_USAGE;
     const event: LedgerEvent = {
-      userId, keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
+      keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
       promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
       durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,

@@ -1,6 +1,5 @@
-/** What one settled inference call leaves behind, carried on the user's ledger stream to Postgres. */
+/** What one settled inference call leaves behind, carried on the user's ledger stream (whose key names the user) to Postgres. */
 export interface LedgerEvent {
-  readonly userId: string;
   readonly keyId: string;
   readonly model: string;
   readonly endpoint: string;

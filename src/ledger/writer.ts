@@ -15,6 +15,8 @@ export interface LedgerWriterOptions {
   readonly sweepMs?: number;
   readonly onError: (error: unknown) => void;
   readonly onWritten?: (events: number) => void;
+  /** An entry whose event cannot be read: its charge is written, its request log is not. */
+  readonly onUnreadable?: (entry: { userId: string; streamId: string }) => void;
 }
 
 /**
@@ -83,14 +85,14 @@ export class LedgerWriter {
     try {
       const reads = userIds.reduce((pipeline, userId) => pipeline.xrange(this.keys.ledger(userId), '-', '+', 'COUNT', PER_USER), this.redis.pipeline());
       const results = (await reads.exec()) ?? [];
-      const entries: StreamEntry[] = [];
+      const entries: { userId: string; entry: StreamEntry }[] = [];
       const deletions = this.redis.pipeline();
       const again: string[] = [];
       results.forEach(([error, found], index) => {
         if (error) throw error;
         const userEntries = found as StreamEntry[];
         if (userEntries.length === 0) return;
-        entries.push(...userEntries);
+        for (const entry of userEntries) entries.push({ userId: userIds[index]!, entry });
         deletions.xdel(this.keys.ledger(userIds[index]!), ...userEntries.map(([id]) => id));
         if (userEntries.length === PER_USER) again.push(userIds[index]!);
       });
@@ -120,17 +122,30 @@ export class LedgerWriter {
     return users;
   }
 
-  private async write(entries: StreamEntry[]): Promise<void> {
+  private async write(entries: { userId: string; entry: StreamEntry }[]): Promise<void> {
     const records = new UsageRecords();
     const { charges, logs } = records;
-    for (const [, fields] of entries) {
+    for (const { userId, entry: [streamId, fields] } of entries) {
       const field = (name: string) => fields[fields.indexOf(name) + 1]!;
       const reservationId = field('r');
       const charged = field('c');
-      const event = JSON.parse(field('e')) as LedgerEvent;
+      const event = parseEvent(field('e'));
+      if (!event) {
+        // The charge itself lives in the entry, not in the event: it is written whatever the event holds.
+        this.options.onUnreadable?.({ userId, streamId });
+        if (charged !== '0') {
+          charges.id.push(reservationId);
+          charges.userId.push(userId);
+          charges.creditsNano.push(`-${charged}`);
+          charges.apiKeyId.push(null);
+          charges.model.push('unknown');
+          charges.createdAt.push(new Date().toISOString());
+        }
+        continue;
+      }
       if (charged !== '0') {
         charges.id.push(reservationId);
-        charges.userId.push(event.userId);
+        charges.userId.push(userId);
         charges.creditsNano.push(`-${charged}`);
         charges.apiKeyId.push(event.keyId);
         charges.model.push(event.model);
@@ -138,7 +153,7 @@ export class LedgerWriter {
       }
       logs.id.push(reservationId);
       logs.createdAt.push(new Date(event.startedAtMs).toISOString());
-      logs.userId.push(event.userId);
+      logs.userId.push(userId);
       logs.apiKeyId.push(event.keyId);
       logs.model.push(event.model);
       logs.endpoint.push(event.endpoint);
@@ -157,4 +172,24 @@ export class LedgerWriter {
     }
     await this.sql.begin((tx) => insertUsageRecords(tx, records));
   }
+}
+
+const isCount = (value: unknown) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+
+/** The event of a stream entry, or undefined when it is not one (a poison entry must not stop the writer). */
+function parseEvent(text: string): LedgerEvent | undefined {
+  let event: LedgerEvent;
+  try {
+    event = JSON.parse(text) as LedgerEvent;
+  } catch {
+    return undefined;
+  }
+  const valid = typeof event === 'object' && event !== null &&
+    typeof event.keyId === 'string' && typeof event.model === 'string' && typeof event.endpoint === 'string' &&
+    typeof event.stream === 'boolean' && typeof event.clientAborted === 'boolean' && isCount(event.status) &&
+    (event.errorCode === null || typeof event.errorCode === 'string') &&
+    isCount(event.promptTokens) && isCount(event.completionTokens) && isCount(event.cachedTokens) && isCount(event.reasoningTokens) &&
+    typeof event.reservedNano === 'string' && /^\d+$/.test(event.reservedNano) &&
+    isCount(event.startedAtMs) && isCount(event.durationMs) && (event.ttfbMs === null || isCount(event.ttfbMs));
+  return valid ? event : undefined;
 }
