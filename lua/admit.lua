@@ -11,8 +11,9 @@
   ARGV[4]  window length, ms
   ARGV[5]  reservation time-to-live, ms
 
-  Returns {code, value}:
-    {0, available after the reservation}   admitted (also when this reservation id is already open)
+  Returns {code, value, ...}:
+    {0, available after the reservation, requests left in the window, ms until the oldest leaves it}
+                                            admitted ({0, available} alone when this reservation id is already open)
     {1, retry-after ms}                     rate limited
     {2, available}                          insufficient credits
     {3, 0}                                  balance not loaded (the caller hydrates it from Postgres and retries)
@@ -35,7 +36,8 @@ local t = rcall('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 rcall('ZREMRANGEBYSCORE', rateKey, '-inf', nowMs - windowMs)
-if rcall('ZCARD', rateKey) >= limit then
+local used = rcall('ZCARD', rateKey)
+if used >= limit then
   local oldest = rcall('ZRANGE', rateKey, 0, 0, 'WITHSCORES')
   local retryMs = windowMs
   if oldest[2] then retryMs = tonumber(oldest[2]) + windowMs - nowMs end
@@ -53,4 +55,5 @@ rcall('PEXPIRE', rateKey, windowMs)
 rcall('HINCRBY', balanceKey, 'held', ARGV[2])
 rcall('HSET', reservationsKey, reservationId, ARGV[2])
 rcall('ZADD', deadlinesKey, nowMs + ttlMs, reservationId)
-return {0, available - amount}
+local oldest = rcall('ZRANGE', rateKey, 0, 0, 'WITHSCORES')
+return {0, available - amount, limit - used - 1, tonumber(oldest[2]) + windowMs - nowMs}

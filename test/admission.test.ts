@@ -88,8 +88,18 @@ t.test('default window: 20 requests per 10 s per key, then 429 with Retry-After;
   const body = chatBody('window [[mock chunks=2]]', { max_tokens: 5 });
   const started = Date.now();
   const statuses: number[] = [];
-  for (let i = 0; i < 20; i++) statuses.push((await postChat(standard, key, body)).status);
+  const remaining: (string | null)[] = [];
+  for (let i = 0; i < 20; i++) {
+    const r = await postChat(standard, key, body);
+    statuses.push(r.status);
+    remaining.push(r.headers.get('x-ratelimit-remaining-requests'));
+    if (i === 0) {
+      t.equal(r.headers.get('x-ratelimit-limit-requests'), '20', 'the window is announced');
+      t.match(r.headers.get('x-ratelimit-reset-requests'), /^(\d+(\.\d+)?)s$/, 'reset in seconds');
+    }
+  }
   t.same(statuses, Array(20).fill(200), 'the first 20 succeed');
+  t.same(remaining, Array.from({ length: 20 }, (_, i) => String(19 - i)), 'x-ratelimit-remaining-requests counts down to 0');
 
   await standard.ledgerSettled(user);
   const before = await moneyView(standard, user);
@@ -100,6 +110,7 @@ t.test('default window: 20 requests per 10 s per key, then 429 with Retry-After;
     const r = await postChat(standard, key, body);
     t.equal(r.status, 429, `request ${i} is rate limited`);
     t.same(envelopeProblems(parseJson(r.text), 429), [], `request ${i}: 429 envelope`);
+    t.equal(r.headers.get('x-ratelimit-remaining-requests'), '0', `request ${i}: nothing remaining`);
     const retryAfter = r.headers.get('retry-after');
     t.match(retryAfter, /^\d+$/, `request ${i}: Retry-After is whole seconds (${retryAfter})`);
     t.ok(Number(retryAfter) >= 1 && Number(retryAfter) <= 10, `request ${i}: Retry-After within 1..10 (${retryAfter})`);
@@ -171,15 +182,15 @@ t.test('Lua scripts against Redis', async (t) => {
     t.equal(await redis.hlen(keys.reservations(user)), 0, 'no reservation');
     t.equal(await redis.exists(keys.balance(user)), 0, 'no balance invented');
     t.equal(await hydrate(redis, keys, user, 1000n, 1000n), 1);
-    t.same(await scripts.admit(admitInput(user, 'r1', 100n)), { kind: 'admitted', available: 900 });
+    t.match(await scripts.admit(admitInput(user, 'r1', 100n)), { kind: 'admitted', available: 900 });
   });
 
   t.test('admit: refuses more than available, reserves exactly up to it', async (t) => {
     const user = 'tight';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    t.same(await scripts.admit(admitInput(user, 'a', 600n)), { kind: 'admitted', available: 400 });
+    t.match(await scripts.admit(admitInput(user, 'a', 600n)), { kind: 'admitted', available: 400 });
     t.same(await scripts.admit(admitInput(user, 'b', 401n)), { kind: 'insufficient_credits', available: 400 });
-    t.same(await scripts.admit(admitInput(user, 'c', 400n)), { kind: 'admitted', available: 0 });
+    t.match(await scripts.admit(admitInput(user, 'c', 400n)), { kind: 'admitted', available: 0 });
     t.same(await scripts.admit(admitInput(user, 'd', 1n)), { kind: 'insufficient_credits', available: 0 });
     t.same(await bal(user), { credits: 1000n, held: 1000n, deposits: 1000n });
     t.same(await redis.hgetall(keys.reservations(user)), { a: '600', c: '400' }, 'open reservations are the held sum');
@@ -188,7 +199,7 @@ t.test('Lua scripts against Redis', async (t) => {
   t.test('admit: the same reservation id resent (a reconnect replays in-flight commands) reserves once', async (t) => {
     const user = 'resent';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    t.same(await scripts.admit(admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 });
+    t.match(await scripts.admit(admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 });
     t.same(await scripts.admit(admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 }, 'answered as admitted, nothing added');
     t.same(await bal(user), { credits: 1000n, held: 300n, deposits: 1000n }, 'held equals the one open reservation');
     t.equal(await redis.zcard(keys.rateWindow(user, 'key-1')), 1, 'one window slot');

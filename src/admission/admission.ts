@@ -3,13 +3,22 @@ import type { Balances } from '../billing/balances.js';
 import { nanoToUsd } from '../billing/pricing.js';
 import type { Metrics } from '../metrics.js';
 import { seconds } from '../metrics.js';
-import type { AdmitResult } from './scripts.js';
+import type { AdmitResult, RateWindow } from './scripts.js';
 import type { ScriptBatcher } from './script-batcher.js';
 
 export interface AdmissionLimits {
   readonly requests: number;
   readonly windowMs: number;
   readonly reservationTtlMs: number;
+}
+
+/** The key's rate window in the headers OpenAI clients know (`x-ratelimit-*-requests`). */
+export function rateLimitHeaders(window: RateWindow): Record<string, string> {
+  return {
+    'x-ratelimit-limit-requests': String(window.limit),
+    'x-ratelimit-remaining-requests': String(Math.max(0, window.remaining)),
+    'x-ratelimit-reset-requests': `${Math.max(0, window.resetMs) / 1000}s`,
+  };
 }
 
 /** Admission and settlement of inference calls: one Lua round trip each, errors mapped to API errors. */
@@ -30,7 +39,7 @@ export class Admission {
   }
 
   /** Reserves `amountNano` for the call or throws 429 (with Retry-After) or 402. */
-  async reserve(userId: string, keyId: string, reservationId: string, amountNano: bigint): Promise<void> {
+  async reserve(userId: string, keyId: string, reservationId: string, amountNano: bigint): Promise<Readonly<Record<string, string>>> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const started = process.hrtime.bigint();
       let result: AdmitResult;
@@ -46,13 +55,17 @@ export class Admission {
       this.admitDuration.observe(seconds(started));
       switch (result.kind) {
         case 'admitted':
-          return;
+          return result.window ? rateLimitHeaders(result.window) : {};
         case 'rate_limited': {
           this.metrics.rejections.inc({ reason: 'rate_limited' });
           const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
           throw new ApiError(429, 'rate_limit_exceeded',
             `Rate limit exceeded: at most ${this.limits.requests} requests per ${this.limits.windowMs / 1000} seconds per API key. Retry after ${retryAfter} seconds.`,
-            null, { 'retry-after': String(retryAfter), 'retry-after-ms': String(result.retryAfterMs) });
+            null, {
+              'retry-after': String(retryAfter),
+              'retry-after-ms': String(result.retryAfterMs),
+              ...rateLimitHeaders({ limit: this.limits.requests, remaining: 0, resetMs: result.retryAfterMs }),
+            });
         }
         case 'insufficient_credits':
           this.metrics.rejections.inc({ reason: 'insufficient_credits' });

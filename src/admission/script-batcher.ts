@@ -27,7 +27,7 @@ export class ScriptBatcher {
     return this.enqueue((pipeline) => pipeline.admit(
       keys.rateWindow(userId, input.keyId), keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId),
       input.reservationId, input.amountNano.toString(), input.limit, input.windowMs, input.ttlMs,
-    )).then(([code, value]) => admitResultOf(code, value));
+    )).then((reply) => admitResultOf(reply, input.limit));
   }
 
   /** settle.lua, and the user marked for the ledger writer (once per batch, whatever the number of calls). */
@@ -38,7 +38,7 @@ export class ScriptBatcher {
     return this.enqueue((pipeline) => pipeline.settle(
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.ledger(userId),
       input.reservationId, input.chargeNano.toString(), input.event,
-    )).then(([code, charged]) => ({ settled: code === 0, chargedNano: BigInt(charged) }));
+    )).then(([code, charged = 0]) => ({ settled: code === 0, chargedNano: BigInt(charged) }));
   }
 
   private enqueue(add: (pipeline: ChainableCommander) => void): Promise<Reply> {

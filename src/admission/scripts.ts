@@ -8,7 +8,7 @@ const LUA_DIR = new URL('../../../lua/', import.meta.url);
 export const SCRIPT_KEY_COUNTS = { admit: 4, settle: 4, hydrate: 1, credit: 1 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
-export type Reply = [number, number];
+export type Reply = number[];
 interface ScriptCommands {
   admit(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): Promise<Reply>;
   settle(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): Promise<Reply>;
@@ -32,8 +32,15 @@ export function defineScripts(redis: Redis): ScriptedRedis {
   return redis as ScriptedRedis;
 }
 
+/** Where the key stands in its rate window after an admission. */
+export interface RateWindow {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetMs: number;
+}
+
 export type AdmitResult =
-  | { readonly kind: 'admitted'; readonly available: number }
+  | { readonly kind: 'admitted'; readonly available: number; readonly window?: RateWindow }
   | { readonly kind: 'rate_limited'; readonly retryAfterMs: number }
   | { readonly kind: 'insufficient_credits'; readonly available: number }
   | { readonly kind: 'not_loaded' };
@@ -49,13 +56,15 @@ export interface AdmitInput {
 }
 
 /** The one mapping from admit.lua's numeric codes to typed results. */
-export function admitResultOf(code: number, value: number): AdmitResult {
+export function admitResultOf([code, value = 0, remaining, resetMs]: Reply, limit: number): AdmitResult {
   switch (code) {
-    case 0: return { kind: 'admitted', available: value };
+    case 0: return remaining === undefined || resetMs === undefined
+      ? { kind: 'admitted', available: value }
+      : { kind: 'admitted', available: value, window: { limit, remaining, resetMs } };
     case 1: return { kind: 'rate_limited', retryAfterMs: value };
     case 2: return { kind: 'insufficient_credits', available: value };
     case 3: return { kind: 'not_loaded' };
-    default: throw new Error(`admit.lua returned unknown code ${code}`);
+    default: throw new Error(`admit.lua returned unknown code ${String(code)}`);
   }
 }
 
@@ -73,6 +82,6 @@ export function hydrate(redis: ScriptedRedis, keys: RedisKeys, userId: string, c
 
 /** Returns the credits after the deposit, or undefined when the balance is not loaded in Redis. */
 export async function credit(redis: ScriptedRedis, keys: RedisKeys, userId: string, depositsTotalNano: bigint): Promise<bigint | undefined> {
-  const [code, credits] = await redis.credit(keys.balance(userId), depositsTotalNano.toString());
+  const [code, credits = 0] = await redis.credit(keys.balance(userId), depositsTotalNano.toString());
   return code === 0 ? BigInt(credits) : undefined;
 }

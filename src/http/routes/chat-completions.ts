@@ -64,7 +64,7 @@ export function chatCompletions(services: Services) {
   const recordUsage = usageRecorder(metrics);
 
   /** Non-streaming: the whole completion, rewritten, after the settlement was sent. */
-  async function complete(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: Dispatcher.ResponseData, includeReasoning: boolean): Promise<void> {
+  async function complete(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: Dispatcher.ResponseData, includeReasoning: boolean, headers: Readonly<Record<string, string>>): Promise<void> {
     const { model } = call.identity;
     const text = await response.body.text();
     call.firstByte();
@@ -76,14 +76,14 @@ export function chatCompletions(services: Services) {
       throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a chat completion.`);
     }
     call.settle(finished.usage ?? (await countedUsage(request, completionText(text))));
-    ctx.reply.send(200, finished.body);
+    ctx.reply.send(200, finished.body, 'application/json', headers);
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */
-  async function relay(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: Dispatcher.ResponseData, includeReasoning: boolean, upstreamStarted: bigint): Promise<void> {
+  async function relay(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: Dispatcher.ResponseData, includeReasoning: boolean, upstreamStarted: bigint, headers: Readonly<Record<string, string>>): Promise<void> {
     const { model } = call.identity;
     const events = new OpenAiStreamRelay(model.id, includeReasoning);
-    ctx.reply.beginStream(200, SSE_HEADERS);
+    ctx.reply.beginStream(200, { ...SSE_HEADERS, ...headers });
     metrics.activeStreams.inc();
     try {
       await pipeEvents(response.body, ctx.reply, events, () => {
@@ -111,7 +111,7 @@ export function chatCompletions(services: Services) {
     }
   }
 
-  async function callUpstream(ctx: RequestContext, call: MeteredCall, vendor: VendorRoute, request: ChatRequest, upstreamBody: string): Promise<void> {
+  async function callUpstream(ctx: RequestContext, call: MeteredCall, vendor: VendorRoute, request: ChatRequest, upstreamBody: string, headers: Readonly<Record<string, string>>): Promise<void> {
     const { model, stream } = call.identity;
     const includeReasoning = request.include_reasoning !== false;
     // Only a stream is cut short when its client leaves (a signal for every call would cost CPU);
@@ -137,10 +137,10 @@ export function chatCompletions(services: Services) {
       throw await upstreamFailure(response, model.upstreamVendor);
     }
     if (!stream) {
-      await complete(ctx, call, request, response, includeReasoning);
+      await complete(ctx, call, request, response, includeReasoning, headers);
       ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
     } else {
-      await relay(ctx, call, request, response, includeReasoning, upstreamStarted);
+      await relay(ctx, call, request, response, includeReasoning, upstreamStarted, headers);
     }
   }
 
@@ -164,7 +164,7 @@ export function chatCompletions(services: Services) {
     const admitted = admission.reserve(key.userId, key.id, reservationId, reservedNano);
     // Built while admission's round trip is under way (the command left synchronously above).
     const upstreamBody = buildOpenAiChatBody(request, model, stream);
-    await admitted;
+    const rateHeaders = await admitted;
 
     const call = new MeteredCall(admission, recordUsage, {
       userId: key.userId, keyId: key.id, model, endpoint: 'chat.completions', stream, reservationId, reservedNano,
@@ -172,7 +172,7 @@ export function chatCompletions(services: Services) {
     try {
       // A key revoked while this request waited must not reach the upstream.
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-      await callUpstream(ctx, call, vendor, request, upstreamBody);
+      await callUpstream(ctx, call, vendor, request, upstreamBody, rateHeaders);
     } catch (error) {
       call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
       throw error;
