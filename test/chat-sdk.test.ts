@@ -24,6 +24,15 @@ t.test('the official OpenAI client completes and streams, and the exact charge s
   t.equal(completion.usage!.completion_tokens, 12);
   t.notOk(completion.usage!.prompt_tokens_details, 'cache details omitted when zero');
   const first = BigInt(completion.usage!.prompt_tokens) * INPUT_NANO + 12n * OUTPUT_NANO;
+  const { data: withHeaders, response: raw } = await client.chat.completions
+    .create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Headers [[mock chunks=1]]' }] })
+    .withResponse();
+  const requestId = raw.headers.get('x-request-id');
+  t.match(requestId, /^[0-9a-f-]{36}$/, 'x-request-id names the call');
+  await gateway.ledgerSettled('sdk-user');
+  const [row] = await gateway.sql<{ credits_nano: bigint }[]>`select credits_nano from transactions where id = ${requestId}`;
+  const third = BigInt(withHeaders.usage!.prompt_tokens) * INPUT_NANO + 1n * OUTPUT_NANO;
+  t.equal(row?.credits_nano, -third, 'the usage transaction has the request id as its id');
 
   const stream = await client.chat.completions.create({
     model: 'openai/gpt-4o-mini',
@@ -45,7 +54,7 @@ t.test('the official OpenAI client completes and streams, and the exact charge s
   const second = BigInt(usage!.prompt_tokens) * INPUT_NANO + 7n * OUTPUT_NANO;
 
   await gateway.ledgerSettled('sdk-user');
-  const expectedNano = 5_000_000_000n - first - second;
+  const expectedNano = 5_000_000_000n - first - second - third;
   t.equal((await gateway.balanceNano('sdk-user')).credits, expectedNano, 'Redis credits moved by exactly the two charges');
   t.equal(await gateway.ledgerSum('sdk-user'), expectedNano, 'Postgres ledger adds up to the same nano-USD');
   const balance = await gateway.balance(token);
@@ -56,9 +65,9 @@ t.test('the official OpenAI client completes and streams, and the exact charge s
 
   const response = await fetch(`${gateway.url}/api/v1/billing/transactions`, { headers: { authorization: `Bearer ${token}` } });
   const transactions = (await response.json()) as { data: { credits: number; payment_method: string }[]; total: number };
-  t.equal(transactions.total, 3);
-  t.same(transactions.data.map((row) => row.payment_method), ['usage', 'usage', 'test-processor'], 'newest first');
-  t.same(transactions.data.slice(0, 2).map((row) => row.credits).sort(), [-Number(second) / 1e9, -Number(first) / 1e9].sort());
+  t.equal(transactions.total, 4);
+  t.same(transactions.data.map((row) => row.payment_method), ['usage', 'usage', 'usage', 'test-processor'], 'newest first');
+  t.same(transactions.data.slice(0, 3).map((row) => row.credits).sort(), [-Number(second) / 1e9, -Number(third) / 1e9, -Number(first) / 1e9].sort());
 });
 
 t.test('reasoning models return reasoning_content unless include_reasoning is false, and cost the same', async (t) => {

@@ -172,7 +172,8 @@ export function chatCompletions(services: Services) {
     try {
       // A key revoked while this request waited must not reach the upstream.
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-      await callUpstream(ctx, call, vendor, request, upstreamBody, rateHeaders);
+      // The request id is the reservation id: the key of its request log and of its usage transaction.
+      await callUpstream(ctx, call, vendor, request, upstreamBody, { ...rateHeaders, 'x-request-id': reservationId });
     } catch (error) {
       call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
       throw error;
