@@ -1,4 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { NormalizedUsage } from './providers/usage.js';
+import { nanoToUsd } from './billing/pricing.js';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const SCRIPT_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25];
@@ -55,11 +57,11 @@ export function children<T>(lookup: (...values: string[]) => T): (...values: str
 export function usageRecorder(metrics: Metrics) {
   const tokensOf = children((model, kind) => metrics.tokens.labels(model, kind));
   const costOf = children((model) => metrics.cost.labels(model));
-  return (modelId: string, usage: { promptTokens: number; cachedTokens: number; completionTokens: number; reasoningTokens: number }, chargedNano: bigint): void => {
+  return (modelId: string, usage: NormalizedUsage, chargedNano: bigint): void => {
     tokensOf(modelId, 'prompt').inc(usage.promptTokens - usage.cachedTokens);
     if (usage.cachedTokens) tokensOf(modelId, 'cached').inc(usage.cachedTokens);
     tokensOf(modelId, 'completion').inc(usage.completionTokens);
     if (usage.reasoningTokens) tokensOf(modelId, 'reasoning').inc(usage.reasoningTokens);
-    costOf(modelId).inc(Number(chargedNano) / 1e9);
+    costOf(modelId).inc(nanoToUsd(chargedNano));
   };
 }

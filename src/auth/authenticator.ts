@@ -15,8 +15,8 @@ export interface AuthenticatedKey {
 }
 
 interface CacheEntry {
-  readonly row: ApiKeyRow | undefined;
   readonly until: number;
+  /** Undefined for a public id that names no live key (remembered briefly too). */
   readonly key: AuthenticatedKey | undefined;
   /** The secret that last matched the stored hash: later requests compare bytes instead of recomputing the HMAC. */
   verifiedSecret?: Buffer;
@@ -72,8 +72,9 @@ export class Authenticator {
     const parsed = token ? parseApiKey(token) : undefined;
     if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
     const entry = await this.lookup(parsed.publicId);
-    const { row, key } = entry;
-    if (!row || !key || row.is_provisioning !== parsed.provisioning) throw unauthorized();
+    const key = entry.key;
+    if (!key || key.isProvisioning !== parsed.provisioning) throw unauthorized();
+    const { row } = key;
     const given = Buffer.from(parsed.secret);
     const known = entry.verifiedSecret !== undefined && timingSafeEqual(given, entry.verifiedSecret);
     if (!known) {
@@ -92,7 +93,7 @@ export class Authenticator {
     const row = await findActiveKeyByPublicId(this.sql, publicId);
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
     const key = row && Object.freeze({ id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row });
-    const entry: CacheEntry = { row, key, until: now + (row ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) };
+    const entry: CacheEntry = { key, until: now + (row ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) };
     this.cache.set(publicId, entry);
     return entry;
   }

@@ -12,7 +12,6 @@ const EXIT_GRACE_MS = 5000;
  * (summed with the main thread's registry), drained together on shutdown.
  */
 export class HttpThreadPool {
-  private readonly threads: Worker[] = [];
   private readonly drained = new Map<Worker, Promise<void>>();
   private readonly exited = new Map<Worker, Promise<void>>();
   private readonly running = new Set<Worker>();
@@ -32,7 +31,6 @@ export class HttpThreadPool {
   private spawn(config: Config): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const thread = new Worker(new URL('./thread.js', import.meta.url), { workerData: { config } });
-      this.threads.push(thread);
       this.running.add(thread);
       let onDrained: () => void = () => {};
       this.drained.set(thread, new Promise((r) => { onDrained = r; }));

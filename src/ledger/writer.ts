@@ -130,26 +130,18 @@ export class LedgerWriter {
       const reservationId = field('r');
       const charged = field('c');
       const event = parseEvent(field('e'));
-      if (!event) {
-        // The charge itself lives in the entry, not in the event: it is written whatever the event holds.
-        this.options.onUnreadable?.({ userId, streamId });
-        if (charged !== '0') {
-          charges.id.push(reservationId);
-          charges.userId.push(userId);
-          charges.creditsNano.push(`-${charged}`);
-          charges.apiKeyId.push(null);
-          charges.model.push('unknown');
-          charges.createdAt.push(new Date().toISOString());
-        }
-        continue;
-      }
+      // The charge lives in the entry itself, not in the event: it is written whatever the event holds.
       if (charged !== '0') {
         charges.id.push(reservationId);
         charges.userId.push(userId);
         charges.creditsNano.push(`-${charged}`);
-        charges.apiKeyId.push(event.keyId);
-        charges.model.push(event.model);
-        charges.createdAt.push(new Date(event.startedAtMs + event.durationMs).toISOString());
+        charges.apiKeyId.push(event ? event.keyId : null);
+        charges.model.push(event ? event.model : 'unknown');
+        charges.createdAt.push(new Date(event ? event.startedAtMs + event.durationMs : Date.now()).toISOString());
+      }
+      if (!event) {
+        this.options.onUnreadable?.({ userId, streamId });
+        continue;
       }
       logs.id.push(reservationId);
       logs.createdAt.push(new Date(event.startedAtMs).toISOString());
