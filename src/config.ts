@@ -44,6 +44,7 @@ const EnvSchema = v.object({
   // "<requests>/<seconds>": the default per-key window (spec: 20 per 10 s).
   RATE_LIMIT_DEFAULT: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 20/10 (requests/seconds)')), '20/10'),
   RESERVATION_TTL_SECONDS: v.optional(intFrom(60, 86400), '900'),
+  ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
@@ -74,6 +75,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly rateLimit: { readonly requests: number; readonly windowMs: number };
   readonly reservationTtlMs: number;
+  /** Most calls one admission lease may admit; 1 admits call by call. */
+  readonly leaseMaxCalls: number;
   readonly upstreamTimeoutMs: number;
   readonly shutdownDrainMs: number;
   readonly mockVendor: 'auto' | 'off';
@@ -132,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     maxBodyBytes: e.MAX_BODY_BYTES,
     rateLimit: Object.freeze({ requests, windowMs: seconds * 1000 }),
     reservationTtlMs: e.RESERVATION_TTL_SECONDS * 1000,
+    leaseMaxCalls: e.ADMISSION_LEASE_CALLS,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     mockVendor: e.MOCK_VENDOR,

@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { ApiError } from '../http/errors.js';
 import type { Balances } from '../billing/balances.js';
 import { nanoToUsd } from '../billing/pricing.js';
 import type { Metrics } from '../metrics.js';
 import { seconds } from '../metrics.js';
-import type { AdmitResult, RateWindow } from './scripts.js';
+import { log } from '../log.js';
+import { Lease } from './lease.js';
+import type { LeaseGrant, RateWindow } from './scripts.js';
 import type { ScriptBatcher } from './script-batcher.js';
 
 export interface AdmissionLimits {
@@ -11,6 +14,20 @@ export interface AdmissionLimits {
   readonly windowMs: number;
   readonly reservationTtlMs: number;
 }
+
+/** How far leases go; `maxCalls: 1` turns them off (one admit.lua and one settle.lua per call). */
+export interface LeasePolicy {
+  /** Most calls one lease may admit. */
+  readonly maxCalls: number;
+  /** A lease admits nothing after this long (its slots count in the window from its end). */
+  readonly lifeMs: number;
+  /** A lease unused this long is closed, its unused credit and slots given back. */
+  readonly idleMs: number;
+  /** Windows smaller than this admit call by call: a lease's spare slots would be a real share of them. */
+  readonly minWindowLimit: number;
+}
+
+export const DEFAULT_LEASE_POLICY: LeasePolicy = Object.freeze({ maxCalls: 256, lifeMs: 1000, idleMs: 250, minWindowLimit: 100 });
 
 /** The key's rate window in the headers OpenAI clients know (`x-ratelimit-*-requests`). */
 export function rateLimitHeaders(window: RateWindow): Record<string, string> {
@@ -21,32 +38,137 @@ export function rateLimitHeaders(window: RateWindow): Record<string, string> {
   };
 }
 
-/** Admission and settlement of inference calls: one Lua round trip each, errors mapped to API errors. */
+/** An admitted call: the lease it draws on, and its rate-limit headers. */
+export interface Admitted {
+  readonly lease: Lease;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Leases of one (user, key) pair in this thread. */
+interface LeaseSlot {
+  lease: Lease | undefined;
+  opening: Promise<unknown> | undefined;
+  /** Calls waiting for the lease being opened. */
+  waiting: number;
+  /** How many calls the next lease asks for: doubled while leases run out before their life ends. */
+  nextCalls: number;
+  lastUsedAtMs: number;
+}
+
+/**
+ * Admission and settlement of inference calls. Each Redis round trip is one Lua script call
+ * (admit.lua opens a lease, settle.lua applies a batch of settled calls to it), and a key under
+ * steady load is admitted from its lease in this thread without any round trip: the Lua scripts stay
+ * the only place where shared counters change, but a lease amortises them over up to `maxCalls`
+ * calls. Settlements of one lease go out together, once per event-loop turn.
+ */
 export class Admission {
-  /** Settlements sent but not yet answered; shutdown waits for them. */
-  pendingSettlements = 0;
+  private readonly slots = new Map<string, LeaseSlot>();
+  private readonly flushing = new Set<Lease>();
+  private flushScheduled = false;
+  private readonly sweepTimer: NodeJS.Timeout;
   private readonly admitDuration;
   private readonly settleDuration;
+  private readonly leaseSlots;
 
   constructor(
     private readonly scripts: ScriptBatcher,
     private readonly balances: Balances,
     private readonly limits: AdmissionLimits,
     private readonly metrics: Metrics,
+    private readonly policy: LeasePolicy = DEFAULT_LEASE_POLICY,
   ) {
     this.admitDuration = metrics.scriptDuration.labels('admit');
     this.settleDuration = metrics.scriptDuration.labels('settle');
+    this.leaseSlots = metrics.leaseSlots;
+    this.sweepTimer = setInterval(() => this.sweep(Date.now()), Math.max(10, policy.idleMs / 2));
+    this.sweepTimer.unref();
   }
 
-  /** Reserves `amountNano` for the call or throws 429 (with Retry-After) or 402. */
-  async reserve(userId: string, keyId: string, reservationId: string, amountNano: bigint): Promise<Readonly<Record<string, string>>> {
+  /** Leases not yet closed in Redis (shutdown waits for none). */
+  get openLeases(): number {
+    let open = 0;
+    for (const slot of this.slots.values()) if (slot.lease && !slot.lease.closed) open++;
+    return open + this.flushing.size;
+  }
+
+  /** Admits a call of worst-case cost `callNano`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503. */
+  async admit(userId: string, keyId: string, callNano: bigint): Promise<Admitted> {
+    const id = `${userId}\n${keyId}`;
+    let slot = this.slots.get(id);
+    if (!slot) {
+      slot = { lease: undefined, opening: undefined, waiting: 0, nextCalls: 1, lastUsedAtMs: 0 };
+      this.slots.set(id, slot);
+    }
+    for (;;) {
+      const nowMs = Date.now();
+      slot.lastUsedAtMs = nowMs;
+      const current = slot.lease;
+      if (current?.take(callNano, nowMs, this.policy.lifeMs)) return { lease: current, headers: rateLimitHeaders(current.rateWindow(nowMs)) };
+      if (slot.opening) {
+        // One lease opens at a time per key and thread; the calls behind it try it first.
+        slot.waiting++;
+        await slot.opening.catch(() => {});
+        slot.waiting--;
+        if (slot.lease !== current) continue;
+      }
+      if (current) {
+        this.retire(slot, current, nowMs);
+        // Its unused credit goes back in the pipeline ahead of the new lease's admit.lua, so this
+        // thread never refuses a call for credit its own old lease still held.
+        this.send(current);
+      }
+      const opening = this.open(userId, keyId, callNano, Math.max(slot.nextCalls, slot.waiting + 1));
+      slot.opening = opening;
+      try {
+        const lease = await opening;
+        if (slot.lease && slot.lease !== lease) this.retire(slot, slot.lease, Date.now());
+        slot.lease = lease;
+        return { lease, headers: rateLimitHeaders(lease.rateWindow(Date.now())) };
+      } finally {
+        if (slot.opening === opening) slot.opening = undefined;
+      }
+    }
+  }
+
+  /**
+   * Settles one call admitted from `lease`: `chargeNano` (capped at the call's worst case) is charged,
+   * the rest goes back to the lease, and the ledger event leaves with the lease's next batch.
+   * Returns what is charged.
+   */
+  settle(lease: Lease, callId: string, callNano: bigint, chargeNano: bigint, event: string): bigint {
+    const charged = lease.settleCall(callId, callNano, chargeNano, event);
+    const slot = this.slots.get(`${lease.userId}\n${lease.keyId}`);
+    // A one-call lease (or one that cannot admit the next call) is done: close it with this batch.
+    if (lease.accepting && (lease.slotsLeft === 0 || lease.creditLeft === 0n)) {
+      if (slot) this.retire(slot, lease, Date.now());
+      else lease.retire();
+    }
+    this.queueFlush(lease);
+    return charged;
+  }
+
+  /** Retires every lease and waits (at most `timeoutMs`) until all are closed in Redis. */
+  async closeAll(timeoutMs: number): Promise<void> {
+    const nowMs = Date.now();
+    for (const slot of this.slots.values()) if (slot.lease) this.retire(slot, slot.lease, nowMs);
+    const until = Date.now() + timeoutMs;
+    while (this.openLeases > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+    clearInterval(this.sweepTimer);
+  }
+
+  private async open(userId: string, keyId: string, callNano: bigint, wantCalls: number): Promise<Lease> {
+    const calls = this.limits.requests >= this.policy.minWindowLimit ? Math.min(this.policy.maxCalls, wantCalls) : 1;
     for (let attempt = 0; attempt < 2; attempt++) {
+      const leaseId = randomUUID();
+      // The lease's life counts from before the round trip: Redis scored its slots no earlier.
+      const sentAtMs = Date.now();
       const started = process.hrtime.bigint();
-      let result: AdmitResult;
+      let result;
       try {
         result = await this.scripts.admit({
-          userId, keyId, reservationId, amountNano,
-          limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs,
+          userId, keyId, leaseId, callNano, wantCreditNano: callNano * BigInt(calls), wantSlots: calls,
+          limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs, leaseLifeMs: this.policy.lifeMs,
         });
       } catch (error) {
         // Without Redis nothing can be admitted safely: a retryable 503, not a 500.
@@ -55,7 +177,7 @@ export class Admission {
       this.admitDuration.observe(seconds(started));
       switch (result.kind) {
         case 'admitted':
-          return result.window ? rateLimitHeaders(result.window) : {};
+          return this.leaseOf(leaseId, userId, keyId, result.grant, callNano, sentAtMs);
         case 'rate_limited': {
           this.metrics.rejections.inc({ reason: 'rate_limited' });
           const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
@@ -70,7 +192,7 @@ export class Admission {
         case 'insufficient_credits':
           this.metrics.rejections.inc({ reason: 'insufficient_credits' });
           throw new ApiError(402, 'insufficient_credits',
-            `Insufficient credits: this request may cost up to ${nanoToUsd(amountNano)} USD and ${nanoToUsd(Math.max(0, result.available))} USD is available.`);
+            `Insufficient credits: this request may cost up to ${nanoToUsd(callNano)} USD and ${nanoToUsd(Math.max(0, result.available))} USD is available.`);
         case 'not_loaded':
           await this.balances.load(userId);
           continue;
@@ -79,16 +201,83 @@ export class Admission {
     throw new Error(`balance of ${userId} did not load`);
   }
 
-  /** Charges `chargeNano` (capped at the reservation), releases the rest and queues the ledger event. */
-  async settle(userId: string, reservationId: string, chargeNano: bigint, event: string): Promise<bigint> {
+  private leaseOf(leaseId: string, userId: string, keyId: string, grant: LeaseGrant, callNano: bigint, sentAtMs: number): Lease {
+    this.leaseSlots.observe(grant.slots);
+    return new Lease(leaseId, userId, keyId, grant, callNano, sentAtMs);
+  }
+
+  /** Stops `lease` admitting, sizes the slot's next lease from how fast this one ran out, and closes it once idle. */
+  private retire(slot: LeaseSlot, lease: Lease, nowMs: number): void {
+    if (!lease.accepting) return;
+    const ranOut = nowMs - lease.openedAtMs < this.policy.lifeMs && lease.slotsLeft === 0;
+    slot.nextCalls = Math.max(1, Math.min(this.policy.maxCalls, ranOut ? lease.admitted * 2 : lease.admitted));
+    lease.retire();
+    if (slot.lease === lease) slot.lease = undefined;
+    this.queueFlush(lease);
+  }
+
+  private queueFlush(lease: Lease): void {
+    this.flushing.add(lease);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      for (const waiting of this.flushing) this.send(waiting);
+    });
+  }
+
+  /** Sends the lease's next batch unless one is already on its way (batches of a lease go in order). */
+  private send(lease: Lease): void {
+    if (lease.sending) return;
+    const close = lease.closable;
+    if (lease.pending.length === 0 && lease.releaseNano === 0n && !close) {
+      this.flushing.delete(lease);
+      return;
+    }
+    const calls = lease.pending;
+    const releaseNano = lease.releaseNano;
+    const batch = lease.batch + 1;
+    lease.pending = [];
+    lease.releaseNano = 0n;
+    lease.sending = true;
     const started = process.hrtime.bigint();
-    this.pendingSettlements++;
-    try {
-      const result = await this.scripts.settle({ userId, reservationId, chargeNano, event });
-      this.settleDuration.observe(seconds(started));
-      return result.chargedNano;
-    } finally {
-      this.pendingSettlements--;
+    const input = {
+      userId: lease.userId, keyId: lease.keyId, leaseId: lease.id, batch, ttlMs: this.limits.reservationTtlMs,
+      close, unusedSlots: close ? lease.slotsLeft : 0, releaseNano, calls,
+    };
+    const attempt = (tries: number): void => {
+      this.scripts.settle(input).then((result) => {
+        this.settleDuration.observe(seconds(started));
+        if (result.kind === 'lease_unknown' && tries === 0 && !close) {
+          // Redis no longer knows the lease (its data was lost): these charges could not be applied.
+          log.error('lease unknown to Redis; its settled calls were not charged', {
+            leaseId: lease.id, userId: lease.userId, calls: calls.length, chargeNano: String(calls.reduce((sum, call) => sum + call.chargeNano, 0n)),
+          });
+          lease.retire();
+        }
+        lease.batch = batch;
+        lease.sending = false;
+        if (close) {
+          lease.closed = true;
+          this.flushing.delete(lease);
+        } else {
+          this.send(lease);
+        }
+      }, (error: Error) => {
+        // The same batch number again: applied once whatever happened to the first try.
+        if (tries % 10 === 0) log.error('settlement batch failed; retrying', { leaseId: lease.id, batch, calls: calls.length, error });
+        setTimeout(() => attempt(tries + 1), Math.min(1000, 10 * 2 ** Math.min(tries, 7))).unref();
+      });
+    };
+    attempt(0);
+  }
+
+  /** Retires leases unused for `idleMs` or past their life, and forgets idle keys. */
+  private sweep(nowMs: number): void {
+    for (const [id, slot] of this.slots) {
+      const lease = slot.lease;
+      if (lease && (nowMs - lease.lastUsedAtMs >= this.policy.idleMs || nowMs - lease.openedAtMs >= this.policy.lifeMs)) this.retire(slot, lease, nowMs);
+      if (!slot.lease && !slot.opening && nowMs - slot.lastUsedAtMs > 60_000) this.slots.delete(id);
     }
   }
 }

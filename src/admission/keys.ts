@@ -23,6 +23,18 @@ export class RedisKeys {
   rateWindow(userId: string, keyId: string): string {
     return `${this.user(userId)}:rl:${keyId}`;
   }
+  /** Weights of the rate window's members (the slots each lease holds) and their sum. */
+  rateWeights(userId: string, keyId: string): string {
+    return `${this.user(userId)}:rlw:${keyId}`;
+  }
+  /** Last settlement batch applied to each open lease. */
+  leaseBatches(userId: string): string {
+    return `${this.user(userId)}:lbatch`;
+  }
+  /** Leases released at their deadline (the janitor's mark; their late calls are still charged). */
+  expiredLeases(userId: string): string {
+    return `${this.user(userId)}:lexp`;
+  }
   /** Users whose ledger stream has undrained events (a hint; a periodic scan backs it up). */
   ledgerDirty(): string {
     return `${this.prefix}ledger:dirty`;

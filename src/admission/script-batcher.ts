@@ -1,6 +1,6 @@
 import type { ChainableCommander } from 'ioredis';
 import type { RedisKeys } from './keys.js';
-import { admitResultOf, type AdmitInput, type AdmitResult, type Reply, type ScriptedRedis, type SettleInput } from './scripts.js';
+import { admitResultOf, type AdmitInput, type AdmitResult, type Reply, type ScriptedRedis, type SettleInput, type SettleResult } from './scripts.js';
 
 interface Queued {
   readonly add: (pipeline: ChainableCommander) => void;
@@ -23,22 +23,26 @@ export class ScriptBatcher {
 
   admit(input: AdmitInput): Promise<AdmitResult> {
     const { keys } = this;
-    const { userId } = input;
+    const { userId, keyId } = input;
     return this.enqueue((pipeline) => pipeline.admit(
-      keys.rateWindow(userId, input.keyId), keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId),
-      input.reservationId, input.amountNano.toString(), input.limit, input.windowMs, input.ttlMs,
+      keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId),
+      input.leaseId, input.callNano.toString(), input.wantCreditNano.toString(), input.wantSlots, input.limit, input.windowMs, input.ttlMs, input.leaseLifeMs,
     )).then((reply) => admitResultOf(reply, input.limit));
   }
 
   /** settle.lua, and the user marked for the ledger writer (once per batch, whatever the number of calls). */
-  settle(input: SettleInput): Promise<{ settled: boolean; chargedNano: bigint }> {
+  settle(input: SettleInput): Promise<SettleResult> {
     const { keys } = this;
-    const { userId } = input;
-    this.dirtyUsers.add(userId);
-    return this.enqueue((pipeline) => pipeline.settle(
+    const { userId, keyId } = input;
+    if (input.calls.length > 0) this.dirtyUsers.add(userId);
+    const argv: (string | number)[] = [
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.ledger(userId),
-      input.reservationId, input.chargeNano.toString(), input.event,
-    )).then(([code, charged = 0]) => ({ settled: code === 0, chargedNano: BigInt(charged) }));
+      keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.leaseBatches(userId), keys.expiredLeases(userId),
+      input.leaseId, input.batch, input.ttlMs, input.close ? 1 : 0, input.unusedSlots, input.releaseNano.toString(),
+    ];
+    for (const call of input.calls) argv.push(call.callId, call.chargeNano.toString(), call.event);
+    return this.enqueue((pipeline) => pipeline.settle(...argv))
+      .then(([code, charged = 0]) => ({ kind: code === 0 ? 'applied' : code === 1 ? 'lease_unknown' : 'resent', chargedNano: BigInt(charged) }));
   }
 
   private enqueue(add: (pipeline: ChainableCommander) => void): Promise<Reply> {

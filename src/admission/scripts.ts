@@ -5,13 +5,11 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 4, settle: 4, hydrate: 1, credit: 1 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 5, settle: 8, hydrate: 1, credit: 1 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];
 interface ScriptCommands {
-  admit(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): Promise<Reply>;
-  settle(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): Promise<Reply>;
   hydrate(k1: string, ...argv: (string | number)[]): Promise<number>;
   credit(k1: string, ...argv: (string | number)[]): Promise<Reply>;
 }
@@ -19,8 +17,8 @@ export type ScriptedRedis = Redis & ScriptCommands;
 
 declare module 'ioredis' {
   interface ChainableCommander {
-    admit(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): ChainableCommander;
-    settle(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): ChainableCommander;
+    admit(...keysThenArgv: (string | number)[]): ChainableCommander;
+    settle(...keysThenArgv: (string | number)[]): ChainableCommander;
   }
 }
 
@@ -39,8 +37,16 @@ export interface RateWindow {
   readonly resetMs: number;
 }
 
+/** What admit.lua granted: credit and slots, the asking call's share included. */
+export interface LeaseGrant {
+  readonly creditNano: bigint;
+  readonly slots: number;
+  readonly available: number;
+  readonly window: RateWindow;
+}
+
 export type AdmitResult =
-  | { readonly kind: 'admitted'; readonly available: number; readonly window?: RateWindow }
+  | { readonly kind: 'admitted'; readonly grant: LeaseGrant }
   | { readonly kind: 'rate_limited'; readonly retryAfterMs: number }
   | { readonly kind: 'insufficient_credits'; readonly available: number }
   | { readonly kind: 'not_loaded' };
@@ -48,19 +54,22 @@ export type AdmitResult =
 export interface AdmitInput {
   readonly userId: string;
   readonly keyId: string;
-  readonly reservationId: string;
-  readonly amountNano: bigint;
+  readonly leaseId: string;
+  /** The asking call's worst-case cost: the least the lease must hold. */
+  readonly callNano: bigint;
+  readonly wantCreditNano: bigint;
+  readonly wantSlots: number;
   readonly limit: number;
   readonly windowMs: number;
   readonly ttlMs: number;
+  /** A lease of more than one slot admits nothing after this long. */
+  readonly leaseLifeMs: number;
 }
 
 /** The one mapping from admit.lua's numeric codes to typed results. */
-export function admitResultOf([code, value = 0, remaining, resetMs]: Reply, limit: number): AdmitResult {
+export function admitResultOf([code, value = 0, slots = 0, available = 0, remaining = 0, resetMs = 0]: Reply, limit: number): AdmitResult {
   switch (code) {
-    case 0: return remaining === undefined || resetMs === undefined
-      ? { kind: 'admitted', available: value }
-      : { kind: 'admitted', available: value, window: { limit, remaining, resetMs } };
+    case 0: return { kind: 'admitted', grant: { creditNano: BigInt(value), slots, available, window: { limit, remaining, resetMs } } };
     case 1: return { kind: 'rate_limited', retryAfterMs: value };
     case 2: return { kind: 'insufficient_credits', available: value };
     case 3: return { kind: 'not_loaded' };
@@ -68,12 +77,31 @@ export function admitResultOf([code, value = 0, remaining, resetMs]: Reply, limi
   }
 }
 
-export interface SettleInput {
-  readonly userId: string;
-  readonly reservationId: string;
+/** One settled call inside a settlement batch. */
+export interface SettledCall {
+  readonly callId: string;
   readonly chargeNano: bigint;
   /** JSON of the ledger event; the writer turns it into Postgres rows. */
   readonly event: string;
+}
+
+export interface SettleInput {
+  readonly userId: string;
+  readonly keyId: string;
+  readonly leaseId: string;
+  /** From 1, one more per batch of the lease; a resent number changes nothing. */
+  readonly batch: number;
+  readonly ttlMs: number;
+  readonly close: boolean;
+  readonly unusedSlots: number;
+  readonly releaseNano: bigint;
+  readonly calls: readonly SettledCall[];
+}
+
+export interface SettleResult {
+  /** `lease_unknown`: not open in Redis (already closed, or lost with Redis's data); `resent`: applied before. */
+  readonly kind: 'applied' | 'lease_unknown' | 'resent';
+  readonly chargedNano: bigint;
 }
 
 export function hydrate(redis: ScriptedRedis, keys: RedisKeys, userId: string, creditsNano: bigint, depositsNano: bigint): Promise<number> {

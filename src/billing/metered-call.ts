@@ -1,4 +1,4 @@
-import type { Admission } from '../admission/admission.js';
+import type { Admission, Admitted } from '../admission/admission.js';
 import type { CatalogModel } from '../catalog/model.js';
 import type { LedgerEvent } from '../ledger/event.js';
 import type { NormalizedUsage } from '../providers/usage.js';
@@ -16,7 +16,9 @@ export interface CallIdentity {
   readonly model: CatalogModel;
   readonly endpoint: string;
   readonly stream: boolean;
-  readonly reservationId: string;
+  /** The request id: the key of its request log and of its usage transaction. */
+  readonly callId: string;
+  /** The call's worst-case cost, held for it on its lease. */
   readonly reservedNano: bigint;
 }
 
@@ -34,7 +36,7 @@ export class MeteredCall {
   private failed = false;
   private settled = false;
 
-  constructor(private readonly admission: Admission, private readonly recordUsage: UsageRecorder, readonly identity: CallIdentity) {}
+  constructor(private readonly admission: Admission, private readonly admitted: Admitted, private readonly recordUsage: UsageRecorder, readonly identity: CallIdentity) {}
 
   /** The upstream failed (or the call never reached it): nothing is charged. */
   fail(status: number, errorCode: string): void {
@@ -51,20 +53,16 @@ export class MeteredCall {
   }
 
   /**
-   * Sends the settlement (once; later calls do nothing). Callers send it before the response's last
-   * bytes, so a crash after the client has its answer cannot lose the charge; nobody waits for it.
+   * Settles the call (once; later calls do nothing). Callers settle before the response's last
+   * bytes, so the charge leaves for Redis with this turn's batch; nobody waits for it.
    */
   settle(usage?: NormalizedUsage): void {
     if (usage) this.usage = usage;
     if (this.settled) return;
     this.settled = true;
-    this.send().catch((error) => log.error('settlement failed; the reservation stays held until it expires', { reservationId: this.identity.reservationId, error }));
-  }
-
-  private async send(): Promise<void> {
-    const { userId, keyId, model, endpoint, stream, reservationId, reservedNano } = this.identity;
-    const usage = this.failed || !this.usage ? undefined : this.usage;
-    const charge = usage ? tokenCostNano(model.prices, usage) : 0n;
+    const { keyId, model, endpoint, stream, callId, reservedNano } = this.identity;
+    const billed = this.failed || !this.usage ? undefined : this.usage;
+    const charge = billed ? tokenCostNano(model.prices, billed) : 0n;
     const counted = this.usage ?? NO_USAGE;
     const event: LedgerEvent = {
       keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
@@ -72,8 +70,8 @@ export class MeteredCall {
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
       durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,
     };
-    const charged = await this.admission.settle(userId, reservationId, charge, JSON.stringify(event));
-    if (charge > charged) log.error('charge exceeded its reservation', { reservationId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
-    if (usage && charged > 0n) this.recordUsage(model.id, usage, charged);
+    const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, charge, JSON.stringify(event));
+    if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
+    if (billed && charged > 0n) this.recordUsage(model.id, billed, charged);
   }
 }

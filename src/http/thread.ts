@@ -12,7 +12,7 @@ import { defineScripts } from '../admission/scripts.js';
 import { RedisKeys } from '../admission/keys.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Balances } from '../billing/balances.js';
-import { Admission } from '../admission/admission.js';
+import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { CatalogSnapshot } from '../catalog/snapshot.js';
 import { loadChatModels } from '../store/catalog.js';
@@ -39,7 +39,7 @@ const auth = new Authenticator(sql, config.keySecret, config.keyPrefix);
 const balances = new Balances(sql, redis, keys);
 const admission = new Admission(new ScriptBatcher(redis, keys), balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
-}, metrics);
+}, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls });
 
 let catalog = new CatalogSnapshot(await loadChatModels(sql));
 const catalogTimer = setInterval(() => {
@@ -109,9 +109,11 @@ async function drain(deadlineMs: number): Promise<void> {
   if (listenSocket) uws.us_listen_socket_close(listenSocket);
   listenSocket = undefined;
   const until = Date.now() + deadlineMs;
-  while ((services.inflight.count > 0 || admission.pendingSettlements > 0) && Date.now() < until) {
+  while (services.inflight.count > 0 && Date.now() < until) {
     await new Promise((r) => setTimeout(r, 20));
   }
+  // Every lease's last settlements and unused credit go back to Redis before the connection closes.
+  await admission.closeAll(Math.max(1000, until - Date.now()));
   // Idle keep-alive connections would keep this thread's loop alive (and abort Node at exit): close them all.
   // The native app has close() although the bundled typings do not declare it.
   (app as unknown as { close(): void }).close();

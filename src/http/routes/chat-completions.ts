@@ -159,21 +159,21 @@ export function chatCompletions(services: Services) {
     }
     const imageParts = checkCapabilities(request, model);
     const reservedNano = reservationFor(request, model, body.length, imageParts);
-    const reservationId = randomUUID();
+    const callId = randomUUID();
     const stream = request.stream === true;
-    const admitted = admission.reserve(key.userId, key.id, reservationId, reservedNano);
-    // Built while admission's round trip is under way (the command left synchronously above).
+    const admitting = admission.admit(key.userId, key.id, reservedNano);
+    // Built while admission may be making its round trip.
     const upstreamBody = buildOpenAiChatBody(request, model, stream);
-    const rateHeaders = await admitted;
+    const admitted = await admitting;
 
-    const call = new MeteredCall(admission, recordUsage, {
-      userId: key.userId, keyId: key.id, model, endpoint: 'chat.completions', stream, reservationId, reservedNano,
+    const call = new MeteredCall(admission, admitted, recordUsage, {
+      userId: key.userId, keyId: key.id, model, endpoint: 'chat.completions', stream, callId, reservedNano,
     });
     try {
       // A key revoked while this request waited must not reach the upstream.
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-      // The request id is the reservation id: the key of its request log and of its usage transaction.
-      await callUpstream(ctx, call, vendor, request, upstreamBody, { ...rateHeaders, 'x-request-id': reservationId });
+      // The request id is the call id: the key of its request log and of its usage transaction.
+      await callUpstream(ctx, call, vendor, request, upstreamBody, { ...admitted.headers, 'x-request-id': callId });
     } catch (error) {
       call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
       throw error;

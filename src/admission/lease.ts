@@ -1,0 +1,85 @@
+import type { LeaseGrant, RateWindow, SettledCall } from './scripts.js';
+
+/**
+ * One admission lease as its HTTP thread sees it: credit and rate-window slots reserved in Redis by
+ * admit.lua, handed out to the key's calls locally, and settled back in numbered batches.
+ * Invariant: granted credit = creditLeft + the worst cases of calls in flight + what was charged.
+ */
+export class Lease {
+  creditLeft: bigint;
+  slotsLeft: number;
+  /** Calls admitted from this lease and not yet settled. */
+  inFlight = 1;
+  /** Calls admitted from this lease, the asking one included. */
+  admitted = 1;
+  /** False once retired: it admits nothing more and closes when its last call settles. */
+  accepting = true;
+  closed = false;
+  readonly openedAtMs: number;
+  lastUsedAtMs: number;
+  /** Settled calls not yet sent to Redis. */
+  pending: SettledCall[] = [];
+  /** Credit to give back to the balance with the next batch (a retired lease's unused credit). */
+  releaseNano = 0n;
+  /** Number of the last batch sent; batches of one lease leave one at a time, in order. */
+  batch = 0;
+  sending = false;
+  private readonly window: RateWindow;
+  private readonly windowResetAtMs: number;
+
+  constructor(
+    readonly id: string,
+    readonly userId: string,
+    readonly keyId: string,
+    grant: LeaseGrant,
+    askingCallNano: bigint,
+    nowMs: number,
+  ) {
+    this.window = grant.window;
+    // The asking call is admitted from the grant at once.
+    this.creditLeft = grant.creditNano - askingCallNano;
+    this.slotsLeft = grant.slots - 1;
+    this.openedAtMs = nowMs;
+    this.lastUsedAtMs = nowMs;
+    this.windowResetAtMs = nowMs + grant.window.resetMs;
+  }
+
+  /** Admits a call of worst case `callNano` locally, if the lease still has room and time for it. */
+  take(callNano: bigint, nowMs: number, lifeMs: number): boolean {
+    if (!this.accepting || this.slotsLeft < 1 || this.creditLeft < callNano || nowMs - this.openedAtMs >= lifeMs) return false;
+    this.slotsLeft--;
+    this.creditLeft -= callNano;
+    this.inFlight++;
+    this.admitted++;
+    this.lastUsedAtMs = nowMs;
+    return true;
+  }
+
+  /** Stops admitting; the credit nobody holds goes back with the next batch. */
+  retire(): void {
+    if (!this.accepting) return;
+    this.accepting = false;
+    this.releaseNano += this.creditLeft;
+    this.creditLeft = 0n;
+  }
+
+  /** A call admitted from this lease settled for `chargeNano` (at most its worst case `callNano`). */
+  settleCall(callId: string, callNano: bigint, chargeNano: bigint, event: string): bigint {
+    const charge = chargeNano > callNano ? callNano : chargeNano < 0n ? 0n : chargeNano;
+    this.inFlight--;
+    if (this.accepting) this.creditLeft += callNano - charge;
+    else this.releaseNano += callNano - charge;
+    this.pending.push({ callId, chargeNano: charge, event });
+    return charge;
+  }
+
+  /** Retired with no call in flight: the next batch closes it. */
+  get closable(): boolean {
+    return !this.accepting && this.inFlight === 0 && !this.closed;
+  }
+
+  /** The key's request window as a client would see it from this lease. */
+  rateWindow(nowMs: number): RateWindow {
+    return { limit: this.window.limit, remaining: this.window.remaining + this.slotsLeft, resetMs: this.windowResetAtMs - nowMs };
+  }
+}
