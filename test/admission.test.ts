@@ -4,13 +4,15 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import {
-  chatBody, costNano, envelopeProblems, moneyView, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
+  chatBody, costNano, envelopeProblems, leasesClosed, moneyView, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
 } from './helpers/billing-checks.js';
-import { SCRIPT_KEY_COUNTS, credit, defineScripts, hydrate, type ScriptedRedis } from '../src/admission/scripts.js';
+import {
+  SCRIPT_KEY_COUNTS, credit, defineScripts, hydrate, type AdmitInput, type AdmitResult, type ScriptedRedis, type SettleInput,
+} from '../src/admission/scripts.js';
 import { ScriptBatcher } from '../src/admission/script-batcher.js';
 import { RedisKeys } from '../src/admission/keys.js';
 import { deleteKeysWithPrefix } from '../bench/namespaces.js';
@@ -65,6 +67,7 @@ t.test('100 concurrent calls against a balance of exactly 10 reservations', asyn
     charges += charge;
   }
 
+  await leasesClosed(burst, user);
   await burst.ledgerSettled(user);
   const money = await moneyView(burst, user);
   t.equal(money.credits, initial - charges, 'Redis credits = initial - exact sum of the successful calls');
@@ -153,11 +156,47 @@ t.test('Lua scripts against Redis', async (t) => {
     const big = (value: string | null | undefined) => (value == null ? null : BigInt(value));
     return { credits: big(credits), held: big(held), deposits: big(deposits) };
   };
-  const admitInput = (user: string, reservationId: string, amountNano: bigint, over: Partial<{ limit: number; windowMs: number }> = {}) =>
-    ({ userId: user, keyId: 'key-1', reservationId, amountNano, limit: over.limit ?? 100, windowMs: over.windowMs ?? 10_000, ttlMs: 60_000 });
+  interface AdmitOver { keyId?: string; wantCreditNano?: bigint; wantSlots?: number; limit?: number; windowMs?: number; leaseLifeMs?: number }
+  /** One call's admission (a one-slot lease of exactly its cost, unless `over` asks for more). */
+  const admitInput = (user: string, leaseId: string, callNano: bigint, over: AdmitOver = {}): AdmitInput => ({
+    userId: user, keyId: over.keyId ?? 'key-1', leaseId, callNano, wantCreditNano: over.wantCreditNano ?? callNano, wantSlots: over.wantSlots ?? 1,
+    limit: over.limit ?? 100, windowMs: over.windowMs ?? 10_000, ttlMs: 60_000, leaseLifeMs: over.leaseLifeMs ?? 1000,
+  });
+  /** A lease asked for `calls` calls of `callNano` each. */
+  const leaseInput = (user: string, leaseId: string, callNano: bigint, calls: number, over: AdmitOver = {}): AdmitInput =>
+    admitInput(user, leaseId, callNano, { wantCreditNano: callNano * BigInt(calls), wantSlots: calls, ...over });
+  interface SettleOver { keyId?: string; close?: boolean; unusedSlots?: number; releaseNano?: bigint }
+  const settleInput = (user: string, leaseId: string, batch: number, calls: [string, bigint, string?][], over: SettleOver = {}): SettleInput => ({
+    userId: user, keyId: over.keyId ?? 'key-1', leaseId, batch, ttlMs: 60_000, close: over.close ?? false, unusedSlots: over.unusedSlots ?? 0,
+    releaseNano: over.releaseNano ?? 0n, calls: calls.map(([callId, chargeNano, event]) => ({ callId, chargeNano, event: event ?? `{"call":"${callId}"}` })),
+  });
+  /** The grant of an admitted result, as plain comparable values (fails the test otherwise). */
+  const grantOf = (t: Test, result: AdmitResult, label = 'admitted') => {
+    t.equal(result.kind, 'admitted', label);
+    if (result.kind !== 'admitted') return { creditNano: -1n, slots: -1, available: -1, remaining: -1, resetMs: -1 };
+    const { creditNano, slots, available, window } = result.grant;
+    return { creditNano, slots, available, remaining: window.remaining, resetMs: window.resetMs };
+  };
+  const used = async (user: string, keyId = 'key-1') => Number((await redis.hget(keys.rateWeights(user, keyId), '#')) ?? '0');
+  const redisNowMs = async () => {
+    const [s, us] = await redis.time();
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  };
+  const ledgerFields = async (user: string) => ((await redis.xrange(keys.ledger(user), '-', '+')) as [string, string[]][]).map(([, fields]) => fields);
+  /** Everything settle.lua may touch for one user and key, to show that a call changed nothing. */
+  const snapshot = async (user: string, keyId = 'key-1') => ({
+    balance: await bal(user),
+    reservations: await redis.hgetall(keys.reservations(user)),
+    deadlines: await redis.zrange(keys.reservationDeadlines(user), 0, -1, 'WITHSCORES'),
+    ledger: await ledgerFields(user),
+    batches: await redis.hgetall(keys.leaseBatches(user)),
+    expired: await redis.hgetall(keys.expiredLeases(user)),
+    window: await redis.zrange(keys.rateWindow(user, keyId), 0, -1, 'WITHSCORES'),
+    weights: await redis.hgetall(keys.rateWeights(user, keyId)),
+  });
 
   t.test('each script declares and uses exactly the KEYS count the wrapper passes', async (t) => {
-    t.same(SCRIPT_KEY_COUNTS, { admit: 4, settle: 4, hydrate: 1, credit: 1 }, 'pinned KEYS counts');
+    t.same(SCRIPT_KEY_COUNTS, { admit: 5, settle: 8, hydrate: 1, credit: 1 }, 'pinned KEYS counts');
     const luaDir = new URL('../../lua/', import.meta.url);
     const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
     t.same(files, Object.keys(SCRIPT_KEY_COUNTS).sort(), 'one count per lua/*.lua file');
@@ -169,40 +208,108 @@ t.test('Lua scripts against Redis', async (t) => {
       const code = text.slice(headerEnd + 2);
       const documented = [...header.matchAll(/^\s*KEYS\[(\d+)\]/gm)].map((m) => Number(m[1]));
       t.same(documented, Array.from({ length: count }, (_, i) => i + 1), `${name}.lua header documents KEYS[1..${count}]`);
-      const used = new Set([...code.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
-      t.equal(Math.max(...used), count, `${name}.lua uses KEYS up to ${count} and no further`);
+      const usedKeys = [...new Set([...code.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])))].sort((a, b) => a - b);
+      t.same(usedKeys, Array.from({ length: count }, (_, i) => i + 1), `${name}.lua uses KEYS[1..${count}], each of them and no further`);
       t.notMatch(code, /rcall\(\s*'[A-Z]+'\s*,\s*['"]/, `${name}.lua builds no key names inside the script`);
     }
   });
 
   t.test('admit: not_loaded without a balance, and nothing recorded', async (t) => {
     const user = 'no-balance';
-    t.same(await scripts.admit(admitInput(user, 'r1', 100n)), { kind: 'not_loaded' });
-    t.equal(await redis.zcard(keys.rateWindow(user, 'key-1')), 0, 'the refused call took no window slot');
-    t.equal(await redis.hlen(keys.reservations(user)), 0, 'no reservation');
+    t.same(await scripts.admit(leaseInput(user, 'l1', 100n, 8)), { kind: 'not_loaded' });
+    t.same(await scripts.admit(admitInput(user, 'l2', 100n)), { kind: 'not_loaded' }, 'a one-slot admission too');
+    t.equal(await redis.exists(keys.rateWindow(user, 'key-1')), 0, 'the refused call took no window slot');
+    t.equal(await redis.exists(keys.rateWeights(user, 'key-1')), 0, 'no window weight');
+    t.equal(await redis.exists(keys.reservations(user)), 0, 'no reservation');
+    t.equal(await redis.exists(keys.reservationDeadlines(user)), 0, 'no deadline');
     t.equal(await redis.exists(keys.balance(user)), 0, 'no balance invented');
     t.equal(await hydrate(redis, keys, user, 1000n, 1000n), 1);
-    t.match(await scripts.admit(admitInput(user, 'r1', 100n)), { kind: 'admitted', available: 900 });
+    // 100 + min(700, floor(900 / 8) = 112) credit; 1 + min(7, floor(99 / 8) = 12) slots
+    t.same(grantOf(t, await scripts.admit(leaseInput(user, 'l1', 100n, 8))), { creditNano: 212n, slots: 8, available: 788, remaining: 92, resetMs: 11_000 },
+      'admitted once loaded');
   });
 
   t.test('admit: refuses more than available, reserves exactly up to it', async (t) => {
     const user = 'tight';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    t.match(await scripts.admit(admitInput(user, 'a', 600n)), { kind: 'admitted', available: 400 });
+    t.match(grantOf(t, await scripts.admit(admitInput(user, 'a', 600n))), { creditNano: 600n, slots: 1, available: 400 });
     t.same(await scripts.admit(admitInput(user, 'b', 401n)), { kind: 'insufficient_credits', available: 400 });
-    t.match(await scripts.admit(admitInput(user, 'c', 400n)), { kind: 'admitted', available: 0 });
+    t.same(await scripts.admit(leaseInput(user, 'b', 401n, 10)), { kind: 'insufficient_credits', available: 400 }, 'a lease asked for refuses the same');
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'c', 400n, 10))), { creditNano: 400n, slots: 1, available: 0 },
+      "a lease asked for with exactly the call's cost available is exactly the call");
     t.same(await scripts.admit(admitInput(user, 'd', 1n)), { kind: 'insufficient_credits', available: 0 });
     t.same(await bal(user), { credits: 1000n, held: 1000n, deposits: 1000n });
     t.same(await redis.hgetall(keys.reservations(user)), { a: '600', c: '400' }, 'open reservations are the held sum');
+    t.same((await redis.zrange(keys.reservationDeadlines(user), 0, -1)).sort(), ['a', 'c'], 'a deadline per reservation, none for the refused');
+    t.equal(await used(user), 2, 'the refused calls took no window slot');
   });
 
-  t.test('admit: the same reservation id resent (a reconnect replays in-flight commands) reserves once', async (t) => {
+  t.test('admit: the same lease id resent (a reconnect replays in-flight commands) grants once', async (t) => {
     const user = 'resent';
-    await hydrate(redis, keys, user, 1000n, 1000n);
-    t.match(await scripts.admit(admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 });
-    t.same(await scripts.admit(admitInput(user, 'same', 300n)), { kind: 'admitted', available: 700 }, 'answered as admitted, nothing added');
-    t.same(await bal(user), { credits: 1000n, held: 300n, deposits: 1000n }, 'held equals the one open reservation');
-    t.equal(await redis.zcard(keys.rateWindow(user, 'key-1')), 1, 'one window slot');
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    // 1000 + min(7000, floor(99_000 / 8)) = 8000 credit; 1 + min(7, floor(99 / 8) = 12) = 8 slots
+    const first = grantOf(t, await scripts.admit(leaseInput(user, 'same', 1000n, 8)));
+    t.match(first, { creditNano: 8000n, slots: 8, available: 92_000 });
+    const again = grantOf(t, await scripts.admit(leaseInput(user, 'same', 1000n, 8)), 'answered as admitted');
+    t.match(again, { creditNano: 8000n, slots: 8, available: 92_000 }, 'the same grant, nothing added');
+    t.same(await bal(user), { credits: 100_000n, held: 8000n, deposits: 100_000n }, 'held equals the one lease');
+    t.same(await redis.hgetall(keys.reservations(user)), { same: '8000' });
+    t.equal(await redis.zcard(keys.reservationDeadlines(user)), 1, 'one deadline');
+    t.equal(await redis.zcard(keys.rateWindow(user, 'key-1')), 1, 'one window member');
+    t.equal(await used(user), 8, 'its slots counted once');
+    t.equal(await redis.hget(keys.rateWeights(user, 'key-1'), 'same'), '8');
+  });
+
+  t.test('admit: grant sizes follow the 1/8 rules', async (t) => {
+    interface Case { label: string; balance: bigint; cost: bigint; calls: number; wantCreditNano?: bigint; limit?: number; before?: number; credit: bigint; slots: number }
+    const cases: Case[] = [
+      { label: 'ample: everything wanted', balance: 1_000_000n, cost: 1000n, calls: 10, credit: 10_000n, slots: 10 },
+      // 1000 + min(9000, floor(19_000 / 8) = 2375)
+      { label: 'credit capped at 1/8 of the spare credit', balance: 20_000n, cost: 1000n, calls: 10, credit: 3375n, slots: 10 },
+      // 1 + min(49, floor(99 / 8) = 12)
+      { label: 'slots capped at 1/8 of the spare slots', balance: 1_000_000n, cost: 1000n, calls: 50, credit: 50_000n, slots: 13 },
+      // a lease of 13 slots first: 1 + min(49, floor((100 - 13 - 1) / 8) = 10)
+      { label: 'slots already used count', balance: 1_000_000n, cost: 1000n, calls: 50, before: 13, credit: 50_000n, slots: 11 },
+      // 1000 + floor(8000 / 8) = 2000 = 2 x cost
+      { label: 'credit of exactly two calls is a lease', balance: 9000n, cost: 1000n, calls: 10, credit: 2000n, slots: 10 },
+      // 1000 + floor(7000 / 8) = 1875 < 2 x cost
+      { label: 'credit below two calls: exactly one slot and the call', balance: 8000n, cost: 1000n, calls: 10, credit: 1000n, slots: 1 },
+      // 1 + floor((9 - 1) / 8) = 2
+      { label: 'limit 9: two slots', balance: 1_000_000n, cost: 1000n, calls: 10, limit: 9, credit: 10_000n, slots: 2 },
+      // 1 + floor((8 - 1) / 8) = 1
+      { label: 'limit 8: one slot, so exactly the call', balance: 1_000_000n, cost: 1000n, calls: 10, limit: 8, credit: 1000n, slots: 1 },
+      { label: 'one call wanted: the call, whatever the credit wanted', balance: 1_000_000n, cost: 1000n, calls: 1, wantCreditNano: 10_000n, credit: 1000n, slots: 1 },
+      { label: 'no extra credit wanted: the call, whatever the slots wanted', balance: 1_000_000n, cost: 1000n, calls: 10, wantCreditNano: 1000n, credit: 1000n, slots: 1 },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const user = `grant-${i}`;
+      const limit = c.limit ?? 100;
+      await hydrate(redis, keys, user, c.balance, c.balance);
+      let heldBefore = 0n;
+      if (c.before) {
+        const pre = grantOf(t, await scripts.admit(leaseInput(user, 'pre', c.cost, c.before, { limit })), `${c.label}: the first lease`);
+        t.equal(pre.slots, c.before, `${c.label}: the first lease holds ${c.before} slots`);
+        heldBefore = pre.creditNano;
+      }
+      const over: AdmitOver = { limit, leaseLifeMs: 700, ...(c.wantCreditNano !== undefined ? { wantCreditNano: c.wantCreditNano } : {}) };
+      const sentAt = await redisNowMs();
+      const grant = grantOf(t, await scripts.admit(leaseInput(user, 'l', c.cost, c.calls, over)), c.label);
+      const answeredAt = await redisNowMs();
+      const usedBefore = c.before ?? 0;
+      t.same({ creditNano: grant.creditNano, slots: grant.slots }, { creditNano: c.credit, slots: c.slots }, `${c.label}: credit ${c.credit}, ${c.slots} slots`);
+      t.equal(grant.available, Number(c.balance - heldBefore - c.credit), `${c.label}: available after`);
+      t.equal(grant.remaining, limit - usedBefore - c.slots, `${c.label}: slots left in the window`);
+      t.equal((await bal(user)).held, heldBefore + c.credit, `${c.label}: held`);
+      t.equal(await redis.hget(keys.reservations(user), 'l'), String(c.credit), `${c.label}: the reservation is the credit`);
+      t.equal(await used(user), usedBefore + c.slots, `${c.label}: the window's weight`);
+      t.equal(await redis.hget(keys.rateWeights(user, 'key-1'), 'l'), c.slots > 1 ? String(c.slots) : null, `${c.label}: a weight only above one slot`);
+      // A lease of more than one slot counts in the window from the end of its life.
+      const score = Number(await redis.zscore(keys.rateWindow(user, 'key-1'), 'l'));
+      const life = c.slots > 1 ? 700 : 0;
+      t.ok(score >= sentAt + life && score <= answeredAt + life, `${c.label}: window score at now + ${life} ms (${score - sentAt})`);
+      const deadline = Number(await redis.zscore(keys.reservationDeadlines(user), 'l'));
+      t.ok(deadline >= sentAt + 60_000 && deadline <= answeredAt + 60_000, `${c.label}: deadline at now + ttl`);
+    }
   });
 
   t.test('calls made in one turn leave in one pipeline; a failing script rejects only its own caller', async (t) => {
@@ -219,45 +326,141 @@ t.test('Lua scripts against Redis', async (t) => {
       scripts.admit(admitInput(user, 'b1', 100n)),
       scripts.admit(admitInput(user, 'b2', 100n)),
       // tonumber('x') is nil in admit.lua: a Lua error for this call alone
-      scripts.admit({ ...admitInput(user, 'b3', 1n), amountNano: 'x' as unknown as bigint }),
-      scripts.settle({ userId: user, reservationId: 'b1', chargeNano: 40n, event: '{}' }),
+      scripts.admit({ ...admitInput(user, 'b3', 1n), callNano: 'x' as unknown as bigint }),
+      scripts.settle(settleInput(user, 'b1', 1, [['b1', 40n, '{}']], { close: true })),
     ];
     const results = await Promise.allSettled(calls);
     t.equal(pipelines, 1, 'one pipeline for the four calls');
     t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
-    t.same((results[3] as PromiseFulfilledResult<unknown>).value, { settled: true, chargedNano: 40n }, 'settled after its admission, in order');
+    t.same((results[3] as PromiseFulfilledResult<unknown>).value, { kind: 'applied', chargedNano: 40n }, 'settled after its admission, in order');
     t.same(await bal(user), { credits: 960n, held: 100n, deposits: 1000n });
+    t.same(await redis.hgetall(keys.reservations(user)), { b2: '100' }, 'the failed call reserved nothing');
+    t.equal(await used(user), 2, 'the failed call took no window slot');
     t.ok(await redis.sismember(keys.ledgerDirty(), user), 'the settled user is marked for the ledger writer');
   });
 
-  t.test('settle: twice charges once; the ledger gets one event', async (t) => {
-    const user = 'settle-twice';
-    await hydrate(redis, keys, user, 1000n, 1000n);
-    await scripts.admit(admitInput(user, 'r', 500n));
-    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 200n, event: '{}' }), { settled: true, chargedNano: 200n });
-    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 200n, event: '{}' }), { settled: false, chargedNano: 0n });
-    t.same(await bal(user), { credits: 800n, held: 0n, deposits: 1000n });
-    t.equal(await redis.hlen(keys.reservations(user)), 0);
-    t.equal(await redis.zcard(keys.reservationDeadlines(user)), 0);
-    t.equal(await redis.xlen(keys.ledger(user)), 1, 'one ledger event');
-    const [[, fields]] = (await redis.xrange(keys.ledger(user), '-', '+')) as [string, string[]][] as [[string, string[]]];
-    t.same(fields, ['r', 'r', 'c', '200', 'e', '{}']);
+  t.test('settle: a batch charges each call (capped at what the lease holds) and appends one ledger entry per call', async (t) => {
+    const user = 'settle-batch';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000 }))), { creditNano: 4000n, slots: 4 });
+    const before = await redisNowMs();
+    t.same(await scripts.settle(settleInput(user, 'L', 1, [['c1', 300n, '{"n":1}'], ['c2', 1000n, '{"n":2}'], ['c0', 0n, '{"n":0}']])),
+      { kind: 'applied', chargedNano: 1300n });
+    t.same(await bal(user), { credits: 98_700n, held: 2700n, deposits: 100_000n }, 'charged; what the calls held is released');
+    t.same(await redis.hgetall(keys.reservations(user)), { L: '2700' }, 'the lease holds the rest');
+    t.same(await redis.hgetall(keys.leaseBatches(user)), { L: '1' }, 'batch 1 applied');
+    t.ok(Number(await redis.zscore(keys.reservationDeadlines(user), 'L')) >= before + 60_000, 'an open lease gets a new deadline');
+    t.same(await ledgerFields(user), [
+      ['r', 'c1', 'c', '300', 'e', '{"n":1}'],
+      ['r', 'c2', 'c', '1000', 'e', '{"n":2}'],
+      ['r', 'c0', 'c', '0', 'e', '{"n":0}'],
+    ], 'one ledger entry per call, in order');
+    t.ok(await redis.sismember(keys.ledgerDirty(), user), 'the user is marked for the ledger writer');
+
+    t.same(await scripts.settle(settleInput(user, 'L', 2, [['c3', 5000n, '{"n":3}']])), { kind: 'applied', chargedNano: 2700n },
+      'a charge above what the lease holds is capped at it');
+    t.same(await bal(user), { credits: 96_000n, held: 0n, deposits: 100_000n });
+    t.same(await redis.hgetall(keys.reservations(user)), { L: '0' }, 'the lease is still open, empty');
+    t.same((await ledgerFields(user)).at(-1), ['r', 'c3', 'c', '2700', 'e', '{"n":3}'], 'the ledger entry carries the capped charge');
+    t.equal(await redis.xlen(keys.ledger(user)), 4);
   });
 
-  t.test('settle: a charge is capped at its reservation', async (t) => {
-    const user = 'settle-cap';
-    await hydrate(redis, keys, user, 10_000n, 10_000n);
-    await scripts.admit(admitInput(user, 'r', 300n));
-    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 1000n, event: '{}' }), { settled: true, chargedNano: 300n });
-    t.same(await bal(user), { credits: 9_700n, held: 0n, deposits: 10_000n });
+  t.test('settle: the same batch number resent changes nothing (resent); a resent close answers lease_unknown', async (t) => {
+    const user = 'settle-resend';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000 })));
+    const batch1 = settleInput(user, 'L', 1, [['c1', 300n]]);
+    t.same(await scripts.settle(batch1), { kind: 'applied', chargedNano: 300n });
+    const after1 = await snapshot(user);
+    t.same(await scripts.settle(batch1), { kind: 'resent', chargedNano: 0n }, 'batch 1 again');
+    t.same(await scripts.settle(settleInput(user, 'L', 1, [['c9', 900n]], { close: true, unusedSlots: 3, releaseNano: 100n })), { kind: 'resent', chargedNano: 0n },
+      'batch 1 again, whatever it carries');
+    t.same(await snapshot(user), after1, 'nothing changed');
+
+    const close = settleInput(user, 'L', 2, [['c2', 200n]], { close: true, unusedSlots: 2 });
+    t.same(await scripts.settle(close), { kind: 'applied', chargedNano: 200n });
+    const closed = await snapshot(user);
+    t.same(closed.balance, { credits: 99_500n, held: 0n, deposits: 100_000n });
+    t.same(await scripts.settle(close), { kind: 'lease_unknown', chargedNano: 0n }, 'the closing batch again: the lease is no longer open');
+    t.same(await snapshot(user), closed, 'nothing changed');
+    t.equal(closed.ledger.length, 2, 'one ledger entry per call, none for the resends');
   });
 
-  t.test('settle: a zero charge releases the whole reservation', async (t) => {
+  t.test('settle: close releases the rest and returns the unused slots to the window', async (t) => {
+    const user = 'settle-close';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    grantOf(t, await scripts.admit(admitInput(user, 'O', 500n, { limit: 20 })), 'another reservation');
+    // used 1: 1 + min(3, floor((20 - 1 - 1) / 8) = 2) = 3 slots; 1000 + min(3000, floor(98_500 / 8)) = 4000 credit
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 20 }))), { creditNano: 4000n, slots: 3 });
+    t.equal(await used(user), 4);
+    t.same(await scripts.settle(settleInput(user, 'L', 1, [['c1', 700n]], { close: true, unusedSlots: 2 })), { kind: 'applied', chargedNano: 700n });
+    t.same(await bal(user), { credits: 99_300n, held: 500n, deposits: 100_000n }, 'held back to what the other reservation holds');
+    t.same(await redis.hgetall(keys.reservations(user)), { O: '500' }, "the lease's reservation is gone");
+    t.same(await redis.zrange(keys.reservationDeadlines(user), 0, -1), ['O'], 'and its deadline');
+    t.same(await redis.hgetall(keys.leaseBatches(user)), {}, 'nothing kept per closed lease');
+    t.equal(await used(user), 2, 'the two unused slots left the window');
+    t.equal(await redis.hget(keys.rateWeights(user, 'key-1'), 'L'), '1', 'the lease counts its one used slot');
+    // A later admit sees them free: exactly 20 - 2 more calls fit.
+    let admitted = 0;
+    for (let i = 0; i < 20; i++) if ((await scripts.admit(admitInput(user, `s${i}`, 1n, { limit: 20 }))).kind === 'admitted') admitted++;
+    t.equal(admitted, 18, 'the window admits the returned slots');
+
+    // A lease closed with all its slots unused (never happens from the gateway, which used the first) leaves the window entirely.
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'M', 1000n, 4, { keyId: 'key-2', limit: 20 }))), { slots: 3 });
+    t.same(await scripts.settle(settleInput(user, 'M', 1, [], { keyId: 'key-2', close: true, unusedSlots: 3 })), { kind: 'applied', chargedNano: 0n });
+    t.equal(await redis.zscore(keys.rateWindow(user, 'key-2'), 'M'), null, 'no window member left');
+    t.same(await redis.hgetall(keys.rateWeights(user, 'key-2')), { '#': '0' }, 'no weight left');
+    t.equal((await bal(user)).held, 518n, 'held: the other reservation and the 18 one-nano calls');
+  });
+
+  t.test("settle: release without close lowers held and the lease's reservation", async (t) => {
     const user = 'settle-release';
-    await hydrate(redis, keys, user, 1000n, 1000n);
-    await scripts.admit(admitInput(user, 'r', 700n));
-    t.same(await scripts.settle({ userId: user, reservationId: 'r', chargeNano: 0n, event: '{}' }), { settled: true, chargedNano: 0n });
-    t.same(await bal(user), { credits: 1000n, held: 0n, deposits: 1000n });
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000 }))), { creditNano: 4000n, slots: 4 });
+    t.same(await scripts.settle(settleInput(user, 'L', 1, [], { releaseNano: 1000n })), { kind: 'applied', chargedNano: 0n });
+    t.same(await bal(user), { credits: 100_000n, held: 3000n, deposits: 100_000n });
+    t.same(await redis.hgetall(keys.reservations(user)), { L: '3000' });
+    t.equal(await redis.exists(keys.ledger(user)), 0, 'no ledger entry without calls');
+    t.same(await scripts.settle(settleInput(user, 'L', 2, [['c1', 500n]], { releaseNano: 10_000n })), { kind: 'applied', chargedNano: 500n },
+      'a release above what is left frees only what is left');
+    t.same(await bal(user), { credits: 99_500n, held: 0n, deposits: 100_000n });
+    t.same(await redis.hgetall(keys.reservations(user)), { L: '0' }, 'still open');
+    t.equal(await used(user), 4, 'a release leaves the window alone');
+    t.same(await scripts.settle(settleInput(user, 'L', 3, [], { close: true, unusedSlots: 2 })), { kind: 'applied', chargedNano: 0n });
+    t.same(await bal(user), { credits: 99_500n, held: 0n, deposits: 100_000n });
+    t.equal(await redis.exists(keys.reservations(user)), 0, 'closed');
+    t.equal(await used(user), 2);
+  });
+
+  t.test('settle: an unknown lease answers lease_unknown and changes nothing', async (t) => {
+    const user = 'settle-unknown';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    grantOf(t, await scripts.admit(leaseInput(user, 'O', 1000n, 4, { limit: 1000 })));
+    const before = await snapshot(user);
+    t.same(await scripts.settle(settleInput(user, 'nope', 1, [['x', 300n]])), { kind: 'lease_unknown', chargedNano: 0n });
+    t.same(await scripts.settle(settleInput(user, 'nope', 2, [['y', 300n]], { close: true, unusedSlots: 3, releaseNano: 500n })), { kind: 'lease_unknown', chargedNano: 0n },
+      'closing it too');
+    t.same(await snapshot(user), before, 'balance, reservations, deadlines, ledger, batches and window unchanged');
+    t.equal(before.ledger.length, 0);
+  });
+
+  t.test("settle: a lease released at its deadline (the janitor's mark) is still charged", async (t) => {
+    const user = 'settle-expired';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    grantOf(t, await scripts.admit(admitInput(user, 'O', 500n)), 'another reservation');
+    await redis.hset(keys.expiredLeases(user), 'gone', '1');
+    t.same(await scripts.settle(settleInput(user, 'gone', 1, [['x1', 300n, '{"late":1}']])), { kind: 'applied', chargedNano: 300n });
+    t.same(await bal(user), { credits: 99_700n, held: 500n, deposits: 100_000n }, 'credits drop; held unchanged');
+    t.same(await redis.hgetall(keys.reservations(user)), { O: '500' }, 'no reservation invented');
+    t.same(await ledgerFields(user), [['r', 'x1', 'c', '300', 'e', '{"late":1}']], 'the ledger entry is written');
+    t.same(await scripts.settle(settleInput(user, 'gone', 1, [['x1', 300n, '{"late":1}']])), { kind: 'resent', chargedNano: 0n }, 'a resend still charges once');
+    t.same(await scripts.settle(settleInput(user, 'gone', 2, [['x2', 200n]], { close: true, unusedSlots: 1 })), { kind: 'applied', chargedNano: 200n });
+    t.same(await bal(user), { credits: 99_500n, held: 500n, deposits: 100_000n });
+    t.equal(await redis.hexists(keys.expiredLeases(user), 'gone'), 0, 'closing removes the mark');
+    t.same(await redis.hgetall(keys.leaseBatches(user)), {}, 'and its batch number');
+    t.equal(await redis.xlen(keys.ledger(user)), 2);
+    t.same(await scripts.settle(settleInput(user, 'gone', 3, [['x3', 200n]])), { kind: 'lease_unknown', chargedNano: 0n }, 'closed: no longer known');
+    t.equal((await bal(user)).credits, 99_500n);
   });
 
   t.test('credit: an older deposit total adds nothing', async (t) => {
@@ -307,5 +510,62 @@ t.test('Lua scripts against Redis', async (t) => {
     t.equal((await scripts.admit(admitInput(user, 'w4', 1n, { limit: 2, windowMs }))).kind, 'admitted', 'admitted once Retry-After has passed');
     const other = await scripts.admit({ ...admitInput(user, 'w5', 1n, { limit: 2, windowMs }), keyId: 'key-2' });
     t.equal(other.kind, 'admitted', "another key's window is its own");
+  });
+
+  /** admit.lua refused for the rate, and Retry-After says when the member scored `score` leaves the window (Redis clock). */
+  const limitedUntil = async (t: Test, input: AdmitInput, member: string, label: string) => {
+    const score = Number(await redis.zscore(keys.rateWindow(input.userId, input.keyId), member));
+    const before = await redisNowMs();
+    const result = await scripts.admit(input);
+    const after = await redisNowMs();
+    const retryMs = result.kind === 'rate_limited' ? result.retryAfterMs : -1;
+    t.equal(result.kind, 'rate_limited', `${label}: rate limited`);
+    t.ok(retryMs >= score + input.windowMs - after && retryMs <= score + input.windowMs - before,
+      `${label}: Retry-After ${retryMs} ms is when ${member} leaves (${score + input.windowMs - after}..${score + input.windowMs - before})`);
+    return retryMs;
+  };
+
+  t.test('weighted window: a lease of k slots counts k from the end of its life, and Retry-After points at when it leaves', async (t) => {
+    const user = 'window-weights';
+    await hydrate(redis, keys, user, 1_000_000_000n, 1_000_000_000n);
+    const over = { limit: 9, windowMs: 1000, leaseLifeMs: 600 };
+    const fill = async (tag: string, n: number) => {
+      let admitted = 0;
+      for (let i = 0; i < n; i++) if ((await scripts.admit(admitInput(user, `${tag}${i}`, 1n, over))).kind === 'admitted') admitted++;
+      return admitted;
+    };
+    // 1 + floor((9 - 1) / 8) = 2 slots, scored at now + 600 ms: they count until now + 1600 ms.
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'A', 1n, 9, over))), { slots: 2 });
+    const leaseLeavesAt = Number(await redis.zscore(keys.rateWindow(user, 'key-1'), 'A')) + over.windowMs;
+    t.equal(await fill('s', 7), 7, 'a lease of 2 slots leaves 7 of 9');
+    const first = await limitedUntil(t, admitInput(user, 'x1', 1n, over), 's0', 'full');
+    await sleep(first + 60);
+    t.ok(await redisNowMs() < leaseLeavesAt - 100, 'the one-slot members left; the lease has not');
+    t.equal(await fill('t', 7), 7, 'again 7 fit beside the lease');
+    t.equal(await used(user), 9, 'the lease still counts 2');
+    t.same((await redis.zrange(keys.rateWindow(user, 'key-1'), 0, -1)).sort(), ['A', ...Array.from({ length: 7 }, (_, i) => `t${i}`)].sort(),
+      'the window holds the lease and the new members');
+    const second = await limitedUntil(t, admitInput(user, 'x2', 1n, over), 'A', 'full again: the lease is now the oldest');
+    await sleep(second + 20);
+    t.equal(await fill('u', 3), 2, 'its 2 slots are free once it left, and no more');
+  });
+
+  t.test('weighted window: with more weight in the window than the limit, Retry-After waits for enough weight to leave', async (t) => {
+    // The limit lowered below what is in the window (a key's limit changed): e.g. used 5, limit 2: 4 must leave.
+    const user = 'window-excess';
+    await hydrate(redis, keys, user, 1_000_000_000n, 1_000_000_000n);
+    const over = { windowMs: 5000, leaseLifeMs: 0, limit: 20 };
+    grantOf(t, await scripts.admit(admitInput(user, 'S1', 1n, over)));
+    await sleep(50);
+    // used 1: 1 + floor((20 - 1 - 1) / 8) = 3 slots
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'A', 1n, 20, over))), { slots: 3 });
+    await sleep(50);
+    grantOf(t, await scripts.admit(admitInput(user, 'B', 1n, over)));
+    t.equal(await used(user), 5, 'S1 (1), A (3), B (1)');
+    await limitedUntil(t, admitInput(user, 'x5', 1n, { ...over, limit: 5 }), 'S1', 'limit 5: one slot must leave: the first member');
+    await limitedUntil(t, admitInput(user, 'x3', 1n, { ...over, limit: 3 }), 'A', 'limit 3: three must leave: the first member and the lease of 3');
+    await limitedUntil(t, admitInput(user, 'x2', 1n, { ...over, limit: 2 }), 'A', 'limit 2: four must leave: still the lease');
+    await limitedUntil(t, admitInput(user, 'x1', 1n, { ...over, limit: 1 }), 'B', 'limit 1: all five: the last member');
+    t.equal(await used(user), 5, 'nothing added by the refused');
   });
 });

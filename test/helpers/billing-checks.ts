@@ -153,3 +153,15 @@ export function sampleAvailable(gateway: Gateway, user: string): { stop(): Promi
     },
   };
 }
+
+/**
+ * Waits until every admission lease of `user` is closed in Redis (no open reservation left: a lease
+ * closes about 250 ms after its last call, releasing its unused credit and returning its unused
+ * slots), then returns the user's money view. Throws after `timeoutMs`. Call it before asserting
+ * `held == 0` or no open reservations right after traffic.
+ */
+export async function leasesClosed(gateway: Gateway, user: string, timeoutMs = 3_000): Promise<MoneyView> {
+  await eventually(`the leases of ${user} to close`, async () =>
+    ((await gateway.redis.hlen(`${gateway.prefix}{u:${user}}:res`)) === 0 ? true : undefined), timeoutMs);
+  return moneyView(gateway, user);
+}
