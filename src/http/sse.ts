@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import type { UpstreamResponse } from '../providers/upstream-client.js';
 import type { Reply } from './reply.js';
 
 export const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
@@ -18,17 +18,19 @@ export interface EventRelay {
  * client is slow (uWS buffered a write) and resuming once it drained. Resolves when the upstream
  * ends; rejects when it breaks or is aborted.
  */
-export function pipeEvents(body: Readable, reply: Reply, relay: EventRelay, afterChunk: () => void): Promise<void> {
+export function pipeEvents(body: UpstreamResponse, reply: Reply, relay: EventRelay, afterChunk: () => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    body.on('data', (chunk: Buffer) => {
-      const out = relay.push(chunk);
-      afterChunk();
-      if (out && !reply.write(out)) {
-        body.pause();
-        reply.whenWritable(() => body.resume());
-      }
+    body.consume({
+      data: (chunk) => {
+        const out = relay.push(chunk);
+        afterChunk();
+        if (out && !reply.write(out)) {
+          body.pause();
+          reply.whenWritable(() => body.resume());
+        }
+      },
+      end: resolve,
+      error: reject,
     });
-    body.on('end', resolve);
-    body.on('error', reject);
   });
 }

@@ -58,7 +58,7 @@ for (const vendor of Object.values(config.vendors)) {
 const services: Services = {
   config, sql, redis, keys, auth, balances, admission, metrics,
   catalog: () => catalog,
-  upstream: new UpstreamClient(config.upstreamTimeoutMs),
+  upstream: new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs }),
   vendors,
   inflight: { count: 0 },
 };

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Dispatcher } from 'undici';
 import type { RequestContext } from '../router.js';
 import type { Services, VendorRoute } from '../../services.js';
 import type { CatalogModel } from '../../catalog/model.js';
@@ -13,6 +12,7 @@ import { MeteredCall, NO_USAGE } from '../../billing/metered-call.js';
 import { buildOpenAiChatBody, finishOpenAiCompletion, type FinishedCompletion } from '../../providers/openai/chat.js';
 import { OpenAiStreamRelay, generatedText } from '../../providers/openai/stream-relay.js';
 import { upstreamFailure } from '../../providers/upstream-errors.js';
+import type { UpstreamResponse } from '../../providers/upstream-client.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
@@ -64,9 +64,9 @@ export function chatCompletions(services: Services) {
   const recordUsage = usageRecorder(metrics);
 
   /** Non-streaming: the whole completion, rewritten, after the settlement was sent. */
-  async function complete(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: Dispatcher.ResponseData, includeReasoning: boolean, headers: Readonly<Record<string, string>>): Promise<void> {
+  async function complete(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: UpstreamResponse, includeReasoning: boolean, headers: Readonly<Record<string, string>>): Promise<void> {
     const { model } = call.identity;
-    const text = await response.body.text();
+    const text = await response.text();
     call.firstByte();
     let finished: FinishedCompletion;
     try {
@@ -80,13 +80,13 @@ export function chatCompletions(services: Services) {
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */
-  async function relay(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: Dispatcher.ResponseData, includeReasoning: boolean, upstreamStarted: bigint, headers: Readonly<Record<string, string>>): Promise<void> {
+  async function relay(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: UpstreamResponse, includeReasoning: boolean, upstreamStarted: bigint, headers: Readonly<Record<string, string>>): Promise<void> {
     const { model } = call.identity;
     const events = new OpenAiStreamRelay(model.id, includeReasoning);
     ctx.reply.beginStream(200, { ...SSE_HEADERS, ...headers });
     metrics.activeStreams.inc();
     try {
-      await pipeEvents(response.body, ctx.reply, events, () => {
+      await pipeEvents(response, ctx.reply, events, () => {
         if (call.firstByte()) ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
         if (events.usage && !call.usage) call.settle(events.usage);
       });
@@ -124,7 +124,7 @@ export function chatCompletions(services: Services) {
       });
     }
     const upstreamStarted = process.hrtime.bigint();
-    let response: Dispatcher.ResponseData;
+    let response: UpstreamResponse;
     try {
       response = await upstream.post(vendor.chatCompletions, vendor.headers as Record<string, string>, upstreamBody, abort?.signal);
     } catch (error) {
@@ -132,8 +132,8 @@ export function chatCompletions(services: Services) {
       metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
       throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${model.upstreamVendor} could not be reached: ${(error as Error).message}`);
     }
-    if (response.statusCode !== 200) {
-      metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.statusCode) });
+    if (response.status !== 200) {
+      metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
       throw await upstreamFailure(response, model.upstreamVendor);
     }
     if (!stream) {

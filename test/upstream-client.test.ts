@@ -1,0 +1,230 @@
+// The upstream HTTP/1.1 client against real local servers: body framings (length, chunked split at
+// every byte, close-delimited), keep-alive reuse, a kept-alive connection the server closed,
+// timeouts, aborts, interim responses, malformed answers, and back-pressure.
+import t, { type Test } from 'tap';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { UpstreamClient, UpstreamError, endpointOf, type UpstreamResponse } from '../src/providers/upstream-client.js';
+
+async function listen(server: net.Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A raw TCP server answering each request with `answer(requestText)`; returns its URL and the sockets it saw. */
+async function rawServer(t: Test, answer: (socket: net.Socket, request: string) => void): Promise<{ url: string; sockets: net.Socket[] }> {
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((socket) => {
+    sockets.push(socket);
+    let pending = '';
+    socket.on('data', (data) => {
+      pending += data.toString('latin1');
+      const end = pending.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const length = Number(/content-length: (\d+)/i.exec(pending)?.[1] ?? 0);
+      if (pending.length < end + 4 + length) return;
+      const request = pending.slice(0, end + 4 + length);
+      pending = pending.slice(end + 4 + length);
+      answer(socket, request);
+    });
+    socket.on('error', () => {});
+  });
+  const url = await listen(server);
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+  });
+  return { url, sockets };
+}
+
+const body = JSON.stringify({ hello: 'world' });
+const headers = { authorization: 'Bearer k', 'content-type': 'application/json' };
+
+/** The reason of the UpstreamError `promise` rejects with ('resolved' or 'other error' otherwise). */
+async function failure(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'resolved';
+  } catch (error) {
+    return error instanceof UpstreamError ? error.reason : `other error: ${String(error)}`;
+  }
+}
+
+function collect(response: UpstreamResponse): Promise<Buffer[]> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    response.consume({ data: (chunk) => chunks.push(Buffer.from(chunk)), end: () => resolve(chunks), error: reject });
+  });
+}
+
+t.test('content-length body, the request as sent, and keep-alive reuse of one connection', async (t) => {
+  const seen: string[] = [];
+  const { url, sockets } = await rawServer(t, (socket, request) => {
+    seen.push(request);
+    socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Thing: a\r\nContent-Length: 11\r\n\r\n{"ok":true}');
+  });
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const endpoint = endpointOf(`${url}/v1`, '/chat/completions');
+  for (let i = 0; i < 3; i++) {
+    const response = await client.post(endpoint, headers, body);
+    t.equal(response.status, 200);
+    t.equal(response.headers['x-thing'], 'a', 'header names in lower case');
+    t.equal(await response.text(), '{"ok":true}');
+  }
+  t.equal(sockets.length, 1, 'one connection carried all three');
+  t.match(seen[0], /^POST \/v1\/chat\/completions HTTP\/1\.1\r\n/);
+  t.match(seen[0], new RegExp(`host: ${url.slice('http://'.length)}\r\n`));
+  t.match(seen[0], /authorization: Bearer k\r\n/);
+  t.match(seen[0], new RegExp(`content-length: ${Buffer.byteLength(body)}\r\n\r\n${body.replace(/[{}]/g, '\\$&')}$`));
+});
+
+t.test('chunked bodies are decoded whatever the split of the byte stream', async (t) => {
+  const payload = 'data: {"a":1}\n\ndata: {"b":"ü"}\n\ndata: [DONE]\n\n';
+  const wire = `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(payload.slice(0, 15)).toString(16)};ext=1\r\n${payload.slice(0, 15)}\r\n`
+    + `${Buffer.byteLength(payload.slice(15)).toString(16)}\r\n${payload.slice(15)}\r\n0\r\nX-Trailer: 1\r\n\r\n`;
+  const bytes = Buffer.from(wire);
+  for (const piece of [1, 2, 3, 7, 64, bytes.length]) {
+    const { url } = await rawServer(t, async (socket) => {
+      for (let at = 0; at < bytes.length; at += piece) {
+        socket.write(bytes.subarray(at, at + piece));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    });
+    const client = new UpstreamClient({ timeoutMs: 5000 });
+    const response = await client.post(endpointOf(url, '/x'), headers, body);
+    t.equal(Buffer.concat(await collect(response)).toString('utf8'), payload, `pieces of ${piece} bytes`);
+    await client.close();
+  }
+});
+
+t.test('a body delimited by the end of the connection', async (t) => {
+  const { url } = await rawServer(t, (socket) => {
+    socket.end('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall of it');
+  });
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const response = await client.post(endpointOf(url, '/x'), headers, body);
+  t.equal(await response.text(), 'all of it');
+});
+
+t.test('a 100 Continue before the real answer is skipped; 204 has no body', async (t) => {
+  let n = 0;
+  const { url } = await rawServer(t, (socket) => {
+    if (n++ === 0) socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok');
+    else socket.write('HTTP/1.1 204 No Content\r\n\r\n');
+  });
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const first = await client.post(endpointOf(url, '/x'), headers, body);
+  t.equal(first.status, 201);
+  t.equal(await first.text(), 'ok');
+  const second = await client.post(endpointOf(url, '/x'), headers, body);
+  t.equal(second.status, 204);
+  t.equal(await second.text(), '');
+});
+
+t.test('a kept-alive connection the server closed is replaced, once', async (t) => {
+  let answered = 0;
+  const { url, sockets } = await rawServer(t, (socket) => {
+    answered++;
+    socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+  });
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const endpoint = endpointOf(url, '/x');
+  t.equal(await (await client.post(endpoint, headers, body)).text(), 'ok');
+  // The server drops the idle connection without the client having seen it yet.
+  sockets[0]!.destroy();
+  t.equal(await (await client.post(endpoint, headers, body)).text(), 'ok', 'the second call succeeds on a new connection');
+  t.equal(answered, 2);
+  t.equal(sockets.length, 2);
+});
+
+t.test('errors: refused connection, no answer in time, abort, garbage, bad framing, header injection', async (t) => {
+  const client = new UpstreamClient({ timeoutMs: 300 });
+  t.teardown(() => client.close());
+
+  const closed = net.createServer();
+  const closedUrl = await listen(closed);
+  await new Promise((resolve) => closed.close(resolve));
+  t.equal(await failure(client.post(endpointOf(closedUrl, '/x'), headers, body)), 'connect', 'connection refused');
+
+  const silent = await rawServer(t, () => {});
+  const started = Date.now();
+  t.equal(await failure(client.post(endpointOf(silent.url, '/x'), headers, body)), 'timeout', 'no answer: timeout');
+  t.ok(Date.now() - started >= 250, 'after the timeout, not before');
+
+  const controller = new AbortController();
+  const pending = client.post(endpointOf(silent.url, '/x'), headers, body, controller.signal);
+  setTimeout(() => controller.abort(), 20);
+  t.equal(await failure(pending), 'aborted', 'aborted while waiting');
+
+  const garbage = await rawServer(t, (socket) => socket.write('SSH-2.0-OpenSSH\r\n\r\n'));
+  t.equal(await failure(client.post(endpointOf(garbage.url, '/x'), headers, body)), 'protocol', 'not HTTP');
+
+  const badLength = await rawServer(t, (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: -4\r\n\r\n'));
+  t.equal(await failure(client.post(endpointOf(badLength.url, '/x'), headers, body)), 'protocol', 'bad content-length');
+
+  const badChunk = await rawServer(t, (socket) => socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'));
+  const response = await client.post(endpointOf(badChunk.url, '/x'), headers, body);
+  t.equal(await failure(response.text()), 'protocol', 'bad chunk size fails the body');
+
+  t.equal(await failure(client.post(endpointOf(silent.url, '/x'), { 'x-evil': 'a\r\nx-injected: 1' }, body)), 'protocol', 'no line breaks in header values');
+});
+
+t.test('a body cut short by the server fails the consumer instead of ending it', async (t) => {
+  const { url } = await rawServer(t, (socket) => {
+    socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial');
+    setTimeout(() => socket.destroy(), 20);
+  });
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const response = await client.post(endpointOf(url, '/x'), headers, body);
+  t.equal(await failure(collect(response)), 'closed');
+});
+
+t.test('pause stops reading the upstream; resume gets the rest (back-pressure)', async (t) => {
+  const big = 'x'.repeat(64 * 1024);
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    let sent = 0;
+    const more = () => {
+      while (sent < 64) {
+        sent++;
+        if (!res.write(big)) return res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  });
+  const url = await listen(server);
+  t.teardown(() => server.close());
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const response = await client.post(endpointOf(url, '/x'), headers, body);
+  let received = 0;
+  let pausedAt = -1;
+  let receivedWhilePaused = 0;
+  await new Promise<void>((resolve, reject) => {
+    response.consume({
+      data: (chunk) => {
+        received += chunk.length;
+        if (pausedAt >= 0) receivedWhilePaused += chunk.length;
+        if (pausedAt < 0 && received > 256 * 1024) {
+          pausedAt = received;
+          response.pause();
+          setTimeout(() => {
+            t.ok(receivedWhilePaused < 128 * 1024, `little arrives while paused (${receivedWhilePaused} bytes)`);
+            pausedAt = Number.MAX_SAFE_INTEGER;
+            response.resume();
+          }, 200);
+        }
+      },
+      end: resolve,
+      error: reject,
+    });
+  });
+  t.equal(received, 64 * big.length, 'every byte arrived after resume');
+});
