@@ -3,6 +3,11 @@
 // timeouts, aborts, interim responses, malformed answers, and back-pressure.
 import t, { type Test } from 'tap';
 import http from 'node:http';
+import https from 'node:https';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { UpstreamClient, UpstreamError, endpointOf, type UpstreamResponse } from '../src/providers/upstream-client.js';
@@ -227,4 +232,40 @@ t.test('pause stops reading the upstream; resume gets the rest (back-pressure)',
     });
   });
   t.equal(received, 64 * big.length, 'every byte arrived after resume');
+});
+
+t.test('HTTPS: certificate checked against the host name, keep-alive, chunked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'upstream-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
+  const cert = readFileSync(join(dir, 'cert.pem'));
+  let connections = 0;
+  const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
+    let received = '';
+    req.on('data', (chunk) => { received += chunk; });
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"echo":');
+      res.end(`${received}}`);
+    });
+  });
+  server.on('secureConnection', () => connections++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const port = (server.address() as AddressInfo).port;
+
+  const trusting = new UpstreamClient({ timeoutMs: 5000, ca: cert });
+  t.teardown(() => trusting.close());
+  for (let i = 0; i < 2; i++) {
+    const response = await trusting.post(endpointOf(`https://localhost:${port}`, '/x'), headers, body);
+    t.equal(response.status, 200);
+    t.same(JSON.parse(await response.text()), { echo: JSON.parse(body) });
+  }
+  t.equal(connections, 1, 'one TLS connection carried both calls');
+
+  const strict = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => strict.close());
+  t.equal(await failure(strict.post(endpointOf(`https://localhost:${port}`, '/x'), headers, body)), 'connect', 'an untrusted certificate is refused');
+  t.equal(await failure(trusting.post(endpointOf(`https://127.0.0.1:${port}`, '/x'), headers, body)), 'connect', 'a certificate for another name is refused');
 });

@@ -45,6 +45,8 @@ export interface UpstreamClientOptions {
   readonly maxConnectionsPerOrigin?: number;
   /** Idle keep-alive connections are closed after this; below the usual 5 s of servers, so we close first. */
   readonly idleMs?: number;
+  /** Extra trusted certificates for HTTPS upstreams (tests use a self-signed one). */
+  readonly ca?: string | Buffer;
 }
 
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -128,18 +130,38 @@ class OriginPool {
       }
       if (this.open < (this.options.maxConnectionsPerOrigin ?? 256)) {
         this.open++;
-        return new Connection(this.connect(), this);
+        return this.connect();
       }
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
   }
 
-  private connect(): net.Socket {
-    const socket = this.secure
-      ? tls.connect({ host: this.host, port: this.port, servername: net.isIP(this.host) ? undefined : this.host, ALPNProtocols: ['http/1.1'] })
-      : net.connect({ host: this.host, port: this.port });
-    socket.setNoDelay(true);
-    return socket;
+  private connect(): Connection {
+    if (this.secure) {
+      const socket = tls.connect({
+        host: this.host, port: this.port, servername: net.isIP(this.host) ? undefined : this.host, ALPNProtocols: ['http/1.1'],
+        ...(this.options.ca ? { ca: this.options.ca } : {}),
+      });
+      const connection = new Connection(socket, this);
+      socket.on('data', (chunk: Buffer) => connection.receive(chunk));
+      return connection;
+    }
+    // Plain sockets read into one buffer per socket (`onread`): no readable-stream machinery per read.
+    // What is read is copied out at once, since the buffer is reused by the next read.
+    let connection: Connection | undefined;
+    const socket = net.connect({
+      host: this.host,
+      port: this.port,
+      onread: {
+        buffer: Buffer.allocUnsafe(16 * 1024),
+        callback: (bytes, buffer) => {
+          connection?.receive(Buffer.from(buffer.subarray(0, bytes)));
+          return true;
+        },
+      },
+    });
+    connection = new Connection(socket, this);
+    return connection;
   }
 
   /** A connection finished its exchange and may carry another. */
@@ -176,10 +198,14 @@ class Connection {
   private gone = false;
 
   constructor(private readonly socket: net.Socket, private readonly pool: OriginPool) {
-    socket.on('data', (chunk: Buffer) => this.exchange?.receive(chunk));
+    socket.setNoDelay(true);
     socket.on('timeout', () => this.fail(new UpstreamError(`the upstream sent nothing for ${pool.timeoutMs} ms`, 'timeout')));
     socket.on('error', (error) => this.fail(error));
     socket.on('close', () => this.fail(new UpstreamError('the upstream closed the connection', 'closed')));
+  }
+
+  receive(chunk: Buffer): void {
+    this.exchange?.receive(chunk);
   }
 
   get usable(): boolean {
