@@ -20,7 +20,7 @@ export function createMetrics(registry = new Registry()) {
     activeStreams: new Gauge({ name: 'gateway_active_streams', help: 'Streaming responses in progress.', registers }),
     scriptDuration: new Histogram({ name: 'gateway_redis_script_duration_seconds', help: 'Round-trip time of the Redis Lua scripts, by script.', labelNames: ['script'], buckets: SCRIPT_BUCKETS, registers }),
     leaseSlots: new Histogram({
-      name: 'gateway_admission_lease_slots', help: 'Calls each admission lease may admit (1: admitted call by call); the count is the number of admit.lua calls.',
+      name: 'gateway_admission_lease_slots', help: 'Calls each admission lease granted may admit (1: admitted call by call); the count is the number of leases granted.',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024], registers,
     }),
   };

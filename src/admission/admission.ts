@@ -69,7 +69,6 @@ export class Admission {
   private readonly sweepTimer: NodeJS.Timeout;
   private readonly admitDuration;
   private readonly settleDuration;
-  private readonly leaseSlots;
 
   constructor(
     private readonly scripts: ScriptBatcher,
@@ -80,16 +79,15 @@ export class Admission {
   ) {
     this.admitDuration = metrics.scriptDuration.labels('admit');
     this.settleDuration = metrics.scriptDuration.labels('settle');
-    this.leaseSlots = metrics.leaseSlots;
     this.sweepTimer = setInterval(() => this.sweep(Date.now()), Math.max(10, policy.idleMs / 2));
     this.sweepTimer.unref();
   }
 
-  /** Leases not yet closed in Redis (shutdown waits for none). */
-  get openLeases(): number {
-    let open = 0;
-    for (const slot of this.slots.values()) if (slot.lease && !slot.lease.closed) open++;
-    return open + this.flushing.size;
+  /** Whether a lease is not yet closed in Redis (shutdown waits until none is). */
+  get leasesOpen(): boolean {
+    if (this.flushing.size > 0) return true;
+    for (const slot of this.slots.values()) if (slot.lease && !slot.lease.closed) return true;
+    return false;
   }
 
   /** Admits a call of worst-case cost `callNano`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503. */
@@ -153,7 +151,7 @@ export class Admission {
     const nowMs = Date.now();
     for (const slot of this.slots.values()) if (slot.lease) this.retire(slot, slot.lease, nowMs);
     const until = Date.now() + timeoutMs;
-    while (this.openLeases > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (this.leasesOpen && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
     clearInterval(this.sweepTimer);
   }
 
@@ -202,7 +200,7 @@ export class Admission {
   }
 
   private leaseOf(leaseId: string, userId: string, keyId: string, grant: LeaseGrant, callNano: bigint, sentAtMs: number): Lease {
-    this.leaseSlots.observe(grant.slots);
+    this.metrics.leaseSlots.observe(grant.slots);
     return new Lease(leaseId, userId, keyId, grant, callNano, sentAtMs);
   }
 
