@@ -172,7 +172,9 @@ t.test('DELETE: another user\'s key is 404 and keeps working; own key is 204, th
   const warm = await Promise.all(Array.from({ length: 8 }, () => chatWith(owner.key)));
   t.same(warm.map((r) => r.status), Array(8).fill(200), 'the key works before revocation');
   const windowKey = `${gateway.prefix}{u:revoke-owner}:rl:${keyId}`;
+  const weightsKey = `${gateway.prefix}{u:revoke-owner}:rlw:${keyId}`;
   t.ok(await gateway.redis.exists(windowKey), 'the key has a rate-limit window in Redis');
+  t.ok(await gateway.redis.exists(weightsKey), 'and its weights');
 
   const revoked = await del(`${KEYS}/${keyId}`, owner.token);
   t.equal(revoked.status, 204);
@@ -180,7 +182,7 @@ t.test('DELETE: another user\'s key is 404 and keeps working; own key is 204, th
   const after = await Promise.all(Array.from({ length: 8 }, () => chatWith(owner.key)));
   t.same(after.map((r) => r.status), Array(8).fill(401), 'the revoked key is refused at once on every thread');
   for (const response of after) t.match(response.body?.msg, /not permitted/i);
-  t.equal(await gateway.redis.exists(windowKey), 0, 'the rate-limit window of the deleted key is cleared');
+  t.equal(await gateway.redis.exists(windowKey, weightsKey), 0, 'the rate-limit window of the deleted key is cleared, weights too');
 
   const list = (await get(KEYS, owner.token)).body as { id: string }[];
   t.notOk(list.some((r) => r.id === keyId), 'the list no longer shows it');

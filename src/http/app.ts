@@ -42,6 +42,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .post('/v1/chat/completions', chatCompletions(services))
     .post('/api/v1/api-keys', keys.create)
     .get('/api/v1/api-keys', keys.list)
+    .put('/api/v1/api-keys/:id', keys.update)
     .del('/api/v1/api-keys/:id', keys.revoke)
     .get('/api/v1/billing/balance', billing.balance)
     .get('/api/v1/billing/transactions', billing.transactions)

@@ -71,3 +71,46 @@ export async function revokeUserKey(sql: AnySql, userId: string, keyId: string):
     returning *`;
   return row;
 }
+
+/** Fields PUT may change, as stored; an absent field stays as it is. */
+export interface ApiKeyChanges {
+  name?: string;
+  ip_whitelist?: string[];
+  rate_limit_rpm?: number | null;
+  rate_limit_tph?: number | null;
+  rate_limit_tpd?: number | null;
+  disabled?: boolean;
+  credit_limit_nano?: bigint | null;
+  credit_reset_interval?: string;
+  expires_at?: Date | null;
+}
+
+/**
+ * Updates a live key owned by the user; undefined when there is none. A change of the credit limit
+ * or of its interval starts a new spend period (none when the key has no limit). One statement
+ * whatever the fields: each column is set from its parameter when given, kept otherwise.
+ */
+export async function updateUserKey(sql: AnySql, userId: string, keyId: string, changes: ApiKeyChanges): Promise<ApiKeyRow | undefined> {
+  const given = (field: keyof ApiKeyChanges) => changes[field] !== undefined;
+  const limit = changes.credit_limit_nano === undefined || changes.credit_limit_nano === null ? null : changes.credit_limit_nano.toString();
+  const periodChanges = given('credit_limit_nano') || given('credit_reset_interval');
+  const [row] = await sql<ApiKeyRow[]>`
+    update api_keys set
+      name = case when ${given('name')} then ${changes.name ?? null}::text else name end,
+      ip_whitelist = case when ${given('ip_whitelist')} then ${sql.array(changes.ip_whitelist ?? [])}::text[] else ip_whitelist end,
+      rate_limit_rpm = case when ${given('rate_limit_rpm')} then ${changes.rate_limit_rpm ?? null}::integer else rate_limit_rpm end,
+      rate_limit_tph = case when ${given('rate_limit_tph')} then ${changes.rate_limit_tph ?? null}::bigint else rate_limit_tph end,
+      rate_limit_tpd = case when ${given('rate_limit_tpd')} then ${changes.rate_limit_tpd ?? null}::bigint else rate_limit_tpd end,
+      disabled = case when ${given('disabled')} then ${changes.disabled ?? false}::boolean else disabled end,
+      credit_limit_nano = case when ${given('credit_limit_nano')} then ${limit}::bigint else credit_limit_nano end,
+      credit_reset_interval = case when ${given('credit_reset_interval')} then ${changes.credit_reset_interval ?? 'none'}::text else credit_reset_interval end,
+      expires_at = case when ${given('expires_at')} then ${changes.expires_at ?? null}::timestamptz else expires_at end,
+      -- The other expressions of an UPDATE see the row as it was: the new limit is the parameter.
+      credit_period_start = case
+        when not ${periodChanges} then credit_period_start
+        when (case when ${given('credit_limit_nano')} then ${limit}::bigint else credit_limit_nano end) is null then null
+        else now() end
+    where id = ${keyId} and user_id = ${userId} and revoked_at is null
+    returning *`;
+  return row;
+}

@@ -3,10 +3,10 @@ import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import { notFound } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
-import { CreateApiKeySchema } from '../schemas/api-keys.js';
+import { CreateApiKeySchema, UpdateApiKeySchema } from '../schemas/api-keys.js';
 import { generateApiKey, hashSecret, maskKey } from '../../auth/api-key-format.js';
 import type { SealedBox } from '../../auth/sealed-box.js';
-import { insertApiKey, listUserKeys, revokeUserKey, type ApiKeyRow } from '../../store/api-keys.js';
+import { insertApiKey, listUserKeys, revokeUserKey, updateUserKey, type ApiKeyChanges, type ApiKeyRow } from '../../store/api-keys.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { usdToNano } from '../../catalog/model.js';
 
@@ -71,6 +71,27 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     ctx.reply.json(200, rows.map((row) => maskedKeyRecord(row, box)));
   };
 
+  const update = async (ctx: RequestContext): Promise<void> => {
+    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const id = ctx.params[0] ?? '';
+    const input = parseWith(UpdateApiKeySchema, parseJsonObject(await ctx.body()), 422);
+    const changes: ApiKeyChanges = {};
+    if (input.name !== undefined) changes.name = input.name;
+    if (input.ip_whitelist !== undefined) changes.ip_whitelist = input.ip_whitelist ?? [];
+    if (input.rate_limit_rpm !== undefined) changes.rate_limit_rpm = input.rate_limit_rpm;
+    if (input.rate_limit_tph !== undefined) changes.rate_limit_tph = input.rate_limit_tph;
+    if (input.rate_limit_tpd !== undefined) changes.rate_limit_tpd = input.rate_limit_tpd;
+    if (input.disabled !== undefined) changes.disabled = input.disabled;
+    if (input.credit_limit !== undefined) changes.credit_limit_nano = input.credit_limit === null ? null : usdToNano(input.credit_limit.toFixed(9));
+    if (input.credit_reset_interval !== undefined) changes.credit_reset_interval = input.credit_reset_interval;
+    if (input.expires_at !== undefined) changes.expires_at = input.expires_at === null ? null : new Date(input.expires_at);
+    const row = UUID.test(id) ? await updateUserKey(sql, userId, id, changes) : undefined;
+    if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
+    // Every thread's cached copy of the key goes, so `disabled` and `expires_at` apply to the next request.
+    await redis.publish(keys.keyEvents(), `change:${row.public_id}`);
+    ctx.reply.json(200, maskedKeyRecord(row, box));
+  };
+
   const revoke = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
     const id = ctx.params[0] ?? '';
@@ -79,11 +100,11 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
     await redis
       .multi()
-      .del(keys.rateWindow(userId, row.id))
+      .del(keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id))
       .publish(keys.keyEvents(), `revoke:${row.public_id}`)
       .exec();
     ctx.reply.send(204, '');
   };
 
-  return { create, list, revoke };
+  return { create, list, update, revoke };
 }

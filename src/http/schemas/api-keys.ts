@@ -11,19 +11,40 @@ export const isIpv4OrCidr = (entry: string): boolean => {
 };
 
 const rateLimit = v.optional(v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'))));
+const name = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'));
+const ipWhitelist = v.optional(v.nullable(v.pipe(
+  v.array(v.pipe(v.string(), v.trim(), v.check(isIpv4OrCidr, 'each entry must be an IPv4 address or CIDR'))),
+  v.maxLength(MAX_IP_WHITELIST, `at most ${MAX_IP_WHITELIST} entries`),
+)));
+const creditLimit = v.optional(v.nullable(v.pipe(v.number('must be a number'), v.minValue(0, 'must not be negative'), v.maxValue(1e9, 'must be at most 1e9'))));
+const creditResetInterval = v.picklist(['none', 'daily', 'weekly', 'monthly'], "must be one of 'none', 'daily', 'weekly', 'monthly'");
+const expiresAt = v.optional(v.nullable(v.pipe(v.string(), v.isoTimestamp('must be an ISO 8601 timestamp with a time zone'))));
 
 /** Create body of POST /api/v1/api-keys; violations are 422 as the spec lists them. */
 export const CreateApiKeySchema = v.strictObject({
-  name: v.pipe(v.string('is required and must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters')),
+  name,
   rate_limit_rpm: rateLimit,
   rate_limit_tph: rateLimit,
   rate_limit_tpd: rateLimit,
-  ip_whitelist: v.optional(v.nullable(v.pipe(
-    v.array(v.pipe(v.string(), v.trim(), v.check(isIpv4OrCidr, 'each entry must be an IPv4 address or CIDR'))),
-    v.maxLength(MAX_IP_WHITELIST, `at most ${MAX_IP_WHITELIST} entries`),
-  ))),
-  credit_limit: v.optional(v.nullable(v.pipe(v.number('must be a number'), v.minValue(0, 'must not be negative'), v.maxValue(1e9, 'must be at most 1e9')))),
-  credit_reset_interval: v.optional(v.picklist(['none', 'daily', 'weekly', 'monthly'], "must be one of 'none', 'daily', 'weekly', 'monthly'"), 'none'),
-  expires_at: v.optional(v.nullable(v.pipe(v.string(), v.isoTimestamp('must be an ISO 8601 timestamp with a time zone')))),
+  ip_whitelist: ipWhitelist,
+  credit_limit: creditLimit,
+  credit_reset_interval: v.optional(creditResetInterval, 'none'),
+  expires_at: expiresAt,
   is_provisioning: v.optional(v.boolean('must be a boolean'), false),
+});
+
+/**
+ * Update body of PUT /api/v1/api-keys/{id}: any subset of the fields; an omitted field stays as it
+ * is, null clears a limit (or the expiry). `is_provisioning` is fixed at creation.
+ */
+export const UpdateApiKeySchema = v.strictObject({
+  name: v.optional(name),
+  rate_limit_rpm: rateLimit,
+  rate_limit_tph: rateLimit,
+  rate_limit_tpd: rateLimit,
+  ip_whitelist: ipWhitelist,
+  disabled: v.optional(v.boolean('must be a boolean')),
+  credit_limit: creditLimit,
+  credit_reset_interval: v.optional(creditResetInterval),
+  expires_at: expiresAt,
 });
