@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { isIpv4OrCidr } from './auth/ip-ranges.js';
 import { availableParallelism } from 'node:os';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
@@ -50,7 +51,10 @@ const EnvSchema = v.object({
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
   MOCK_VENDOR_PORT: v.optional(intFrom(0, 65535), '8090'),
   LOG_LEVEL: v.optional(v.picklist(['debug', 'info', 'warn', 'error'], 'must be debug, info, warn or error'), 'info'),
-  TRUST_PROXY: v.optional(v.picklist(['0', '1'], 'must be 0 or 1'), '0'),
+  TRUSTED_PROXIES: v.optional(v.pipe(
+    v.string(),
+    v.check((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean).every(isIpv4OrCidr), 'must be a comma-separated list of IPv4 addresses or CIDRs'),
+  ), ''),
 });
 
 export interface VendorConfig {
@@ -82,7 +86,8 @@ export interface Config {
   readonly mockVendor: 'auto' | 'off';
   readonly mockVendorPort: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
-  readonly trustProxy: boolean;
+  /** Proxies whose `X-Forwarded-For` is believed (IPv4 addresses or CIDRs). */
+  readonly trustedProxies: readonly string[];
   readonly vendors: Readonly<Record<VendorName, VendorConfig>>;
   readonly usesDevSecrets: boolean;
 }
@@ -141,7 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     mockVendor: e.MOCK_VENDOR,
     mockVendorPort: e.MOCK_VENDOR_PORT,
     logLevel: e.LOG_LEVEL,
-    trustProxy: e.TRUST_PROXY === '1',
+    trustedProxies: Object.freeze(e.TRUSTED_PROXIES.split(',').map((entry) => entry.trim()).filter(Boolean)),
     vendors: Object.freeze(vendors),
     usesDevSecrets,
   });

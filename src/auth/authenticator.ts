@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import { IpRanges } from './ip-ranges.js';
 import type { Sql } from '../store/db.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import { ensureAccount } from '../store/accounts.js';
@@ -12,6 +13,8 @@ export interface AuthenticatedKey {
   readonly publicId: string;
   readonly isProvisioning: boolean;
   readonly row: ApiKeyRow;
+  /** The key's `ip_whitelist`, compiled; empty means any address. */
+  readonly allowedAddresses: IpRanges;
 }
 
 interface CacheEntry {
@@ -67,7 +70,8 @@ export class Authenticator {
     return this.revoked.has(publicId);
   }
 
-  async apiKey(authorization: string): Promise<AuthenticatedKey> {
+  /** The key of an inference or billing request from `clientAddress`, or 401/403. */
+  async apiKey(authorization: string, clientAddress: string): Promise<AuthenticatedKey> {
     const token = bearerToken(authorization);
     const parsed = token ? parseApiKey(token) : undefined;
     if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
@@ -83,6 +87,9 @@ export class Authenticator {
     }
     if (row.disabled) throw new ApiError(403, 'key_disabled', 'This API key is disabled.');
     if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new ApiError(403, 'key_expired', 'This API key has expired.');
+    if (!key.allowedAddresses.empty && !key.allowedAddresses.contains(clientAddress)) {
+      throw new ApiError(403, 'ip_not_allowed', `This API key may not be used from ${clientAddress}: the address is not in its ip_whitelist.`);
+    }
     return key;
   }
 
@@ -92,7 +99,9 @@ export class Authenticator {
     if (cached && cached.until > now) return cached;
     const row = await findActiveKeyByPublicId(this.sql, publicId);
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
-    const key = row && Object.freeze({ id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row });
+    const key = row && Object.freeze({
+      id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row, allowedAddresses: new IpRanges(row.ip_whitelist),
+    });
     const entry: CacheEntry = { key, until: now + (row ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) };
     this.cache.set(publicId, entry);
     return entry;
@@ -113,7 +122,7 @@ export class Authenticator {
   }
 
   /** JWT or API key (billing, catalog); returns the account id. */
-  async jwtOrApiKey(authorization: string, jwtSecret: string): Promise<string> {
-    return looksLikeApiKey(bearerToken(authorization)) ? (await this.apiKey(authorization)).userId : this.jwt(authorization, jwtSecret);
+  async jwtOrApiKey(authorization: string, jwtSecret: string, clientAddress: string): Promise<string> {
+    return looksLikeApiKey(bearerToken(authorization)) ? (await this.apiKey(authorization, clientAddress)).userId : this.jwt(authorization, jwtSecret);
   }
 }

@@ -1,4 +1,5 @@
 import type { TemplatedApp } from './uws.js';
+import { IpRanges } from '../auth/ip-ranges.js';
 import type { Services } from '../services.js';
 import { Router } from './router.js';
 import { ApiError } from './errors.js';
@@ -25,6 +26,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const accessLog = config.logLevel === 'debug';
   const router = new Router(app, {
     maxBodyBytes: config.maxBodyBytes,
+    trustedProxies: new IpRanges(config.trustedProxies),
     inflight: services.inflight,
     onFinished: (ctx, status) => {
       const duration = seconds(ctx.startedAt);

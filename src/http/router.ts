@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 import { ApiError, internalError } from './errors.js';
 import { Reply } from './reply.js';
 import { ClientGone, readBody } from './body.js';
+import { IpRanges, clientAddress } from '../auth/ip-ranges.js';
 
 export interface RequestHeaders {
   readonly authorization: string;
@@ -18,8 +19,8 @@ export interface RequestContext {
   readonly query: string;
   readonly params: readonly string[];
   readonly headers: RequestHeaders;
-  /** The peer's address; read it while the request is open. */
-  remoteAddress(): string;
+  /** The client's address: the socket's peer, or what a trusted proxy says in `X-Forwarded-For`. */
+  readonly clientAddress: string;
   readonly reply: Reply;
   readonly startedAt: bigint;
   /** The body, read with the size limit; rejects with 413 or ClientGone. */
@@ -30,6 +31,7 @@ export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
 export interface RouterOptions {
   readonly maxBodyBytes: number;
+  readonly trustedProxies: IpRanges;
   /** Requests in progress; shutdown waits for them. */
   readonly inflight: { count: number };
   readonly onFinished: (ctx: RequestContext, status: number) => void;
@@ -83,7 +85,7 @@ export class Router {
           forwardedFor: req.getHeader('x-forwarded-for'),
           userAgent: req.getHeader('user-agent'),
         },
-        remoteAddress: () => decoder.decode(res.getRemoteAddressAsText()),
+        clientAddress: clientAddress(decoder.decode(res.getRemoteAddressAsText()), req.getHeader('x-forwarded-for'), this.options.trustedProxies),
         reply,
         startedAt: process.hrtime.bigint(),
         body: () => bodyPromise,

@@ -145,7 +145,7 @@ export function chatCompletions(services: Services) {
   }
 
   return async (ctx: RequestContext): Promise<void> => {
-    const key = await auth.apiKey(ctx.headers.authorization);
+    const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
     if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
       throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
     }

@@ -1,14 +1,7 @@
 import * as v from 'valibot';
+import { isIpv4OrCidr } from '../../auth/ip-ranges.js';
 
 export const MAX_IP_WHITELIST = 10;
-
-const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-/** IPv4 address or IPv4 CIDR (`10.0.0.0/8`). */
-export const isIpv4OrCidr = (entry: string): boolean => {
-  const [address, bits, extra] = entry.split('/');
-  if (extra !== undefined || !address || !IPV4.test(address)) return false;
-  return bits === undefined || (/^\d{1,2}$/.test(bits) && Number(bits) <= 32);
-};
 
 const rateLimit = v.optional(v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'))));
 const name = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'));
