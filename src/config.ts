@@ -53,7 +53,8 @@ const EnvSchema = v.object({
   LOG_LEVEL: v.optional(v.picklist(['debug', 'info', 'warn', 'error'], 'must be debug, info, warn or error'), 'info'),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
-    v.check((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean).every(isIpv4OrCidr), 'must be a comma-separated list of IPv4 addresses or CIDRs'),
+    v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
+    v.check((entries) => entries.every(isIpv4OrCidr), 'must be a comma-separated list of IPv4 addresses or CIDRs'),
   ), ''),
 });
 
@@ -146,7 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     mockVendor: e.MOCK_VENDOR,
     mockVendorPort: e.MOCK_VENDOR_PORT,
     logLevel: e.LOG_LEVEL,
-    trustedProxies: Object.freeze(e.TRUSTED_PROXIES.split(',').map((entry) => entry.trim()).filter(Boolean)),
+    trustedProxies: Object.freeze(e.TRUSTED_PROXIES),
     vendors: Object.freeze(vendors),
     usesDevSecrets,
   });

@@ -36,6 +36,8 @@ t.test('a bad value names its variable in one line', async (t) => {
     [{ RATE_LIMIT_DEFAULT: '20' }, /^invalid RATE_LIMIT_DEFAULT: /],
     [{ RATE_LIMIT_DEFAULT: '0/10' }, /^invalid RATE_LIMIT_DEFAULT: /],
     [{ OPENAI_BASE_URL: 'ftp://x' }, /^invalid OPENAI_BASE_URL: /],
+    [{ TRUSTED_PROXIES: '10.0.0.1, proxy.local' }, /^invalid TRUSTED_PROXIES: /],
+    [{ ADMISSION_LEASE_CALLS: '0' }, /^invalid ADMISSION_LEASE_CALLS: /],
     [{ NODE_ENV: 'production' }, /^invalid JWT_SECRET\/KEY_SECRET: /],
   ];
   for (const [env, pattern] of cases) {
@@ -49,4 +51,9 @@ t.test('a bad value names its variable in one line', async (t) => {
     t.match((thrown as Error).message, pattern);
     t.notMatch((thrown as Error).message, /\n/, 'one line');
   }
+});
+
+t.test('TRUSTED_PROXIES: a comma-separated list, spaces and empty entries ignored', async (t) => {
+  t.same(loadConfig({}).trustedProxies, [], 'none by default');
+  t.same(loadConfig({ TRUSTED_PROXIES: ' 10.0.0.1, 192.168.0.0/16 ,' }).trustedProxies, ['10.0.0.1', '192.168.0.0/16']);
 });

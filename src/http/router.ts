@@ -7,7 +7,6 @@ import { IpRanges, clientAddress } from '../auth/ip-ranges.js';
 export interface RequestHeaders {
   readonly authorization: string;
   readonly contentType: string;
-  readonly forwardedFor: string;
   readonly userAgent: string;
 }
 
@@ -82,7 +81,6 @@ export class Router {
         headers: {
           authorization: req.getHeader('authorization'),
           contentType: req.getHeader('content-type'),
-          forwardedFor: req.getHeader('x-forwarded-for'),
           userAgent: req.getHeader('user-agent'),
         },
         clientAddress: clientAddress(decoder.decode(res.getRemoteAddressAsText()), req.getHeader('x-forwarded-for'), this.options.trustedProxies),
