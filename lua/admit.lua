@@ -13,9 +13,11 @@
 
   KEYS[1]  rate window of the key      (zset: lease id -> ms its slots count from)
   KEYS[2]  rate window weights         (hash: lease id -> slots, only when more than 1; '#' -> sum of all weights)
-  KEYS[3]  balance of the user         (hash: credits, held, deposits; nano-USD)
-  KEYS[4]  open reservations           (hash: reservation or lease id -> nano-USD still held)
-  KEYS[5]  reservation deadlines       (zset: reservation or lease id -> expiry ms)
+  KEYS[3]  per-minute window of the key, for its rate_limit_rpm (zset, as KEYS[1])
+  KEYS[4]  per-minute window weights   (hash, as KEYS[2])
+  KEYS[5]  balance of the user         (hash: credits, held, deposits; nano-USD)
+  KEYS[6]  open reservations           (hash: reservation or lease id -> nano-USD still held)
+  KEYS[7]  reservation deadlines       (zset: reservation or lease id -> expiry ms)
   ARGV[1]  lease id
   ARGV[2]  cost of the asking call, nano-USD (integer): the least credit the lease must hold
   ARGV[3]  credit wanted, nano-USD (integer, >= ARGV[2])
@@ -24,16 +26,18 @@
   ARGV[6]  window length, ms
   ARGV[7]  reservation time-to-live, ms
   ARGV[8]  longest life of a lease of more than one slot, ms
+  ARGV[9]  the key's requests per minute (rate_limit_rpm), -1 for none
 
   Returns {code, ...}:
     {0, credit granted, slots granted, available after, slots left in the window, ms until the oldest leaves it}
                                             admitted (a lease id already open answers its own grant again)
-    {1, retry-after ms}                     rate limited
+    {1, retry-after ms, 1 when the per-minute limit is the one exceeded}   rate limited
     {2, available}                          insufficient credits
     {3, 0}                                  balance not loaded (the caller hydrates it from Postgres and retries)
 ]]
 local rcall = redis.call
-local rateKey, weightsKey, balanceKey, reservationsKey, deadlinesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local rateKey, weightsKey, minuteKey, minuteWeightsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local balanceKey, reservationsKey, deadlinesKey = KEYS[5], KEYS[6], KEYS[7]
 local leaseId = ARGV[1]
 local callCost = tonumber(ARGV[2])
 local wantCredit = tonumber(ARGV[3])
@@ -42,6 +46,9 @@ local limit = tonumber(ARGV[5])
 local windowMs = tonumber(ARGV[6])
 local ttlMs = tonumber(ARGV[7])
 local leaseLifeMs = tonumber(ARGV[8])
+local rpm = tonumber(ARGV[9])
+local hasRpm = rpm >= 0
+local MINUTE_MS = 60000
 
 local function availableNow()
   local balance = rcall('HMGET', balanceKey, 'credits', 'held')
@@ -58,36 +65,45 @@ end
 local t = rcall('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- Drop the members whose window has passed, and their weights from the sum.
-local used = tonumber(rcall('HGET', weightsKey, '#') or '0')
-local expired = rcall('ZRANGEBYSCORE', rateKey, '-inf', nowMs - windowMs)
-if #expired > 0 then
-  for i = 1, #expired, 1000 do
-    local chunk = {unpack(expired, i, math.min(i + 999, #expired))}
-    local weights = rcall('HMGET', weightsKey, unpack(chunk))
-    for j = 1, #chunk do used = used - tonumber(weights[j] or '1') end
-    rcall('HDEL', weightsKey, unpack(chunk))
+-- The weight in a window after dropping the members whose window has passed (and their weights from the sum).
+local function usedIn(zsetKey, weightsOf, lengthMs)
+  local used = tonumber(rcall('HGET', weightsOf, '#') or '0')
+  local expired = rcall('ZRANGEBYSCORE', zsetKey, '-inf', nowMs - lengthMs)
+  if #expired > 0 then
+    for i = 1, #expired, 1000 do
+      local chunk = {unpack(expired, i, math.min(i + 999, #expired))}
+      local weights = rcall('HMGET', weightsOf, unpack(chunk))
+      for j = 1, #chunk do used = used - tonumber(weights[j] or '1') end
+      rcall('HDEL', weightsOf, unpack(chunk))
+    end
+    rcall('ZREMRANGEBYSCORE', zsetKey, '-inf', nowMs - lengthMs)
+    if used < 0 then used = 0 end
+    rcall('HSET', weightsOf, '#', used)
   end
-  rcall('ZREMRANGEBYSCORE', rateKey, '-inf', nowMs - windowMs)
-  if used < 0 then used = 0 end
-  rcall('HSET', weightsKey, '#', used)
+  return used
 end
 
-if used >= limit then
-  -- Retry when enough of the oldest weight has left the window for one more request.
-  local excess = used - limit + 1
-  local members = rcall('ZRANGE', rateKey, 0, -1, 'WITHSCORES')
-  local retryMs = windowMs
+-- When enough of the oldest weight has left the window for one more request.
+local function retryIn(zsetKey, weightsOf, used, max, lengthMs)
+  local excess = used - max + 1
+  local members = rcall('ZRANGE', zsetKey, 0, -1, 'WITHSCORES')
+  local retryMs = lengthMs
   for i = 1, #members, 2 do
-    excess = excess - tonumber(rcall('HGET', weightsKey, members[i]) or '1')
+    excess = excess - tonumber(rcall('HGET', weightsOf, members[i]) or '1')
     if excess <= 0 then
-      retryMs = tonumber(members[i + 1]) + windowMs - nowMs
+      retryMs = tonumber(members[i + 1]) + lengthMs - nowMs
       break
     end
   end
   if retryMs < 1 then retryMs = 1 end
-  return {1, retryMs}
+  return retryMs
 end
+
+local used = usedIn(rateKey, weightsKey, windowMs)
+local usedMinute = 0
+if hasRpm then usedMinute = usedIn(minuteKey, minuteWeightsKey, MINUTE_MS) end
+if used >= limit then return {1, retryIn(rateKey, weightsKey, used, limit, windowMs), 0} end
+if hasRpm and usedMinute >= rpm then return {1, retryIn(minuteKey, minuteWeightsKey, usedMinute, rpm, MINUTE_MS), 1} end
 
 local balance = rcall('HMGET', balanceKey, 'credits', 'held')
 if not balance[1] then return {3, 0} end
@@ -95,7 +111,9 @@ local available = tonumber(balance[1]) - tonumber(balance[2] or '0')
 if callCost > available then return {2, available} end
 
 local credit = callCost + math.max(0, math.min(wantCredit - callCost, math.floor((available - callCost) / 8)))
-local slots = 1 + math.max(0, math.min(wantSlots - 1, math.floor((limit - used - 1) / 8)))
+local spareSlots = math.floor((limit - used - 1) / 8)
+if hasRpm then spareSlots = math.min(spareSlots, math.floor((rpm - usedMinute - 1) / 8)) end
+local slots = 1 + math.max(0, math.min(wantSlots - 1, spareSlots))
 -- Extra slots without the credit for another call (or the reverse) would be held for nothing.
 if slots == 1 or credit < 2 * callCost then
   slots = 1
@@ -103,14 +121,16 @@ if slots == 1 or credit < 2 * callCost then
 end
 
 local score = nowMs
-if slots > 1 then
-  score = nowMs + leaseLifeMs
-  rcall('HSET', weightsKey, leaseId, slots)
+if slots > 1 then score = nowMs + leaseLifeMs end
+local function record(zsetKey, weightsOf, lengthMs)
+  if slots > 1 then rcall('HSET', weightsOf, leaseId, slots) end
+  rcall('ZADD', zsetKey, score, leaseId)
+  rcall('HINCRBY', weightsOf, '#', slots)
+  rcall('PEXPIRE', zsetKey, lengthMs + leaseLifeMs)
+  rcall('PEXPIRE', weightsOf, lengthMs + leaseLifeMs)
 end
-rcall('ZADD', rateKey, score, leaseId)
-rcall('HINCRBY', weightsKey, '#', slots)
-rcall('PEXPIRE', rateKey, windowMs + leaseLifeMs)
-rcall('PEXPIRE', weightsKey, windowMs + leaseLifeMs)
+record(rateKey, weightsKey, windowMs)
+if hasRpm then record(minuteKey, minuteWeightsKey, MINUTE_MS) end
 rcall('HINCRBY', balanceKey, 'held', string.format('%d', credit))
 rcall('HSET', reservationsKey, leaseId, string.format('%d', credit))
 rcall('ZADD', deadlinesKey, nowMs + ttlMs, leaseId)

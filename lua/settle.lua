@@ -17,11 +17,13 @@
   KEYS[6]  rate window weights         (hash)
   KEYS[7]  last batch applied, per open lease (hash: lease id -> batch number)
   KEYS[8]  leases released at their deadline (hash: lease id -> 1; the janitor's mark)
+  KEYS[9]  per-minute window of the key (zset)
+  KEYS[10] per-minute window weights   (hash)
   ARGV[1]  lease id
   ARGV[2]  batch number (integer, from 1)
   ARGV[3]  reservation time-to-live, ms (a lease that stays open gets a new deadline)
   ARGV[4]  1 to close the lease, 0 to keep it open
-  ARGV[5]  slots the lease did not use (returned to the window when closing)
+  ARGV[5]  slots the lease did not use (returned to both windows when closing)
   ARGV[6]  credit to release now without closing, nano-USD (integer)
   ARGV[7..] triples: call id, cost nano-USD (integer; capped at what the lease holds), ledger event (JSON, opaque here)
 
@@ -33,6 +35,7 @@
 local rcall = redis.call
 local balanceKey, reservationsKey, deadlinesKey, ledgerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local rateKey, weightsKey, batchesKey, expiredKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local minuteKey, minuteWeightsKey = KEYS[9], KEYS[10]
 local leaseId = ARGV[1]
 local batch = tonumber(ARGV[2])
 local ttlMs = tonumber(ARGV[3])
@@ -79,15 +82,21 @@ if held then
   if freed > 0 then rcall('HINCRBY', balanceKey, 'held', string.format('-%d', freed)) end
 end
 
-if closing and unusedSlots > 0 and rcall('ZSCORE', rateKey, leaseId) then
-  local weight = tonumber(rcall('HGET', weightsKey, leaseId) or '1')
+-- A window the lease is not in (expired, or no per-minute limit) is left alone.
+local function giveBack(zsetKey, weightsOf)
+  if not rcall('ZSCORE', zsetKey, leaseId) then return end
+  local weight = tonumber(rcall('HGET', weightsOf, leaseId) or '1')
   local returned = math.min(unusedSlots, weight)
-  rcall('HINCRBY', weightsKey, '#', -returned)
+  rcall('HINCRBY', weightsOf, '#', -returned)
   if returned == weight then
-    rcall('ZREM', rateKey, leaseId)
-    rcall('HDEL', weightsKey, leaseId)
+    rcall('ZREM', zsetKey, leaseId)
+    rcall('HDEL', weightsOf, leaseId)
   else
-    rcall('HSET', weightsKey, leaseId, weight - returned)
+    rcall('HSET', weightsOf, leaseId, weight - returned)
   end
+end
+if closing and unusedSlots > 0 then
+  giveBack(rateKey, weightsKey)
+  giveBack(minuteKey, minuteWeightsKey)
 end
 return {0, charged}

@@ -156,11 +156,11 @@ t.test('Lua scripts against Redis', async (t) => {
     const big = (value: string | null | undefined) => (value == null ? null : BigInt(value));
     return { credits: big(credits), held: big(held), deposits: big(deposits) };
   };
-  interface AdmitOver { keyId?: string; wantCreditNano?: bigint; wantSlots?: number; limit?: number; windowMs?: number; leaseLifeMs?: number }
+  interface AdmitOver { keyId?: string; wantCreditNano?: bigint; wantSlots?: number; limit?: number; windowMs?: number; leaseLifeMs?: number; rpm?: number | null }
   /** One call's admission (a one-slot lease of exactly its cost, unless `over` asks for more). */
   const admitInput = (user: string, leaseId: string, callNano: bigint, over: AdmitOver = {}): AdmitInput => ({
     userId: user, keyId: over.keyId ?? 'key-1', leaseId, callNano, wantCreditNano: over.wantCreditNano ?? callNano, wantSlots: over.wantSlots ?? 1,
-    limit: over.limit ?? 100, windowMs: over.windowMs ?? 10_000, ttlMs: 60_000, leaseLifeMs: over.leaseLifeMs ?? 1000,
+    limit: over.limit ?? 100, windowMs: over.windowMs ?? 10_000, ttlMs: 60_000, leaseLifeMs: over.leaseLifeMs ?? 1000, rpm: over.rpm ?? null,
   });
   /** A lease asked for `calls` calls of `callNano` each. */
   const leaseInput = (user: string, leaseId: string, callNano: bigint, calls: number, over: AdmitOver = {}): AdmitInput =>
@@ -196,7 +196,7 @@ t.test('Lua scripts against Redis', async (t) => {
   });
 
   t.test('each script declares and uses exactly the KEYS count the wrapper passes', async (t) => {
-    t.same(SCRIPT_KEY_COUNTS, { admit: 5, settle: 8, hydrate: 1, credit: 1 }, 'pinned KEYS counts');
+    t.same(SCRIPT_KEY_COUNTS, { admit: 7, settle: 10, hydrate: 1, credit: 1 }, 'pinned KEYS counts');
     const luaDir = new URL('../../lua/', import.meta.url);
     const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
     t.same(files, Object.keys(SCRIPT_KEY_COUNTS).sort(), 'one count per lua/*.lua file');
@@ -524,6 +524,34 @@ t.test('Lua scripts against Redis', async (t) => {
       `${label}: Retry-After ${retryMs} ms is when ${member} leaves (${score + input.windowMs - after}..${score + input.windowMs - before})`);
     return retryMs;
   };
+
+  t.test('per-minute window (rate_limit_rpm): its own limit and Retry-After, lease slots bounded by it, unused slots returned', async (t) => {
+    const user = 'minute-window';
+    await hydrate(redis, keys, user, 1_000_000_000n, 1_000_000_000n);
+    const over = { limit: 1000, rpm: 3 };
+    for (let i = 0; i < 3; i++) t.equal((await scripts.admit(admitInput(user, `m${i}`, 1n, over))).kind, 'admitted', `call ${i} within 3 per minute`);
+    const refused = await scripts.admit(admitInput(user, 'm3', 1n, over));
+    t.match(refused, { kind: 'rate_limited', perMinute: true }, 'the 4th: refused by the per-minute window');
+    const retryAfterMs = refused.kind === 'rate_limited' ? refused.retryAfterMs : -1;
+    t.ok(retryAfterMs > 50_000 && retryAfterMs <= 60_000, `Retry-After ${retryAfterMs} ms: when the first leaves the minute`);
+    t.equal(await redis.hlen(keys.reservations(user)), 3, 'the refused call reserved nothing');
+    t.match(await scripts.admit(admitInput(user, 'other', 1n, { ...over, keyId: 'key-2' })), { kind: 'admitted' }, "another key's minute is its own");
+    t.match(await scripts.admit(admitInput(user, 'no-rpm', 1n, { limit: 1000 })), { kind: 'admitted' }, 'without rpm only the default window counts');
+    t.equal(await redis.exists(keys.minuteWindow(user, 'key-9')), 0);
+    t.match(await scripts.admit(admitInput(user, 'no-rpm-key', 1n, { limit: 1000, keyId: 'key-9' })), { kind: 'admitted' });
+    t.equal(await redis.exists(keys.minuteWindow(user, 'key-9'), keys.minuteWeights(user, 'key-9')), 0, 'no per-minute keys for a key without rpm');
+
+    const zero = await scripts.admit(admitInput(user, 'z', 1n, { limit: 1000, rpm: 0, keyId: 'key-0' }));
+    t.match(zero, { kind: 'rate_limited', perMinute: true }, 'rpm 0 admits nothing');
+
+    // Spare per-minute slots 1 + floor((41 - 0 - 1) / 8) = 6, below the default window's 1 + floor(999 / 8).
+    const grant = await scripts.admit(leaseInput(user, 'L', 1n, 50, { limit: 1000, rpm: 41, keyId: 'key-3' }));
+    t.match(grantOf(t, grant), { slots: 6 }, 'the lease is bounded by the per-minute window');
+    t.equal(Number(await redis.hget(keys.minuteWeights(user, 'key-3'), '#')), 6, 'the minute counts the 6 slots');
+    await scripts.settle(settleInput(user, 'L', 1, [['c1', 1n]], { keyId: 'key-3', close: true, unusedSlots: 5 }));
+    t.equal(Number(await redis.hget(keys.minuteWeights(user, 'key-3'), '#')), 1, 'closing returns the 5 unused slots to the minute');
+    t.equal(Number(await redis.hget(keys.rateWeights(user, 'key-3'), '#')), 1, 'and to the default window');
+  });
 
   t.test('weighted window: a lease of k slots counts k from the end of its life, and Retry-After points at when it leaves', async (t) => {
     const user = 'window-weights';

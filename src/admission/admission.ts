@@ -90,8 +90,11 @@ export class Admission {
     return false;
   }
 
-  /** Admits a call of worst-case cost `callNano`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503. */
-  async admit(userId: string, keyId: string, callNano: bigint): Promise<Admitted> {
+  /**
+   * Admits a call of worst-case cost `callNano` for a key with `rpm` requests per minute (null: no
+   * such limit), from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
+   */
+  async admit(userId: string, keyId: string, callNano: bigint, rpm: number | null = null): Promise<Admitted> {
     const id = `${userId}\n${keyId}`;
     let slot = this.slots.get(id);
     if (!slot) {
@@ -104,11 +107,12 @@ export class Admission {
       const current = slot.lease;
       if (current?.take(callNano, nowMs, this.policy.lifeMs)) return { lease: current, headers: rateLimitHeaders(current.rateWindow(nowMs)) };
       if (slot.opening) {
-        // One lease opens at a time per key and thread; the calls behind it try it first.
+        // One lease opens at a time per key and thread; the calls behind it try it first, and if it
+        // cannot take them, the next of them opens one sized for all that still wait.
         slot.waiting++;
         await slot.opening.catch(() => {});
         slot.waiting--;
-        if (slot.lease !== current) continue;
+        continue;
       }
       if (current) {
         this.retire(slot, current, nowMs);
@@ -116,7 +120,7 @@ export class Admission {
         // thread never refuses a call for credit its own old lease still held.
         this.send(current);
       }
-      const opening = this.open(userId, keyId, callNano, Math.max(slot.nextCalls, slot.waiting + 1));
+      const opening = this.open(userId, keyId, callNano, Math.max(slot.nextCalls, slot.waiting + 1), rpm);
       slot.opening = opening;
       try {
         const lease = await opening;
@@ -155,8 +159,9 @@ export class Admission {
     clearInterval(this.sweepTimer);
   }
 
-  private async open(userId: string, keyId: string, callNano: bigint, wantCalls: number): Promise<Lease> {
-    const calls = this.limits.requests >= this.policy.minWindowLimit ? Math.min(this.policy.maxCalls, wantCalls) : 1;
+  private async open(userId: string, keyId: string, callNano: bigint, wantCalls: number, rpm: number | null): Promise<Lease> {
+    const smallWindow = this.limits.requests < this.policy.minWindowLimit || (rpm !== null && rpm < this.policy.minWindowLimit);
+    const calls = smallWindow ? 1 : Math.min(this.policy.maxCalls, wantCalls);
     for (let attempt = 0; attempt < 2; attempt++) {
       const leaseId = randomUUID();
       // The lease's life counts from before the round trip: Redis scored its slots no earlier.
@@ -166,7 +171,7 @@ export class Admission {
       try {
         result = await this.scripts.admit({
           userId, keyId, leaseId, callNano, wantCreditNano: callNano * BigInt(calls), wantSlots: calls,
-          limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs, leaseLifeMs: this.policy.lifeMs,
+          limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs, leaseLifeMs: this.policy.lifeMs, rpm,
         });
       } catch (error) {
         // Without Redis nothing can be admitted safely: a retryable 503, not a 500.
@@ -179,12 +184,14 @@ export class Admission {
         case 'rate_limited': {
           this.metrics.rejections.inc({ reason: 'rate_limited' });
           const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
-          throw new ApiError(429, 'rate_limit_exceeded',
-            `Rate limit exceeded: at most ${this.limits.requests} requests per ${this.limits.windowMs / 1000} seconds per API key. Retry after ${retryAfter} seconds.`,
+          const which = result.perMinute
+            ? `this API key's rate_limit_rpm of ${rpm} requests per minute`
+            : `at most ${this.limits.requests} requests per ${this.limits.windowMs / 1000} seconds per API key`;
+          throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${which}. Retry after ${retryAfter} seconds.`,
             null, {
               'retry-after': String(retryAfter),
               'retry-after-ms': String(result.retryAfterMs),
-              ...rateLimitHeaders({ limit: this.limits.requests, remaining: 0, resetMs: result.retryAfterMs }),
+              ...rateLimitHeaders({ limit: result.perMinute ? rpm! : this.limits.requests, remaining: 0, resetMs: result.retryAfterMs }),
             });
         }
         case 'insufficient_credits':

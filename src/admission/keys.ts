@@ -27,6 +27,13 @@ export class RedisKeys {
   rateWeights(userId: string, keyId: string): string {
     return `${this.user(userId)}:rlw:${keyId}`;
   }
+  /** The key's per-minute window (its `rate_limit_rpm`), weighted like the default window. */
+  minuteWindow(userId: string, keyId: string): string {
+    return `${this.user(userId)}:rpm:${keyId}`;
+  }
+  minuteWeights(userId: string, keyId: string): string {
+    return `${this.user(userId)}:rpmw:${keyId}`;
+  }
   /** Last settlement batch applied to each open lease. */
   leaseBatches(userId: string): string {
     return `${this.user(userId)}:lbatch`;

@@ -25,8 +25,10 @@ export class ScriptBatcher {
     const { keys } = this;
     const { userId, keyId } = input;
     return this.enqueue((pipeline) => pipeline.admit(
-      keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId),
+      keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
+      keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId),
       input.leaseId, input.callNano.toString(), input.wantCreditNano.toString(), input.wantSlots, input.limit, input.windowMs, input.ttlMs, input.leaseLifeMs,
+      input.rpm ?? -1,
     )).then((reply) => admitResultOf(reply, input.limit));
   }
 
@@ -38,6 +40,7 @@ export class ScriptBatcher {
     const argv: (string | number)[] = [
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.ledger(userId),
       keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.leaseBatches(userId), keys.expiredLeases(userId),
+      keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
       input.leaseId, input.batch, input.ttlMs, input.close ? 1 : 0, input.unusedSlots, input.releaseNano.toString(),
     ];
     for (const call of input.calls) argv.push(call.callId, call.chargeNano.toString(), call.event);

@@ -5,7 +5,7 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 5, settle: 8, hydrate: 1, credit: 1 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 7, settle: 10, hydrate: 1, credit: 1 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];
@@ -47,7 +47,7 @@ export interface LeaseGrant {
 
 export type AdmitResult =
   | { readonly kind: 'admitted'; readonly grant: LeaseGrant }
-  | { readonly kind: 'rate_limited'; readonly retryAfterMs: number }
+  | { readonly kind: 'rate_limited'; readonly retryAfterMs: number; readonly perMinute: boolean }
   | { readonly kind: 'insufficient_credits'; readonly available: number }
   | { readonly kind: 'not_loaded' };
 
@@ -64,13 +64,16 @@ export interface AdmitInput {
   readonly ttlMs: number;
   /** A lease of more than one slot admits nothing after this long. */
   readonly leaseLifeMs: number;
+  /** The key's `rate_limit_rpm`; null or absent for none. */
+  readonly rpm?: number | null;
 }
 
 /** The one mapping from admit.lua's numeric codes to typed results. */
 export function admitResultOf([code, value = 0, slots = 0, available = 0, remaining = 0, resetMs = 0]: Reply, limit: number): AdmitResult {
   switch (code) {
     case 0: return { kind: 'admitted', grant: { creditNano: BigInt(value), slots, available, window: { limit, remaining, resetMs } } };
-    case 1: return { kind: 'rate_limited', retryAfterMs: value };
+    // For a refusal the third field says which window refused: 1 for the key's per-minute one.
+    case 1: return { kind: 'rate_limited', retryAfterMs: value, perMinute: slots === 1 };
     case 2: return { kind: 'insufficient_credits', available: value };
     case 3: return { kind: 'not_loaded' };
     default: throw new Error(`admit.lua returned unknown code ${String(code)}`);

@@ -100,7 +100,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
     await redis
       .multi()
-      .del(keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id))
+      .del(keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id), keys.minuteWindow(userId, row.id), keys.minuteWeights(userId, row.id))
       .publish(keys.keyEvents(), `revoke:${row.public_id}`)
       .exec();
     ctx.reply.send(204, '');

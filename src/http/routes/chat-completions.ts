@@ -161,7 +161,7 @@ export function chatCompletions(services: Services) {
     const reservedNano = reservationFor(request, model, body.length, imageParts);
     const callId = randomUUID();
     const stream = request.stream === true;
-    const admitting = admission.admit(key.userId, key.id, reservedNano);
+    const admitting = admission.admit(key.userId, key.id, reservedNano, key.row.rate_limit_rpm);
     // Built while admission may be making its round trip.
     const upstreamBody = buildOpenAiChatBody(request, model, stream);
     const admitted = await admitting;
