@@ -3,7 +3,7 @@
 // on the next request on every thread.
 import t from 'tap';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, assertEnvelope, fastUser, rawRequest } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, assertEnvelope, fastUser, newestKeyId, rawRequest } from './helpers/http-tools.js';
 
 const KEYS = '/api/v1/api-keys';
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -32,8 +32,7 @@ const chat = async (key: string) => (await rawRequest(`${gateway.url}/v1/chat/co
 
 async function keyOf(user: string): Promise<{ token: string; key: string; id: string }> {
   const { token, key } = await fastUser(gateway, user, '5');
-  const response = await rawRequest(`${gateway.url}${KEYS}`, { headers: { authorization: `Bearer ${token}` } });
-  return { token, key, id: (response.body as any[])[0].id };
+  return { token, key, id: await newestKeyId(gateway.url, token) };
 }
 
 t.test('a subset of fields changes only those; the answer is the full masked record, as GET lists it', async (t) => {

@@ -4,7 +4,7 @@
 import t, { type Test } from 'tap';
 import { IpRanges, clientAddress, isIpv4OrCidr } from '../src/auth/ip-ranges.js';
 import { startGateway, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, assertEnvelope, fastUser, rawRequest } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, assertEnvelope, fastUser, newestKeyId, rawRequest, updateKey } from './helpers/http-tools.js';
 
 t.test('IpRanges: addresses, CIDRs, edges, IPv4-mapped IPv6, and nothing else', async (t) => {
   const ranges = new IpRanges(['10.0.0.0/8', '192.168.1.7', '172.16.0.0/12', '0.0.0.0/32']);
@@ -42,11 +42,7 @@ const balance = (gateway: Gateway, key: string, forwardedFor?: string) => rawReq
   headers: { authorization: `Bearer ${key}`, ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) },
 });
 async function whitelist(gateway: Gateway, token: string, entries: string[]): Promise<void> {
-  const keys = (await rawRequest(`${gateway.url}/api/v1/api-keys`, { headers: { authorization: `Bearer ${token}` } })).body as { id: string }[];
-  const response = await rawRequest(`${gateway.url}/api/v1/api-keys/${keys[0]!.id}`, {
-    method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ ip_whitelist: entries }),
-  });
-  if (response.status !== 200) throw new Error(`PUT ip_whitelist: ${response.status}`);
+  await updateKey(gateway.url, token, await newestKeyId(gateway.url, token), { ip_whitelist: entries });
 }
 
 t.test('without trusted proxies: the socket address decides, a forged X-Forwarded-For changes nothing', async (t) => {

@@ -2,7 +2,7 @@
 // accurate Retry-After, never exceeded with leases, and cleared with the key.
 import t from 'tap';
 import { startGateway, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, assertEnvelope, fastUser, rawRequest } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, assertEnvelope, fastUser, newestKeyId, rawRequest, updateKey } from './helpers/http-tools.js';
 
 let gateway: Gateway;
 // A default window far above the per-minute limits, so the key's own limit is the one that binds.
@@ -15,12 +15,9 @@ const call = (key: string) => rawRequest(`${gateway.url}/v1/chat/completions`, {
 });
 async function keyWithRpm(user: string, rpm: number): Promise<{ token: string; key: string; id: string }> {
   const { token, key } = await fastUser(gateway, user, '5');
-  const [record] = (await rawRequest(`${gateway.url}/api/v1/api-keys`, { headers: { authorization: `Bearer ${token}` } })).body as { id: string }[];
-  const updated = await rawRequest(`${gateway.url}/api/v1/api-keys/${record!.id}`, {
-    method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ rate_limit_rpm: rpm }),
-  });
-  if (updated.status !== 200) throw new Error(`PUT rate_limit_rpm: ${updated.status}`);
-  return { token, key, id: record!.id };
+  const id = await newestKeyId(gateway.url, token);
+  await updateKey(gateway.url, token, id, { rate_limit_rpm: rpm });
+  return { token, key, id };
 }
 
 t.test('rate_limit_rpm 3: the 4th call in a minute gets 429 with Retry-After; another key is not affected', async (t) => {

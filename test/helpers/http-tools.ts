@@ -164,3 +164,20 @@ export async function fastUser(gateway: { topup(user: string, usd: string): Prom
   if (usd !== '0') await gateway.topup(name, usd);
   return { token, key: await gateway.createKey(token) };
 }
+
+/** The id of the caller's newest API key (GET /api/v1/api-keys lists newest first). */
+export async function newestKeyId(gatewayUrl: string, token: string): Promise<string> {
+  const response = await rawRequest(`${gatewayUrl}/api/v1/api-keys`, { headers: { authorization: `Bearer ${token}` } });
+  const [record] = response.body as { id: string }[];
+  if (!record) throw new Error(`no API key listed: ${response.status}`);
+  return record.id;
+}
+
+/** PUT /api/v1/api-keys/{id} that must succeed; returns the masked record. */
+export async function updateKey(gatewayUrl: string, token: string, id: string, changes: Record<string, unknown>): Promise<any> {
+  const response = await rawRequest(`${gatewayUrl}/api/v1/api-keys/${id}`, {
+    method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(changes),
+  });
+  if (response.status !== 200) throw new Error(`PUT api-key ${JSON.stringify(changes)}: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body;
+}
