@@ -44,6 +44,8 @@ export interface Admitted {
   readonly headers: Readonly<Record<string, string>>;
 }
 
+const slotId = (userId: string, keyId: string) => `${userId}\n${keyId}`;
+
 /** Leases of one (user, key) pair in this thread. */
 interface LeaseSlot {
   lease: Lease | undefined;
@@ -95,7 +97,7 @@ export class Admission {
    * such limit), from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
    */
   async admit(userId: string, keyId: string, callNano: bigint, rpm: number | null = null): Promise<Admitted> {
-    const id = `${userId}\n${keyId}`;
+    const id = slotId(userId, keyId);
     let slot = this.slots.get(id);
     if (!slot) {
       slot = { lease: undefined, opening: undefined, waiting: 0, nextCalls: 1, lastUsedAtMs: 0 };
@@ -115,7 +117,7 @@ export class Admission {
         continue;
       }
       if (current) {
-        this.retire(slot, current, nowMs);
+        this.retire(current, nowMs);
         // Its unused credit goes back in the pipeline ahead of the new lease's admit.lua, so this
         // thread never refuses a call for credit its own old lease still held.
         this.send(current);
@@ -124,7 +126,6 @@ export class Admission {
       slot.opening = opening;
       try {
         const lease = await opening;
-        if (slot.lease && slot.lease !== lease) this.retire(slot, slot.lease, Date.now());
         slot.lease = lease;
         return { lease, headers: rateLimitHeaders(lease.rateWindow(Date.now())) };
       } finally {
@@ -140,12 +141,8 @@ export class Admission {
    */
   settle(lease: Lease, callId: string, callNano: bigint, chargeNano: bigint, event: string): bigint {
     const charged = lease.settleCall(callId, callNano, chargeNano, event);
-    const slot = this.slots.get(`${lease.userId}\n${lease.keyId}`);
     // A one-call lease (or one that cannot admit the next call) is done: close it with this batch.
-    if (lease.accepting && (lease.slotsLeft === 0 || lease.creditLeft === 0n)) {
-      if (slot) this.retire(slot, lease, Date.now());
-      else lease.retire();
-    }
+    if (lease.slotsLeft === 0 || lease.creditLeft === 0n) this.retire(lease, Date.now());
     this.queueFlush(lease);
     return charged;
   }
@@ -153,7 +150,7 @@ export class Admission {
   /** Retires every lease and waits (at most `timeoutMs`) until all are closed in Redis. */
   async closeAll(timeoutMs: number): Promise<void> {
     const nowMs = Date.now();
-    for (const slot of this.slots.values()) if (slot.lease) this.retire(slot, slot.lease, nowMs);
+    for (const slot of this.slots.values()) if (slot.lease) this.retire(slot.lease, nowMs);
     const until = Date.now() + timeoutMs;
     while (this.leasesOpen && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
     clearInterval(this.sweepTimer);
@@ -211,13 +208,16 @@ export class Admission {
     return new Lease(leaseId, userId, keyId, grant, callNano, sentAtMs);
   }
 
-  /** Stops `lease` admitting, sizes the slot's next lease from how fast this one ran out, and closes it once idle. */
-  private retire(slot: LeaseSlot, lease: Lease, nowMs: number): void {
+  /** Stops `lease` admitting, sizes its key's next lease from how fast this one ran out, and closes it once idle. */
+  private retire(lease: Lease, nowMs: number): void {
     if (!lease.accepting) return;
-    const ranOut = nowMs - lease.openedAtMs < this.policy.lifeMs && lease.slotsLeft === 0;
-    slot.nextCalls = Math.max(1, Math.min(this.policy.maxCalls, ranOut ? lease.admitted * 2 : lease.admitted));
+    const slot = this.slots.get(slotId(lease.userId, lease.keyId));
+    if (slot) {
+      const ranOut = nowMs - lease.openedAtMs < this.policy.lifeMs && lease.slotsLeft === 0;
+      slot.nextCalls = Math.max(1, Math.min(this.policy.maxCalls, ranOut ? lease.admitted * 2 : lease.admitted));
+      if (slot.lease === lease) slot.lease = undefined;
+    }
     lease.retire();
-    if (slot.lease === lease) slot.lease = undefined;
     this.queueFlush(lease);
   }
 
@@ -258,7 +258,7 @@ export class Admission {
           log.error('lease unknown to Redis; its settled calls were not charged', {
             leaseId: lease.id, userId: lease.userId, calls: calls.length, chargeNano: String(calls.reduce((sum, call) => sum + call.chargeNano, 0n)),
           });
-          lease.retire();
+          this.retire(lease, Date.now());
         }
         lease.batch = batch;
         lease.sending = false;
@@ -281,7 +281,7 @@ export class Admission {
   private sweep(nowMs: number): void {
     for (const [id, slot] of this.slots) {
       const lease = slot.lease;
-      if (lease && (nowMs - lease.lastUsedAtMs >= this.policy.idleMs || nowMs - lease.openedAtMs >= this.policy.lifeMs)) this.retire(slot, lease, nowMs);
+      if (lease && (nowMs - lease.lastUsedAtMs >= this.policy.idleMs || nowMs - lease.openedAtMs >= this.policy.lifeMs)) this.retire(lease, nowMs);
       if (!slot.lease && !slot.opening && nowMs - slot.lastUsedAtMs > 60_000) this.slots.delete(id);
     }
   }
