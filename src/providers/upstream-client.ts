@@ -255,11 +255,6 @@ class Connection {
     }
   }
 
-  /** The exchange read to the end of the stream (no framing): the socket ends with it. */
-  endOfStream(): boolean {
-    return this.gone || this.socket.readableEnded;
-  }
-
   private fail(error: Error): void {
     const exchange = this.exchange;
     this.exchange = undefined;
