@@ -27,3 +27,30 @@ export function chatCalls(options: ChatCallOptions): { direct: Call; gateway: Ca
     },
   };
 }
+
+/** The same streaming call to the gateway for two of its models: a pass-through family against a translated one. */
+export function familyCalls(options: ChatCallOptions & { readonly passThroughModel: string; readonly translatedModel: string }): { direct: Call; gateway: Call } {
+  const body = (model: string) => JSON.stringify({
+    model, messages: [{ role: 'user', content: options.prompt }], max_tokens: options.maxTokens, ...(options.stream ? { stream: true } : {}),
+  });
+  return {
+    direct: { stream: options.stream, body: body(options.passThroughModel) },
+    gateway: { stream: options.stream, body: body(options.translatedModel) },
+  };
+}
+
+/**
+ * The same call to the gateway's two inference endpoints: chat completions (as `direct`) and the
+ * Responses-style endpoint (as `gateway`), for one model and prompt.
+ */
+export function responsesCalls(options: ChatCallOptions & { readonly model: string }): { direct: Call; gateway: Call } {
+  const stream = options.stream ? { stream: true } : {};
+  return {
+    direct: { stream: options.stream, body: JSON.stringify({ model: options.model, messages: [{ role: 'user', content: options.prompt }], max_tokens: options.maxTokens, ...stream }) },
+    gateway: {
+      stream: options.stream,
+      ...(options.stream ? { endMarker: 'event: response.completed' } : {}),
+      body: JSON.stringify({ model: options.model, input: options.prompt, max_output_tokens: options.maxTokens, ...stream }),
+    },
+  };
+}

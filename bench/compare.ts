@@ -30,6 +30,8 @@ export interface CompareOptions {
   /** One measured block per side and round. */
   readonly block: LoadPlan;
   readonly rounds: number;
+  /** Both sides are the gateway (two of its paths): each block gets the settle time. */
+  readonly settleBoth?: boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -53,7 +55,7 @@ export async function compare(options: CompareOptions): Promise<Comparison> {
     const clientBefore = clientCpuMicros();
     const result = await runLoad(dispatchers[side], options[side], options.call[side], options.block);
     result.clientCpuUs = clientCpuMicros() - clientBefore;
-    if (side === 'gateway') await sleep(SETTLE_MS);
+    if (side === 'gateway' || options.settleBoth) await sleep(SETTLE_MS);
     result.serverCpuUs = processCpuMicros(pid) - serverBefore;
     return result;
   };

@@ -23,6 +23,8 @@ export interface GatewayProcess {
   readonly url: string;
   /** An API key of the bench user. */
   readonly apiKey: string;
+  /** Another key of the bench user with every per-key limit set (none of them binding at bench rates). */
+  readonly limitedApiKey: string;
 }
 
 export interface GatewayOptions {
@@ -51,6 +53,8 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
     MOCK_VENDOR: 'off',
     OPENAI_BASE_URL: `${options.mockUrl}/openai/v1`,
     OPENAI_API_KEY: 'bench',
+    ANTHROPIC_BASE_URL: `${options.mockUrl}/anthropic/v1`,
+    ANTHROPIC_API_KEY: 'bench',
     LOG_LEVEL: 'warn',
     // Lift the per-key rate limit: the load is far above the product default.
     RATE_LIMIT_DEFAULT: '1000000000/10',
@@ -58,21 +62,32 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
   const child = spawnNode('gateway', GATEWAY_MAIN, env, options.nodeArgs);
   const url = `http://127.0.0.1:${port}`;
   await waitUntil(child, 'readiness', async () => (await request(`${url}/readyz`)).statusCode === 200);
-  return { child, url, apiKey: await createBenchKey(url, env) };
+  const jwt = await cli(env, 'token', '--user', BENCH_USER);
+  await cli(env, 'topup', '--user', BENCH_USER, '--amount', '100000', '--method', 'bench');
+  return { child, url, apiKey: await createBenchKey(url, jwt, { name: 'bench' }), limitedApiKey: await createBenchKey(url, jwt, LIMITED_KEY) };
 }
+
+/** Every limit a key can carry, each far above what a bench run uses, so each is checked and none refuses. */
+const LIMITED_KEY = {
+  name: 'bench-limited',
+  ip_whitelist: ['127.0.0.0/8'],
+  rate_limit_rpm: 100_000_000,
+  rate_limit_tph: 1_000_000_000_000,
+  rate_limit_tpd: 10_000_000_000_000,
+  credit_limit: 50_000,
+  credit_reset_interval: 'monthly',
+};
 
 async function cli(env: Record<string, string>, ...args: string[]): Promise<string> {
   const { stdout } = await execNode(process.execPath, [GATEWAY_CLI, ...args], { env: { ...process.env, ...env } });
   return stdout.trim();
 }
 
-async function createBenchKey(url: string, env: Record<string, string>): Promise<string> {
-  const jwt = await cli(env, 'token', '--user', BENCH_USER);
-  await cli(env, 'topup', '--user', BENCH_USER, '--amount', '100000', '--method', 'bench');
+async function createBenchKey(url: string, jwt: string, body: Record<string, unknown>): Promise<string> {
   const response = await request(`${url}/api/v1/api-keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench' }),
+    body: JSON.stringify(body),
   });
   const text = await response.body.text();
   if (response.statusCode !== 201) throw new Error(`creating the bench API key: ${response.statusCode} ${text}`);

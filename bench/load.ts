@@ -19,6 +19,8 @@ export interface Call {
   readonly body: string;
   /** Streaming calls count SSE events and must end with `data: [DONE]`. */
   readonly stream: boolean;
+  /** For a stream that ends otherwise (the Responses-style endpoint): bytes its last event carries, e.g. `event: response.completed`. */
+  readonly endMarker?: string;
 }
 
 interface Sample {
@@ -93,9 +95,16 @@ class SseCounter {
   events = 0;
   private lastWasLf = false;
   private tail: Buffer = Buffer.alloc(0);
+  private sawMarker = false;
+
+  constructor(private readonly endMarker: Buffer | undefined) {}
 
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;
+    if (this.endMarker && !this.sawMarker) {
+      // The marker may straddle two chunks: look at the previous tail joined to this chunk's start too.
+      this.sawMarker = chunk.includes(this.endMarker) || Buffer.concat([this.tail, chunk.subarray(0, this.endMarker.length)]).includes(this.endMarker);
+    }
     if (this.lastWasLf && chunk[0] === LF) this.events++;
     for (let at = chunk.indexOf('\n\n'); at !== -1; at = chunk.indexOf('\n\n', at + 2)) this.events++;
     this.lastWasLf = chunk[chunk.length - 1] === LF;
@@ -103,7 +112,7 @@ class SseCounter {
   }
 
   get sawDone(): boolean {
-    return this.tail.includes(DONE);
+    return this.endMarker ? this.sawMarker : this.tail.includes(DONE);
   }
 }
 
@@ -113,7 +122,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
     let status = 0;
     let firstChunkAt = 0n;
     let bodyChunks = 0;
-    const sse = call.stream ? new SseCounter() : undefined;
+    const sse = call.stream ? new SseCounter(call.endMarker === undefined ? undefined : Buffer.from(call.endMarker)) : undefined;
     const finish = (error: string | undefined): void => {
       const now = process.hrtime.bigint();
       const ok = error === undefined;
@@ -147,7 +156,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
         },
         onResponseEnd() {
           if (status < 200 || status > 299) finish(`${target.side}: HTTP ${status}`);
-          else if (sse && !sse.sawDone) finish(`${target.side}: stream ended without data: [DONE]`);
+          else if (sse && !sse.sawDone) finish(`${target.side}: stream ended without ${call.endMarker ?? 'data: [DONE]'}`);
           else finish(undefined);
         },
         onResponseError(_controller, error) {

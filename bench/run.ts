@@ -38,6 +38,7 @@ async function main(): Promise<number> {
 
   const direct: Target = { side: 'direct', origin: mock.url, path: `/openai/v1${CHAT_PATH}`, apiKey: 'bench' };
   const viaGateway: Target = { side: 'gateway', origin: gateway.url, path: `/v1${CHAT_PATH}`, apiKey: gateway.apiKey };
+  const viaGatewayLimited: Target = { ...viaGateway, apiKey: gateway.limitedApiKey };
   note('warming up both sides');
   const warmupErrors = await warmUpServers([direct, viaGateway], options.scale);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
@@ -45,6 +46,7 @@ async function main(): Promise<number> {
   const ctx: ScenarioContext = {
     direct,
     gateway: viaGateway,
+    gatewayLimited: viaGatewayLimited,
     pids: { direct: mock.child.pid, gateway: gateway.child.pid },
     scale: options.scale,
     gatewayIdleCpuUsPerS: await idleCpuUsPerS(gateway.child.pid),

@@ -1,6 +1,6 @@
 // The four scenarios: what load each puts on both sides, and the JSON line it reports.
 import { loadavg } from 'node:os';
-import { chatCalls } from './calls.js';
+import { chatCalls, familyCalls, responsesCalls } from './calls.js';
 import { compare, type Comparison } from './compare.js';
 import type { SideResult, Target } from './load.js';
 import { percentile, ratio, round } from './stats.js';
@@ -8,6 +8,8 @@ import { percentile, ratio, round } from './stats.js';
 export interface ScenarioContext {
   readonly direct: Target;
   readonly gateway: Target;
+  /** The gateway with a key that has every per-key limit set. */
+  readonly gatewayLimited: Target;
   /** The mock's and the gateway's process ids, for their CPU time. */
   readonly pids: { readonly direct: number; readonly gateway: number };
   /** BENCH_SCALE: multiplies request counts and durations. */
@@ -22,7 +24,7 @@ export interface ScenarioReport {
   readonly errorSamples: string[];
 }
 
-export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'stream_ttfb_c1', 'stream_c64'] as const;
+export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** Targets the project must meet (same run, against the mock directly). */
@@ -31,6 +33,8 @@ const TARGETS = {
   addedTtfbP50Ms: 0.5,
   cpuUsPerRequest: 200,
   streamChunksRatio: 0.4,
+  /** A translated family's CPU per streamed chunk, over the pass-through family's. */
+  translatedChunkCostRatio: 1.2,
 };
 
 const count = (n: number, scale: number, min: number) => Math.max(min, Math.round(n * scale));
@@ -81,11 +85,20 @@ function report(line: Record<string, unknown>, c: Comparison): ScenarioReport {
   return { line, errors: c.direct.errors + c.gateway.errors, errorSamples: [...c.direct.errorSamples, ...c.gateway.errorSamples] };
 }
 
-async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: number): Promise<ScenarioReport> {
+/** Lua script calls the gateway made (from its /metrics), by script. */
+async function scriptCalls(ctx: ScenarioContext): Promise<Record<string, number>> {
+  const text = await (await fetch(`${ctx.gateway.origin}/metrics`)).text();
+  const calls: Record<string, number> = {};
+  for (const match of text.matchAll(/^gateway_redis_script_duration_seconds_count\{script="(\w+)"\} (\d+)/gm)) calls[match[1]!] = Number(match[2]);
+  return calls;
+}
+
+async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: number, gatewayTarget = ctx.gateway): Promise<ScenarioReport> {
   const sequential = concurrency === 1;
   const rounds = sequential ? 6 : 4;
+  const scriptsBefore = await scriptCalls(ctx);
   const c = await compare({
-    direct: ctx.direct, gateway: ctx.gateway, pids: ctx.pids,
+    direct: ctx.direct, gateway: gatewayTarget, pids: ctx.pids,
     call: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }),
     warmup: { concurrency, requests: count(sequential ? 500 : 2000, ctx.scale, 20) },
     // c1: ~3000 requests per side; c32: ~10 s or ~20000 requests per side, whichever comes first.
@@ -100,10 +113,15 @@ async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: 
   const cpu = gatewayCpu(c, ctx, c.gateway.requests, c.direct.requests, 'req');
   const addedP50 = ms(gateway.p50_ms - direct.p50_ms);
   const cpuUsPerReq = cpu.gateway_cpu_us_per_req!;
+  const scriptsAfter = await scriptCalls(ctx);
+  // Warm-up calls included: every gateway call of the scenario, measured or not.
+  const gatewayCalls = c.gateway.requests + c.gateway.errors + count(sequential ? 500 : 2000, ctx.scale, 20);
+  const perCall = (script: string) => round(((scriptsAfter[script] ?? 0) - (scriptsBefore[script] ?? 0)) / gatewayCalls, 4);
   return report({
     ...common(name, c, ctx),
     direct,
     gateway,
+    redis_scripts_per_call: { admit: perCall('admit'), settle: perCall('settle') },
     added_p50_ms: addedP50,
     added_p99_ms: ms(gateway.p99_ms - direct.p99_ms),
     rps_ratio: ratio(gateway.rps, direct.rps),
@@ -185,9 +203,96 @@ async function streamConcurrent(ctx: ScenarioContext): Promise<ScenarioReport> {
   }, c);
 }
 
+/**
+ * A translated family's stream against the pass-through one, both through the gateway: 64 streams of
+ * 256 chunks each way, the gateway's CPU per chunk on both sides (translation's added cost).
+ */
+async function streamTranslated(ctx: ScenarioContext): Promise<ScenarioReport> {
+  const rounds = 4;
+  const concurrency = 64;
+  const c = await compare({
+    direct: ctx.gateway, gateway: ctx.gateway, pids: { direct: ctx.pids.gateway, gateway: ctx.pids.gateway },
+    call: familyCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512, passThroughModel: 'openai/gpt-4o-mini', translatedModel: 'anthropic/claude-haiku-4-5' }),
+    warmup: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: 2000 * ctx.scale },
+    block: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: (10_000 / rounds) * ctx.scale },
+    rounds,
+    settleBoth: true,
+  });
+  // Both sides run through the gateway, each block with its settle window: CPU per chunk net of idle.
+  const side = (s: SideResult, settleMs: number) => ({
+    streams: s.requests,
+    chunks_per_s: round(s.events / s.seconds, 0),
+    events_per_stream: round(s.events / s.requests, 1),
+    gateway_cpu_us_per_chunk: round(Math.max(0, s.serverCpuUs - (ctx.gatewayIdleCpuUsPerS * settleMs) / 1000) / s.events, 2),
+  });
+  const passThrough = side(c.direct, c.settleMs);
+  const translated = side(c.gateway, c.settleMs);
+  const costRatio = ratio(translated.gateway_cpu_us_per_chunk, passThrough.gateway_cpu_us_per_chunk);
+  return report({
+    ...common('stream_c64_translated', c, ctx),
+    pass_through: { model: 'openai/gpt-4o-mini', ...passThrough },
+    translated: { model: 'anthropic/claude-haiku-4-5', ...translated },
+    translated_chunk_cost_ratio: costRatio,
+    targets: { translated_chunk_cost_ratio_max: TARGETS.translatedChunkCostRatio, translated_chunk_cost_met: costRatio <= TARGETS.translatedChunkCostRatio },
+  }, c);
+}
+
+/**
+ * The Responses-style endpoint against chat completions, both through the gateway for the same
+ * model and prompt: the translation's cost (request in, Response object or `response.*` events out)
+ * as the gateway's CPU per call on each side (net of idle), and the latency and throughput ratios.
+ */
+async function responsesVsChat(name: 'responses_c32' | 'responses_stream_c64', ctx: ScenarioContext, stream: boolean): Promise<ScenarioReport> {
+  const rounds = 4;
+  const concurrency = stream ? 64 : 32;
+  const model = 'openai/gpt-4o-mini';
+  const upstreamChunks = 256;
+  const c = await compare({
+    direct: ctx.gateway, gateway: { ...ctx.gateway, path: '/v1/responses' }, pids: { direct: ctx.pids.gateway, gateway: ctx.pids.gateway },
+    call: stream
+      ? responsesCalls({ model, prompt: `Stream a long answer. [[mock chunks=${upstreamChunks}]]`, stream: true, maxTokens: 512 })
+      : responsesCalls({ model, prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }),
+    warmup: stream
+      ? { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: 2000 * ctx.scale }
+      : { concurrency, requests: count(2000, ctx.scale, 20) },
+    block: stream
+      ? { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: (10_000 / rounds) * ctx.scale }
+      : { concurrency, requests: count(20_000 / rounds, ctx.scale, 50), durationMs: (10_000 / rounds) * ctx.scale },
+    rounds,
+    settleBoth: true,
+  });
+  const side = (s: SideResult) => {
+    const cpuUs = Math.max(0, s.serverCpuUs - (ctx.gatewayIdleCpuUsPerS * c.settleMs) / 1000);
+    return {
+      requests: s.requests,
+      rps: rps(s),
+      ...latency(s),
+      ...(stream ? { events_per_stream: round(s.events / s.requests, 1), gateway_cpu_us_per_upstream_chunk: round(cpuUs / (s.requests * upstreamChunks), 2) } : {}),
+      gateway_cpu_us_per_req: round(cpuUs / s.requests, 1),
+    };
+  };
+  const chat = side(c.direct);
+  const responses = side(c.gateway);
+  return report({
+    ...common(name, c, ctx),
+    model,
+    chat_completions: chat,
+    responses,
+    responses_cpu_ratio: ratio(responses.gateway_cpu_us_per_req, chat.gateway_cpu_us_per_req),
+    added_cpu_us_per_req: round(responses.gateway_cpu_us_per_req - chat.gateway_cpu_us_per_req, 1),
+    added_p50_ms: ms(responses.p50_ms - chat.p50_ms),
+    rps_ratio: ratio(responses.rps, chat.rps),
+  }, c);
+}
+
 export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<ScenarioReport>> = {
   nonstream_c1: (ctx) => nonStream('nonstream_c1', ctx, 1),
   nonstream_c32: (ctx) => nonStream('nonstream_c32', ctx, 32),
+  // The same load on a key with every per-key limit set: compare its rps_ratio with nonstream_c32's.
+  nonstream_c32_limits: (ctx) => nonStream('nonstream_c32_limits', ctx, 32, ctx.gatewayLimited),
   stream_ttfb_c1: streamTtfb,
   stream_c64: streamConcurrent,
+  stream_c64_translated: streamTranslated,
+  responses_c32: (ctx) => responsesVsChat('responses_c32', ctx, false),
+  responses_stream_c64: (ctx) => responsesVsChat('responses_stream_c64', ctx, true),
 };

@@ -2,42 +2,64 @@
   A lease is a reservation of credit plus a number of request slots in the key's rate window. The
   call that asks for it is admitted from it at once; an HTTP thread admits the key's next calls
   from the rest locally until it runs out, then settles it (settle.lua). The rest is granted only
-  when it is small next to what is left (1/8 of the spare credit and of the spare slots), so
-  leases cannot starve the other threads and processes; a lease of one slot and exactly the
-  call's cost is plain per-call admission.
+  when it is small next to what is left (1/8 of the spare credit, of the key's spare credit limit
+  and of the spare slots), so leases cannot starve the other threads and processes; a lease of one
+  slot and exactly the call's cost is plain per-call admission.
 
   Rate window: a sliding log of weighted members. A member is a lease; its weight (the slots it
   holds, 1 when absent from the weights hash) counts until its score + window. A lease of more
   than one slot is scored at now + its longest life, so slots it hands out later still count for
   a whole window after their use (the window never lets more through than its limit).
 
+  Token budgets (rate_limit_tph, rate_limit_tpd): settle.lua adds each call's tokens to minute and
+  quarter-hour buckets; the last 60 minute buckets are the hour, the last 96 quarter buckets the day.
+  A call is refused once a budget is spent (tokens are known only at settlement, so calls already
+  in flight may take a window past its budget). A lease's extra slots are bounded by the budgets
+  too: their worst-case tokens (ARGV[14] each) fit in 1/8 of what is left.
+
+  Credit limit: the key's spend hash holds its spend in the current period and the credit its open
+  leases hold; spent + held never exceeds the cap. A new period (ARGV[11] differs from the stored
+  one) starts the spend at 0.
+
   KEYS[1]  rate window of the key      (zset: lease id -> ms its slots count from)
   KEYS[2]  rate window weights         (hash: lease id -> slots, only when more than 1; '#' -> sum of all weights)
   KEYS[3]  per-minute window of the key, for its rate_limit_rpm (zset, as KEYS[1])
   KEYS[4]  per-minute window weights   (hash, as KEYS[2])
-  KEYS[5]  balance of the user         (hash: credits, held, deposits; nano-USD)
+  KEYS[5]  balance of the user         (hash: credits, held, deposits, epoch; nano-USD)
   KEYS[6]  open reservations           (hash: reservation or lease id -> nano-USD still held)
   KEYS[7]  reservation deadlines       (zset: reservation or lease id -> expiry ms)
+  KEYS[8]  spend of the key            (hash: period -> period start ms, spent, held; nano-USD)
+  KEYS[9]  token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens)
   ARGV[1]  lease id
   ARGV[2]  cost of the asking call, nano-USD (integer): the least credit the lease must hold
   ARGV[3]  credit wanted, nano-USD (integer, >= ARGV[2])
-  ARGV[4]  slots wanted (integer, >= 1)
+  ARGV[4]  slots wanted (integer, >= 1; 0 reserves credit only, neither checking nor counting the
+           rate windows and token budgets: the call's request was counted by an earlier admission)
   ARGV[5]  requests allowed per window
   ARGV[6]  window length, ms
   ARGV[7]  reservation time-to-live, ms
   ARGV[8]  longest life of a lease of more than one slot, ms
   ARGV[9]  the key's requests per minute (rate_limit_rpm), -1 for none
+  ARGV[10] the key's credit limit, nano-USD (integer), -1 for none
+  ARGV[11] start of the key's current credit period, ms (used only with a credit limit)
+  ARGV[12] the key's tokens per hour (rate_limit_tph), -1 for none
+  ARGV[13] the key's tokens per day (rate_limit_tpd), -1 for none
+  ARGV[14] worst-case tokens of one call (integer, >= 1)
 
   Returns {code, ...}:
-    {0, credit granted, slots granted, available after, slots left in the window, ms until the oldest leaves it}
+    {0, credit granted, slots granted, available after, slots left in the window, ms until the oldest leaves it, balance epoch}
                                             admitted (a lease id already open answers its own grant again)
-    {1, retry-after ms, 1 when the per-minute limit is the one exceeded}   rate limited
+    {1, retry-after ms, which}              rate limited; which: 0 the default window, 1 rate_limit_rpm,
+                                            2 rate_limit_tph, 3 rate_limit_tpd
     {2, available}                          insufficient credits
     {3, 0}                                  balance not loaded (the caller hydrates it from Postgres and retries)
+    {4, credit limit left}                  the key's credit limit for the period is used up
+    {5, 0}                                  the key's spend is not loaded (the caller loads it from Postgres, loadspend.lua, and retries)
 ]]
 local rcall = redis.call
 local rateKey, weightsKey, minuteKey, minuteWeightsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local balanceKey, reservationsKey, deadlinesKey = KEYS[5], KEYS[6], KEYS[7]
+local spendKey, tokensKey = KEYS[8], KEYS[9]
 local leaseId = ARGV[1]
 local callCost = tonumber(ARGV[2])
 local wantCredit = tonumber(ARGV[3])
@@ -48,7 +70,13 @@ local ttlMs = tonumber(ARGV[7])
 local leaseLifeMs = tonumber(ARGV[8])
 local rpm = tonumber(ARGV[9])
 local hasRpm = rpm >= 0
-local MINUTE_MS = 60000
+local cap = tonumber(ARGV[10])
+local periodStart = ARGV[11]
+local tph = tonumber(ARGV[12])
+local tpd = tonumber(ARGV[13])
+local callTokens = math.max(1, tonumber(ARGV[14]))
+local MINUTE_MS, QUARTER_MS = 60000, 900000
+local HOUR_BUCKETS, DAY_BUCKETS = 60, 96
 
 local function availableNow()
   local balance = rcall('HMGET', balanceKey, 'credits', 'held')
@@ -57,9 +85,12 @@ end
 
 -- A command resent after a reconnect must not open the lease twice.
 local open = rcall('HGET', reservationsKey, leaseId)
+local function epoch()
+  return tonumber(rcall('HGET', balanceKey, 'epoch') or '0')
+end
 if open then
   local slots = tonumber(rcall('HGET', weightsKey, leaseId) or '1')
-  return {0, tonumber(open), slots, availableNow(), 0, windowMs}
+  return {0, tonumber(open), slots, availableNow(), 0, windowMs, epoch()}
 end
 
 local t = rcall('TIME')
@@ -99,24 +130,83 @@ local function retryIn(zsetKey, weightsOf, used, max, lengthMs)
   return retryMs
 end
 
-local used = usedIn(rateKey, weightsKey, windowMs)
-local usedMinute = 0
-if hasRpm then usedMinute = usedIn(minuteKey, minuteWeightsKey, MINUTE_MS) end
-if used >= limit then return {1, retryIn(rateKey, weightsKey, used, limit, windowMs), 0} end
-if hasRpm and usedMinute >= rpm then return {1, retryIn(minuteKey, minuteWeightsKey, usedMinute, rpm, MINUTE_MS), 1} end
+-- No slots wanted: credit only, for a call whose request the windows already counted.
+local windowed = wantSlots > 0
+local used, usedMinute = 0, 0
+if windowed then
+  used = usedIn(rateKey, weightsKey, windowMs)
+  if hasRpm then usedMinute = usedIn(minuteKey, minuteWeightsKey, MINUTE_MS) end
+  if used >= limit then return {1, retryIn(rateKey, weightsKey, used, limit, windowMs), 0} end
+  if hasRpm and usedMinute >= rpm then return {1, retryIn(minuteKey, minuteWeightsKey, usedMinute, rpm, MINUTE_MS), 1} end
+end
+
+-- Token budgets: sum the buckets still in their window (dropping the rest); when one is spent,
+-- retry once enough of its oldest buckets have left it.
+local spareTokens = nil
+if windowed and (tph >= 0 or tpd >= 0) then
+  local fields = rcall('HGETALL', tokensKey)
+  local minute, quarter = math.floor(nowMs / MINUTE_MS), math.floor(nowMs / QUARTER_MS)
+  local hourly, daily, stale = {}, {}, {}
+  local usedHour, usedDay = 0, 0
+  for i = 1, #fields, 2 do
+    local kind, index, tokens = string.sub(fields[i], 1, 1), tonumber(string.sub(fields[i], 2)), tonumber(fields[i + 1])
+    if kind == 'm' and index > minute - HOUR_BUCKETS then
+      usedHour = usedHour + tokens
+      hourly[#hourly + 1] = {index, tokens}
+    elseif kind == 'q' and index > quarter - DAY_BUCKETS then
+      usedDay = usedDay + tokens
+      daily[#daily + 1] = {index, tokens}
+    else
+      stale[#stale + 1] = fields[i]
+    end
+  end
+  if #stale > 0 then rcall('HDEL', tokensKey, unpack(stale)) end
+  local function retryAfter(buckets, used, budget, bucketMs, count)
+    table.sort(buckets, function(a, b) return a[1] < b[1] end)
+    local excess = used - budget + 1
+    for _, bucket in ipairs(buckets) do
+      excess = excess - bucket[2]
+      if excess <= 0 then return math.max(1, (bucket[1] + count) * bucketMs - nowMs) end
+    end
+    return bucketMs * count
+  end
+  if tph >= 0 and usedHour >= tph then return {1, retryAfter(hourly, usedHour, tph, MINUTE_MS, HOUR_BUCKETS), 2} end
+  if tpd >= 0 and usedDay >= tpd then return {1, retryAfter(daily, usedDay, tpd, QUARTER_MS, DAY_BUCKETS), 3} end
+  if tph >= 0 then spareTokens = tph - usedHour end
+  if tpd >= 0 and (not spareTokens or tpd - usedDay < spareTokens) then spareTokens = tpd - usedDay end
+end
 
 local balance = rcall('HMGET', balanceKey, 'credits', 'held')
 if not balance[1] then return {3, 0} end
 local available = tonumber(balance[1]) - tonumber(balance[2] or '0')
 if callCost > available then return {2, available} end
 
-local credit = callCost + math.max(0, math.min(wantCredit - callCost, math.floor((available - callCost) / 8)))
+local spare = available - callCost
+if cap >= 0 then
+  local spend = rcall('HMGET', spendKey, 'period', 'spent', 'held')
+  if not spend[1] and not spend[2] and not spend[3] then return {5, 0} end
+  local spent = tonumber(spend[2] or '0')
+  if spend[1] ~= periodStart then
+    spent = 0
+    rcall('HSET', spendKey, 'period', periodStart, 'spent', 0)
+  end
+  local capLeft = cap - spent - tonumber(spend[3] or '0')
+  if callCost > capLeft then return {4, capLeft} end
+  spare = math.min(spare, capLeft - callCost)
+end
+
+local credit = callCost + math.max(0, math.min(wantCredit - callCost, math.floor(spare / 8)))
 local spareSlots = math.floor((limit - used - 1) / 8)
 if hasRpm then spareSlots = math.min(spareSlots, math.floor((rpm - usedMinute - 1) / 8)) end
+if spareTokens then spareSlots = math.min(spareSlots, math.floor(spareTokens / 8 / callTokens)) end
 local slots = 1 + math.max(0, math.min(wantSlots - 1, spareSlots))
 -- Extra slots without the credit for another call (or the reverse) would be held for nothing.
 if slots == 1 or credit < 2 * callCost then
   slots = 1
+  credit = callCost
+end
+if not windowed then
+  slots = 0
   credit = callCost
 end
 
@@ -129,10 +219,14 @@ local function record(zsetKey, weightsOf, lengthMs)
   rcall('PEXPIRE', zsetKey, lengthMs + leaseLifeMs)
   rcall('PEXPIRE', weightsOf, lengthMs + leaseLifeMs)
 end
-record(rateKey, weightsKey, windowMs)
-if hasRpm then record(minuteKey, minuteWeightsKey, MINUTE_MS) end
+if windowed then
+  record(rateKey, weightsKey, windowMs)
+  if hasRpm then record(minuteKey, minuteWeightsKey, MINUTE_MS) end
+end
 rcall('HINCRBY', balanceKey, 'held', string.format('%d', credit))
 rcall('HSET', reservationsKey, leaseId, string.format('%d', credit))
 rcall('ZADD', deadlinesKey, nowMs + ttlMs, leaseId)
+rcall('HINCRBY', spendKey, 'held', string.format('%d', credit))
 local oldest = rcall('ZRANGE', rateKey, 0, 0, 'WITHSCORES')
-return {0, credit, slots, available - credit, limit - used - slots, tonumber(oldest[2]) + windowMs - nowMs}
+local resetMs = oldest[2] and (tonumber(oldest[2]) + windowMs - nowMs) or 0
+return {0, credit, slots, available - credit, limit - used - slots, resetMs, epoch()}

@@ -1,74 +1,91 @@
 --[[ settle.lua: apply a batch of settled calls to their lease, atomically: charge each call's
-  actual cost, release what the lease no longer needs, and append each call's ledger event. With
-  ARGV[4] = 1 it closes the lease: the rest of its credit is released and its unused slots leave
-  the key's rate window.
+  actual cost, release what the lease no longer needs, add the key's spend and tokens, and append
+  each call's ledger event. With ARGV[4] = 1 it closes the lease: the rest of its credit is released
+  and its unused slots leave the key's rate windows.
 
   Batches of one lease are numbered from 1 and sent in order, one at a time; a batch whose number
   is not above the last applied one is a resend (a reconnect replays commands) and changes nothing.
-  A lease that is no longer open was either closed (so this is a resend: nothing to do) or released
-  at its deadline by a janitor, which leaves a mark in KEYS[8]: then the calls are still charged,
-  because they were served and their cost is owed. Nothing is kept per call or per closed lease.
+  A lease that is no longer open was closed (so this is a resend: nothing to do), released at its
+  deadline by the janitor (expire.lua marks it), or lost with Redis's data (the balance was rebuilt
+  since: its epoch differs from the lease's). In the last two cases the calls are still charged,
+  because they were served and their cost is owed, and the mark keeps the lease's last batch so a
+  resend charges nothing twice.
 
-  KEYS[1]  balance of the user         (hash: credits, held, deposits)
+  KEYS[1]  balance of the user         (hash: credits, held, deposits, epoch)
   KEYS[2]  open reservations           (hash: reservation or lease id -> nano-USD still held)
   KEYS[3]  reservation deadlines       (zset)
   KEYS[4]  ledger stream of the user   (stream, drained into Postgres)
   KEYS[5]  rate window of the key      (zset)
   KEYS[6]  rate window weights         (hash)
   KEYS[7]  last batch applied, per open lease (hash: lease id -> batch number)
-  KEYS[8]  leases released at their deadline (hash: lease id -> 1; the janitor's mark)
+  KEYS[8]  leases settled without their reservation (hash: lease id -> last batch applied; expires a day after its last write)
   KEYS[9]  per-minute window of the key (zset)
   KEYS[10] per-minute window weights   (hash)
+  KEYS[11] spend of the key            (hash: period, spent, held; see admit.lua)
+  KEYS[12] token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens)
   ARGV[1]  lease id
   ARGV[2]  batch number (integer, from 1)
   ARGV[3]  reservation time-to-live, ms (a lease that stays open gets a new deadline)
   ARGV[4]  1 to close the lease, 0 to keep it open
   ARGV[5]  slots the lease did not use (returned to both windows when closing)
   ARGV[6]  credit to release now without closing, nano-USD (integer)
-  ARGV[7..] triples: call id, cost nano-USD (integer; capped at what the lease holds), ledger event (JSON, opaque here)
+  ARGV[7]  the balance epoch admit.lua returned when it opened the lease
+  ARGV[8..] quadruples: call id, cost nano-USD (integer; capped at what the lease holds), tokens used, ledger event (JSON, opaque here)
 
   Returns {code, charged}:
     {0, nano-USD charged by this batch}
-    {1, 0}   the lease is not open (closed, so this is a resend, or lost with Redis's data): nothing done
-    {2, 0}   a resent batch of an open lease: nothing done
+    {1, 0}   the lease was closed before: nothing done
+    {2, 0}   a resent batch: nothing done
+    {3, 0}   the balance is not loaded (the caller hydrates it from Postgres and sends the batch again)
+    {4, nano-USD charged}   charged without the lease's reservation (released at its deadline, or lost with Redis's data)
 ]]
 local rcall = redis.call
 local balanceKey, reservationsKey, deadlinesKey, ledgerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local rateKey, weightsKey, batchesKey, expiredKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local minuteKey, minuteWeightsKey = KEYS[9], KEYS[10]
+local rateKey, weightsKey, batchesKey, outsideKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local minuteKey, minuteWeightsKey, spendKey, tokensKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local leaseId = ARGV[1]
 local batch = tonumber(ARGV[2])
 local ttlMs = tonumber(ARGV[3])
 local closing = ARGV[4] == '1'
 local unusedSlots = tonumber(ARGV[5])
 local release = tonumber(ARGV[6])
+local leaseEpoch = ARGV[7]
+local DAY_MS = 86400000
 
 local heldRaw = rcall('HGET', reservationsKey, leaseId)
 local held = heldRaw and tonumber(heldRaw)
-local expired = not held and rcall('HEXISTS', expiredKey, leaseId) == 1
-if not held and not expired then return {1, 0} end
-if batch <= tonumber(rcall('HGET', batchesKey, leaseId) or '0') then return {2, 0} end
-if closing then
-  rcall('HDEL', batchesKey, leaseId)
-  if expired then rcall('HDEL', expiredKey, leaseId) end
+if held then
+  if batch <= tonumber(rcall('HGET', batchesKey, leaseId) or '0') then return {2, 0} end
+  if closing then rcall('HDEL', batchesKey, leaseId) else rcall('HSET', batchesKey, leaseId, batch) end
 else
-  rcall('HSET', batchesKey, leaseId, batch)
+  local balance = rcall('HMGET', balanceKey, 'credits', 'epoch')
+  if not balance[1] then return {3, 0} end
+  local mark = rcall('HGET', outsideKey, leaseId)
+  if not mark then
+    if (balance[2] or '0') == leaseEpoch then return {1, 0} end
+    mark = '0'
+  end
+  if batch <= tonumber(mark) then return {2, 0} end
+  rcall('HSET', outsideKey, leaseId, batch)
+  rcall('PEXPIRE', outsideKey, DAY_MS)
 end
 
-local charged, fromHeld = 0, 0
-for i = 7, #ARGV, 3 do
+local charged, fromHeld, tokens = 0, 0, 0
+for i = 8, #ARGV, 4 do
   local charge = math.max(0, tonumber(ARGV[i + 1]))
   if held then
     if charge > held - fromHeld then charge = held - fromHeld end
     fromHeld = fromHeld + charge
   end
   charged = charged + charge
-  rcall('XADD', ledgerKey, '*', 'r', ARGV[i], 'c', string.format('%d', charge), 'e', ARGV[i + 2])
+  tokens = tokens + tonumber(ARGV[i + 2])
+  rcall('XADD', ledgerKey, '*', 'r', ARGV[i], 'c', string.format('%d', charge), 'e', ARGV[i + 3])
 end
 if charged > 0 then rcall('HINCRBY', balanceKey, 'credits', string.format('-%d', charged)) end
 
+local freed = 0
 if held then
-  local freed = fromHeld
+  freed = fromHeld
   if closing then
     freed = held
     rcall('HDEL', reservationsKey, leaseId)
@@ -80,6 +97,22 @@ if held then
     rcall('ZADD', deadlinesKey, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttlMs, leaseId)
   end
   if freed > 0 then rcall('HINCRBY', balanceKey, 'held', string.format('-%d', freed)) end
+end
+
+-- A spend hash lost with Redis's data is rebuilt from Postgres by admit (code 5); one recreated
+-- here would hold only this batch and hide the rest of the period.
+if rcall('EXISTS', spendKey) == 1 then
+  if charged > 0 then rcall('HINCRBY', spendKey, 'spent', string.format('%d', charged)) end
+  if freed > 0 then rcall('HINCRBY', spendKey, 'held', string.format('-%d', freed)) end
+end
+
+if tokens > 0 then
+  local t = rcall('TIME')
+  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local minuteField = 'm' .. math.floor(nowMs / 60000)
+  rcall('HINCRBY', tokensKey, minuteField, tokens)
+  rcall('HINCRBY', tokensKey, 'q' .. math.floor(nowMs / 900000), tokens)
+  rcall('PEXPIRE', tokensKey, DAY_MS + 900000)
 end
 
 -- A window the lease is not in (expired, or no per-minute limit) is left alone.
@@ -99,4 +132,5 @@ if closing and unusedSlots > 0 then
   giveBack(rateKey, weightsKey)
   giveBack(minuteKey, minuteWeightsKey)
 end
-return {0, charged}
+if held then return {0, charged} end
+return {4, charged}

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** `gateway`: the operator's command line (migrate, token, coupon create, topup, catalog sync). */
+/** `gateway`: the operator's command line (migrate, token, coupon create, topup, catalog sync, ledger check). */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from './config.js';
@@ -12,13 +12,15 @@ import { defineScripts } from './admission/scripts.js';
 import { RedisKeys } from './admission/keys.js';
 import { Balances } from './billing/balances.js';
 import { nanoToUsd } from './billing/pricing.js';
+import { checkLedger, describeDifference, differenceJson } from './ledger/check.js';
 
 const USAGE = `usage:
   gateway migrate
   gateway token --user <id> [--ttl 1h]
   gateway coupon create --credits <usd> [--code <code>]
   gateway topup --user <id> --amount <usd> --method <processor>
-  gateway catalog sync`;
+  gateway catalog sync
+  gateway ledger check [--user <id>] [--json]`;
 
 class UsageError extends Error {}
 
@@ -41,7 +43,7 @@ async function run(argv: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       user: { type: 'string' }, ttl: { type: 'string' }, credits: { type: 'string' }, code: { type: 'string' },
-      amount: { type: 'string' }, method: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      amount: { type: 'string' }, method: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
   });
   const command = positionals.join(' ');
@@ -58,7 +60,7 @@ async function run(argv: string[]): Promise<void> {
     process.stdout.write(`${signJwt(config.jwtSecret, { sub: user, exp: Math.floor(Date.now() / 1000) + ttl })}\n`);
     return;
   }
-  if (!['migrate', 'coupon create', 'topup', 'catalog sync'].includes(command)) throw new UsageError(`unknown command: ${command}`);
+  if (!['migrate', 'coupon create', 'topup', 'catalog sync', 'ledger check'].includes(command)) throw new UsageError(`unknown command: ${command}`);
 
   const { sql, applied } = await prepareDatabase(config);
   try {
@@ -88,6 +90,26 @@ async function run(argv: string[]): Promise<void> {
         try {
           const credits = await new Balances(sql, redis, new RedisKeys(config.redisPrefix)).topUp(user, amount, method);
           process.stdout.write(`credited ${nanoToUsd(amount)} USD to ${user}; credits now ${nanoToUsd(credits)} USD\n`);
+        } finally {
+          redis.disconnect();
+        }
+        break;
+      }
+      case 'ledger check': {
+        const user = values.user === undefined ? undefined : userArgument(values.user);
+        const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
+        try {
+          await redis.ping();
+          const result = await checkLedger(sql, redis, new RedisKeys(config.redisPrefix), user === undefined ? {} : { userId: user });
+          const lines = result.differences.map((d) => (values.json ? JSON.stringify(differenceJson(d)) : `ledger check: ${describeDifference(d)}`));
+          if (lines.length === 0) {
+            lines.push(values.json
+              ? JSON.stringify({ kind: 'ok', users: result.users, limited_keys: result.limitedKeys })
+              : `ledger check: ok (${result.users} user${result.users === 1 ? '' : 's'}, ${result.limitedKeys} key${result.limitedKeys === 1 ? '' : 's'} with a credit limit)`);
+          } else {
+            process.exitCode = 1;
+          }
+          process.stdout.write(`${lines.join('\n')}\n`);
         } finally {
           redis.disconnect();
         }

@@ -28,6 +28,7 @@ const DEV_KEY_SECRET = 'dev-only-key-secret-change-me-0123456789';
 const intFrom = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
 const url = (protocols: RegExp) => v.pipe(v.string(), v.trim(), v.url('must be a URL'), v.regex(protocols, `must start with ${protocols.source}`));
+const DAY_MS = 86_400_000;
 const secret = v.pipe(v.string(), v.minLength(32, 'must be at least 32 characters'));
 
 const EnvSchema = v.object({
@@ -44,13 +45,31 @@ const EnvSchema = v.object({
   MAX_BODY_BYTES: v.optional(intFrom(1024, 512 * 1024 * 1024), String(10 * 1024 * 1024)),
   // "<requests>/<seconds>": the default per-key window (spec: 20 per 10 s).
   RATE_LIMIT_DEFAULT: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 20/10 (requests/seconds)')), '20/10'),
-  RESERVATION_TTL_SECONDS: v.optional(intFrom(60, 86400), '900'),
+  RESERVATION_TTL_SECONDS: v.optional(intFrom(1, 86400), '900'),
+  RESERVATION_JANITOR_SECONDS: v.optional(intFrom(1, 3600), '30'),
   ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
   MOCK_VENDOR_PORT: v.optional(intFrom(0, 65535), '8090'),
   LOG_LEVEL: v.optional(v.picklist(['debug', 'info', 'warn', 'error'], 'must be debug, info, warn or error'), 'info'),
+  SMTP_URL: v.optional(url(/^smtps?:\/\//)),
+  ALERT_MAIL_FROM: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[^\r\n]*@[^\r\n]*$/, 'must be a mail address, optionally with a display name')), 'Model gateway <alerts@localhost>'),
+  ALERT_MAIL_POLL_MS: v.optional(intFrom(10, 3_600_000), '2000'),
+  ALERT_MAIL_RETRY_MS: v.optional(intFrom(10, 3_600_000), '10000'),
+  ALERT_SWEEP_MS: v.optional(intFrom(100, 86_400_000), '60000'),
+  // Media storage (uploads, rehosted results): local files by default, S3 when a bucket is set.
+  MEDIA_STORAGE: v.optional(v.picklist(['local', 's3', 'off'], 'must be local, s3 or off')),
+  MEDIA_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), './media'),
+  MEDIA_URL: v.optional(url(/^https?:\/\//)),
+  MEDIA_MAX_BYTES: v.optional(intFrom(1024, 1024 * 1024 * 1024), String(20 * 1024 * 1024)),
+  MEDIA_RETENTION_DAYS: v.optional(intFrom(1, 3650), '14'),
+  MEDIA_SWEEP_MS: v.optional(intFrom(100, 86_400_000), '3600000'),
+  MEDIA_S3_BUCKET: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[A-Za-z0-9._-]{3,255}$/, 'must be a bucket name'))),
+  MEDIA_S3_REGION: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), 'us-east-1'),
+  MEDIA_S3_ENDPOINT: v.optional(url(/^https?:\/\//)),
+  MEDIA_S3_FORCE_PATH_STYLE: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
+  MEDIA_S3_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^(?:[A-Za-z0-9._-]+\/)*$/, 'must be empty or end with /')), ''),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
@@ -80,6 +99,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly rateLimit: { readonly requests: number; readonly windowMs: number };
   readonly reservationTtlMs: number;
+  /** How often the janitor looks for leases past their deadline. */
+  readonly reservationJanitorMs: number;
   /** Most calls one admission lease may admit; 1 admits call by call. */
   readonly leaseMaxCalls: number;
   readonly upstreamTimeoutMs: number;
@@ -90,7 +111,28 @@ export interface Config {
   /** Proxies whose `X-Forwarded-For` is believed (IPv4 addresses or CIDRs). */
   readonly trustedProxies: readonly string[];
   readonly vendors: Readonly<Record<VendorName, VendorConfig>>;
+  /** SMTP relay of the alert mails; without it they stay queued in the outbox. */
+  readonly smtpUrl: string | undefined;
+  readonly alertMailFrom: string;
+  readonly alertMailPollMs: number;
+  readonly alertMailRetryMs: number;
+  readonly alertSweepMs: number;
   readonly usesDevSecrets: boolean;
+  readonly media: MediaConfig;
+}
+
+export interface MediaConfig {
+  /** `off`: no uploads (503) and no rehosting. */
+  readonly storage: 'local' | 's3' | 'off';
+  /** Directory of the local storage. */
+  readonly dir: string;
+  /** Public base address of stored media, no trailing slash (default: this gateway's `/media`). */
+  readonly url: string;
+  readonly maxBytes: number;
+  readonly retentionMs: number;
+  /** How often the main process's janitor deletes expired media. */
+  readonly sweepMs: number;
+  readonly s3: { readonly bucket: string; readonly region: string; readonly endpoint: string | undefined; readonly forcePathStyle: boolean; readonly prefix: string } | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -127,6 +169,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     });
   }
 
+  const storage = e.MEDIA_STORAGE ?? (e.MEDIA_S3_BUCKET ? 's3' : 'local');
+  if (storage === 's3' && !e.MEDIA_S3_BUCKET) throw new ConfigError('invalid MEDIA_S3_BUCKET: required when MEDIA_STORAGE is s3');
+  const media: MediaConfig = Object.freeze({
+    storage,
+    dir: e.MEDIA_DIR,
+    url: (e.MEDIA_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}/media`).replace(/\/+$/, ''),
+    maxBytes: e.MEDIA_MAX_BYTES,
+    retentionMs: e.MEDIA_RETENTION_DAYS * DAY_MS,
+    sweepMs: e.MEDIA_SWEEP_MS,
+    s3: storage === 's3' ? Object.freeze({
+      bucket: e.MEDIA_S3_BUCKET!,
+      region: e.MEDIA_S3_REGION,
+      endpoint: e.MEDIA_S3_ENDPOINT,
+      forcePathStyle: e.MEDIA_S3_FORCE_PATH_STYLE === 'true',
+      prefix: e.MEDIA_S3_PREFIX,
+    }) : undefined,
+  });
+
   return Object.freeze({
     production,
     port: e.PORT,
@@ -141,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     maxBodyBytes: e.MAX_BODY_BYTES,
     rateLimit: Object.freeze({ requests, windowMs: seconds * 1000 }),
     reservationTtlMs: e.RESERVATION_TTL_SECONDS * 1000,
+    reservationJanitorMs: e.RESERVATION_JANITOR_SECONDS * 1000,
     leaseMaxCalls: e.ADMISSION_LEASE_CALLS,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
@@ -149,6 +210,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     logLevel: e.LOG_LEVEL,
     trustedProxies: Object.freeze(e.TRUSTED_PROXIES),
     vendors: Object.freeze(vendors),
+    smtpUrl: e.SMTP_URL,
+    alertMailFrom: e.ALERT_MAIL_FROM,
+    alertMailPollMs: e.ALERT_MAIL_POLL_MS,
+    alertMailRetryMs: e.ALERT_MAIL_RETRY_MS,
+    alertSweepMs: e.ALERT_SWEEP_MS,
     usesDevSecrets,
+    media,
   });
 }

@@ -1,6 +1,6 @@
 /**
- * The gateway process: config -> database (create, migrate, catalog) -> Redis -> ledger writer ->
- * N HTTP threads on one port -> janitors. SIGTERM drains streams, then flushes the ledger.
+ * The gateway process: config -> database (create, migrate, catalog) -> Redis -> ledger writer and
+ * balance alerts -> N HTTP threads on one port -> janitors (reservations, request logs, media). SIGTERM drains streams, then flushes the ledger.
  */
 import { Redis } from 'ioredis';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -12,6 +12,12 @@ import { createMainMetrics } from './metrics.js';
 import { configureLog, log } from './log.js';
 import { ensureRequestLogPartitions, dropExpiredRequestLogPartitions } from './store/request-logs.js';
 import { HttpThreadPool } from './http/thread-pool.js';
+import { defineScripts } from './admission/scripts.js';
+import { ReservationJanitor } from './admission/janitor.js';
+import { AlertMonitor } from './billing/alerts.js';
+import { OutboxSender } from './mail/outbox-sender.js';
+import { openMediaStorage } from './media/open.js';
+import { MediaJanitor } from './media/janitor.js';
 
 const DAY_MS = 86_400_000;
 
@@ -44,19 +50,40 @@ async function main(): Promise<void> {
 
   const { sql, applied } = await prepareDatabase(config);
   if (applied.length) log.info('migrations applied', { applied });
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
+  const redis = defineScripts(new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }));
   await redis.ping();
   const keys = new RedisKeys(config.redisPrefix);
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' });
   const mainMetrics = createMainMetrics(registry);
+  const mail = config.smtpUrl === undefined ? undefined : new OutboxSender(sql, {
+    smtpUrl: config.smtpUrl,
+    from: config.alertMailFrom,
+    pollMs: config.alertMailPollMs,
+    retryMs: config.alertMailRetryMs,
+    onSent: () => mainMetrics.alertMailsSent.inc(),
+    onFailed: (message, error) => {
+      mainMetrics.alertMailFailures.inc();
+      log.warn('alert mail not sent; it stays queued and is retried', { mail: message.id, attempts: message.attempts, error });
+    },
+    onError: (error) => log.error('mail outbox pass failed; retried at the next poll', { error }),
+  });
+  if (mail) mail.start();
+  else log.warn('SMTP_URL is not set: balance-alert mails are queued in the outbox but not sent');
+  const alerts = new AlertMonitor(sql, {
+    sweepMs: config.alertSweepMs,
+    onQueued: () => mail?.wake(),
+    onError: (error) => log.error('balance alert evaluation failed; the periodic sweep retries it', { error }),
+  });
+  alerts.start();
   const ledger = new LedgerWriter(sql, redis, keys, {
     onError: (error) => {
       mainMetrics.ledgerErrors.inc();
       log.error('ledger drain failed; events stay in Redis and are retried', { error });
     },
     onWritten: (events) => mainMetrics.ledgerEvents.inc(events),
+    onUsersWritten: (userIds) => alerts.usersWritten(userIds),
     onUnreadable: (entry) => {
       mainMetrics.ledgerUnreadable.inc();
       log.error('ledger event unreadable: its charge is kept, its request log is not', entry);
@@ -64,12 +91,35 @@ async function main(): Promise<void> {
   });
   ledger.start();
 
+  const reservations = new ReservationJanitor(redis, keys, (leaseId, userId, releasedNano) => {
+    mainMetrics.reservationsExpired.inc();
+    log.warn('lease released at its deadline (its gateway died or lost touch); late calls on it are still charged', { leaseId, userId, released_nano: String(releasedNano) });
+  }, (error) => log.error('reservation janitor pass failed', { error }));
+  reservations.start(config.reservationJanitorMs);
+
   const janitor = setInterval(() => {
     Promise.all([ensureRequestLogPartitions(sql), dropExpiredRequestLogPartitions(sql)])
       .then(([, dropped]) => dropped.length && log.info('request log partitions dropped', { dropped }))
       .catch((error) => log.error('request log partition upkeep failed', { error }));
   }, DAY_MS);
   janitor.unref();
+
+  const mediaStorage = await openMediaStorage(config.media);
+  const mediaJanitor = mediaStorage && new MediaJanitor(mediaStorage, {
+    retentionMs: config.media.retentionMs,
+    onSwept: (count) => {
+      mainMetrics.mediaSwept.inc(count);
+      log.info('expired media deleted', { count });
+    },
+    onError: (error) => {
+      mainMetrics.mediaSweepErrors.inc();
+      log.error('media janitor pass failed; retried at the next interval', { error });
+    },
+  });
+  mediaJanitor?.start(config.media.sweepMs);
+  if (config.production && config.media.storage !== 'off' && !process.env.MEDIA_URL) {
+    log.warn('MEDIA_URL is not set: media links point at this gateway\'s own listen address', { media_url: config.media.url });
+  }
 
   let stopping = false;
   let threads: HttpThreadPool | undefined;
@@ -101,8 +151,12 @@ async function main(): Promise<void> {
     await threads!.drain(config.shutdownDrainMs);
     // Every settlement is in Redis now: write the last ledger events before anything else can go wrong.
     await ledger.stop().catch((error) => log.error('final ledger flush failed; events stay in Redis', { error }));
+    await alerts.stop();
+    await mail?.stop();
     await threads!.stop();
     clearInterval(janitor);
+    await reservations.stop();
+    await mediaJanitor?.stop();
     await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), mock?.close()]);
     log.info('stopped');
     process.exit(code);

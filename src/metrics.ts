@@ -16,9 +16,15 @@ export function createMetrics(registry = new Registry()) {
     upstreamErrors: new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream calls that failed, by vendor and reason.', labelNames: ['vendor', 'reason'], registers }),
     tokens: new Counter({ name: 'gateway_tokens_total', help: 'Tokens billed, by model and kind (prompt, cached, completion, reasoning).', labelNames: ['model', 'kind'], registers }),
     cost: new Counter({ name: 'gateway_cost_usd_total', help: 'USD charged for usage, by model.', labelNames: ['model'], registers }),
-    rejections: new Counter({ name: 'gateway_admission_rejections_total', help: 'Inference calls refused at admission, by reason (rate_limited, insufficient_credits).', labelNames: ['reason'], registers }),
+    rejections: new Counter({ name: 'gateway_admission_rejections_total', help: 'Inference calls refused at admission, by reason (rate_limited, token_limited, insufficient_credits, credit_limit).', labelNames: ['reason'], registers }),
+    settledOutsideLease: new Counter({
+      name: 'gateway_settled_outside_lease_total',
+      help: 'Settlement batches charged without their lease\'s reservation (the janitor had released it at its deadline, or Redis lost it).', registers,
+    }),
     activeStreams: new Gauge({ name: 'gateway_active_streams', help: 'Streaming responses in progress.', registers }),
     scriptDuration: new Histogram({ name: 'gateway_redis_script_duration_seconds', help: 'Round-trip time of the Redis Lua scripts, by script.', labelNames: ['script'], buckets: SCRIPT_BUCKETS, registers }),
+    mediaStored: new Counter({ name: 'gateway_media_stored_total', help: 'Media objects stored (uploads, rehosted results), by sniffed content type.', labelNames: ['content_type'], registers }),
+    mediaStoredBytes: new Counter({ name: 'gateway_media_stored_bytes_total', help: 'Bytes of media objects stored.', registers }),
     leaseSlots: new Histogram({
       name: 'gateway_admission_lease_slots', help: 'Calls each admission lease granted may admit (1: admitted call by call); the count is the number of leases granted.',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024], registers,
@@ -28,13 +34,18 @@ export function createMetrics(registry = new Registry()) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** Process-wide metrics kept by the main thread (ledger writer). */
+/** Process-wide metrics kept by the main thread (ledger writer, alert mail sender). */
 export function createMainMetrics(registry: Registry) {
   const registers = [registry];
   return {
     ledgerEvents: new Counter({ name: 'gateway_ledger_events_written_total', help: 'Ledger events drained from Redis into Postgres.', registers }),
     ledgerErrors: new Counter({ name: 'gateway_ledger_write_errors_total', help: 'Failed ledger drain passes (retried).', registers }),
+    reservationsExpired: new Counter({ name: 'gateway_reservations_expired_total', help: 'Leases released by the janitor at their deadline (their gateway died or lost touch).', registers }),
     ledgerUnreadable: new Counter({ name: 'gateway_ledger_unreadable_events_total', help: 'Ledger events that could not be read (their charge is still written).', registers }),
+    alertMailsSent: new Counter({ name: 'gateway_alert_mails_sent_total', help: 'Balance-alert mails accepted by the SMTP relay.', registers }),
+    mediaSwept: new Counter({ name: 'gateway_media_swept_total', help: 'Media objects deleted by the retention janitor.', registers }),
+    mediaSweepErrors: new Counter({ name: 'gateway_media_sweep_errors_total', help: 'Failed media janitor passes (retried at the next interval).', registers }),
+    alertMailFailures: new Counter({ name: 'gateway_alert_mail_failures_total', help: 'Failed attempts to send a balance-alert mail (the mail stays queued and is retried).', registers }),
   };
 }
 

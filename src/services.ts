@@ -6,13 +6,12 @@ import type { Authenticator } from './auth/authenticator.js';
 import type { Balances } from './billing/balances.js';
 import type { Admission } from './admission/admission.js';
 import type { CatalogSnapshot } from './catalog/snapshot.js';
-import type { UpstreamClient, UpstreamEndpoint } from './providers/upstream-client.js';
+import type { UpstreamClient } from './providers/upstream-client.js';
+import type { ChatFamily, UpstreamTarget } from './providers/family.js';
+import type { Family } from './catalog/model.js';
 import type { Metrics } from './metrics.js';
-
-export interface VendorRoute {
-  readonly chatCompletions: UpstreamEndpoint;
-  readonly headers: Readonly<Record<string, string>>;
-}
+import type { ByokCredentials } from './providers/byok-credentials.js';
+import type { MediaStore } from './media/store.js';
 
 /** Everything a request handler of one HTTP thread may use. */
 export interface Services {
@@ -26,8 +25,15 @@ export interface Services {
   readonly catalog: () => CatalogSnapshot;
   readonly upstream: UpstreamClient;
   /** By vendor name (the catalog's `upstreamVendor`). */
-  readonly vendors: Readonly<Record<string, VendorRoute | undefined>>;
+  /** The platform credential and base URL of each vendor. */
+  readonly vendors: Readonly<Record<string, UpstreamTarget | undefined>>;
+  /** Users' own upstream credentials (BYOK), as the call path reads them. */
+  readonly byok: ByokCredentials;
+  /** The wire families this gateway speaks. */
+  readonly families: Readonly<Partial<Record<Family, ChatFamily>>>;
   readonly metrics: Metrics;
+  /** Media storage (uploads, rehosted results); undefined when MEDIA_STORAGE=off. */
+  readonly media: MediaStore | undefined;
   /** Requests in progress; shutdown waits for them. */
   readonly inflight: { count: number };
 }

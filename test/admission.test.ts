@@ -11,7 +11,7 @@ import {
   chatBody, costNano, envelopeProblems, leasesClosed, moneyView, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
 } from './helpers/billing-checks.js';
 import {
-  SCRIPT_KEY_COUNTS, credit, defineScripts, hydrate, type AdmitInput, type AdmitResult, type ScriptedRedis, type SettleInput,
+  NO_KEY_LIMITS, SCRIPT_KEY_COUNTS, credit, defineScripts, expireLease, hydrate, loadSpend, type AdmitInput, type KeyLimits, type AdmitResult, type ScriptedRedis, type SettleInput,
 } from '../src/admission/scripts.js';
 import { ScriptBatcher } from '../src/admission/script-batcher.js';
 import { RedisKeys } from '../src/admission/keys.js';
@@ -156,19 +156,21 @@ t.test('Lua scripts against Redis', async (t) => {
     const big = (value: string | null | undefined) => (value == null ? null : BigInt(value));
     return { credits: big(credits), held: big(held), deposits: big(deposits) };
   };
-  interface AdmitOver { keyId?: string; wantCreditNano?: bigint; wantSlots?: number; limit?: number; windowMs?: number; leaseLifeMs?: number; rpm?: number | null }
+  interface AdmitOver { keyId?: string; wantCreditNano?: bigint; wantSlots?: number; limit?: number; windowMs?: number; leaseLifeMs?: number; rpm?: number | null; keyLimits?: Partial<KeyLimits>; callTokens?: number }
   /** One call's admission (a one-slot lease of exactly its cost, unless `over` asks for more). */
   const admitInput = (user: string, leaseId: string, callNano: bigint, over: AdmitOver = {}): AdmitInput => ({
     userId: user, keyId: over.keyId ?? 'key-1', leaseId, callNano, wantCreditNano: over.wantCreditNano ?? callNano, wantSlots: over.wantSlots ?? 1,
-    limit: over.limit ?? 100, windowMs: over.windowMs ?? 10_000, ttlMs: 60_000, leaseLifeMs: over.leaseLifeMs ?? 1000, rpm: over.rpm ?? null,
+    limit: over.limit ?? 100, windowMs: over.windowMs ?? 10_000, ttlMs: 60_000, leaseLifeMs: over.leaseLifeMs ?? 1000,
+    keyLimits: { ...NO_KEY_LIMITS, rpm: over.rpm ?? null, ...over.keyLimits }, callTokens: over.callTokens ?? 1,
   });
   /** A lease asked for `calls` calls of `callNano` each. */
   const leaseInput = (user: string, leaseId: string, callNano: bigint, calls: number, over: AdmitOver = {}): AdmitInput =>
     admitInput(user, leaseId, callNano, { wantCreditNano: callNano * BigInt(calls), wantSlots: calls, ...over });
-  interface SettleOver { keyId?: string; close?: boolean; unusedSlots?: number; releaseNano?: bigint }
+  interface SettleOver { keyId?: string; close?: boolean; unusedSlots?: number; releaseNano?: bigint; epoch?: string; tokens?: number }
   const settleInput = (user: string, leaseId: string, batch: number, calls: [string, bigint, string?][], over: SettleOver = {}): SettleInput => ({
-    userId: user, keyId: over.keyId ?? 'key-1', leaseId, batch, ttlMs: 60_000, close: over.close ?? false, unusedSlots: over.unusedSlots ?? 0,
-    releaseNano: over.releaseNano ?? 0n, calls: calls.map(([callId, chargeNano, event]) => ({ callId, chargeNano, event: event ?? `{"call":"${callId}"}` })),
+    userId: user, keyId: over.keyId ?? 'key-1', leaseId, epoch: over.epoch ?? '0', batch, ttlMs: 60_000, close: over.close ?? false, unusedSlots: over.unusedSlots ?? 0,
+    releaseNano: over.releaseNano ?? 0n,
+    calls: calls.map(([callId, chargeNano, event]) => ({ callId, chargeNano, tokens: over.tokens ?? 0, event: event ?? `{"call":"${callId}"}` })),
   });
   /** The grant of an admitted result, as plain comparable values (fails the test otherwise). */
   const grantOf = (t: Test, result: AdmitResult, label = 'admitted') => {
@@ -196,7 +198,7 @@ t.test('Lua scripts against Redis', async (t) => {
   });
 
   t.test('each script declares and uses exactly the KEYS count the wrapper passes', async (t) => {
-    t.same(SCRIPT_KEY_COUNTS, { admit: 7, settle: 10, hydrate: 1, credit: 1 }, 'pinned KEYS counts');
+    t.same(SCRIPT_KEY_COUNTS, { admit: 9, settle: 12, hydrate: 1, credit: 1, loadspend: 1, expire: 6 }, 'pinned KEYS counts');
     const luaDir = new URL('../../lua/', import.meta.url);
     const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
     t.same(files, Object.keys(SCRIPT_KEY_COUNTS).sort(), 'one count per lua/*.lua file');
@@ -365,7 +367,7 @@ t.test('Lua scripts against Redis', async (t) => {
     t.equal(await redis.xlen(keys.ledger(user)), 4);
   });
 
-  t.test('settle: the same batch number resent changes nothing (resent); a resent close answers lease_unknown', async (t) => {
+  t.test('settle: the same batch number resent changes nothing (resent); a resent close answers closed', async (t) => {
     const user = 'settle-resend';
     await hydrate(redis, keys, user, 100_000n, 100_000n);
     grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000 })));
@@ -377,11 +379,12 @@ t.test('Lua scripts against Redis', async (t) => {
       'batch 1 again, whatever it carries');
     t.same(await snapshot(user), after1, 'nothing changed');
 
-    const close = settleInput(user, 'L', 2, [['c2', 200n]], { close: true, unusedSlots: 2 });
+    const epoch = (await redis.hget(keys.balance(user), 'epoch'))!;
+    const close = settleInput(user, 'L', 2, [['c2', 200n]], { close: true, unusedSlots: 2, epoch });
     t.same(await scripts.settle(close), { kind: 'applied', chargedNano: 200n });
     const closed = await snapshot(user);
     t.same(closed.balance, { credits: 99_500n, held: 0n, deposits: 100_000n });
-    t.same(await scripts.settle(close), { kind: 'lease_unknown', chargedNano: 0n }, 'the closing batch again: the lease is no longer open');
+    t.same(await scripts.settle(close), { kind: 'closed', chargedNano: 0n }, 'the closing batch again: the lease is no longer open');
     t.same(await snapshot(user), closed, 'nothing changed');
     t.equal(closed.ledger.length, 2, 'one ledger entry per call, none for the resends');
   });
@@ -432,35 +435,155 @@ t.test('Lua scripts against Redis', async (t) => {
     t.equal(await used(user), 2);
   });
 
-  t.test('settle: an unknown lease answers lease_unknown and changes nothing', async (t) => {
+  t.test('settle: an unknown lease of the same balance epoch answers closed and changes nothing', async (t) => {
     const user = 'settle-unknown';
     await hydrate(redis, keys, user, 100_000n, 100_000n);
     grantOf(t, await scripts.admit(leaseInput(user, 'O', 1000n, 4, { limit: 1000 })));
     const before = await snapshot(user);
-    t.same(await scripts.settle(settleInput(user, 'nope', 1, [['x', 300n]])), { kind: 'lease_unknown', chargedNano: 0n });
-    t.same(await scripts.settle(settleInput(user, 'nope', 2, [['y', 300n]], { close: true, unusedSlots: 3, releaseNano: 500n })), { kind: 'lease_unknown', chargedNano: 0n },
+    const epoch = (await redis.hget(keys.balance(user), 'epoch'))!;
+    t.match(epoch, /^\d{16}$/, 'hydrate set an epoch (microseconds)');
+    t.same(await scripts.settle(settleInput(user, 'nope', 1, [['x', 300n]], { epoch })), { kind: 'closed', chargedNano: 0n });
+    t.same(await scripts.settle(settleInput(user, 'nope', 2, [['y', 300n]], { close: true, unusedSlots: 3, releaseNano: 500n, epoch })), { kind: 'closed', chargedNano: 0n },
       'closing it too');
     t.same(await snapshot(user), before, 'balance, reservations, deadlines, ledger, batches and window unchanged');
     t.equal(before.ledger.length, 0);
   });
 
-  t.test("settle: a lease released at its deadline (the janitor's mark) is still charged", async (t) => {
+  t.test("settle: a lease released at its deadline (the janitor's mark) is still charged, once per batch", async (t) => {
     const user = 'settle-expired';
     await hydrate(redis, keys, user, 100_000n, 100_000n);
     grantOf(t, await scripts.admit(admitInput(user, 'O', 500n)), 'another reservation');
-    await redis.hset(keys.expiredLeases(user), 'gone', '1');
-    t.same(await scripts.settle(settleInput(user, 'gone', 1, [['x1', 300n, '{"late":1}']])), { kind: 'applied', chargedNano: 300n });
+    await redis.hset(keys.expiredLeases(user), 'gone', '0');
+    t.same(await scripts.settle(settleInput(user, 'gone', 1, [['x1', 300n, '{"late":1}']])), { kind: 'outside', chargedNano: 300n });
     t.same(await bal(user), { credits: 99_700n, held: 500n, deposits: 100_000n }, 'credits drop; held unchanged');
     t.same(await redis.hgetall(keys.reservations(user)), { O: '500' }, 'no reservation invented');
     t.same(await ledgerFields(user), [['r', 'x1', 'c', '300', 'e', '{"late":1}']], 'the ledger entry is written');
     t.same(await scripts.settle(settleInput(user, 'gone', 1, [['x1', 300n, '{"late":1}']])), { kind: 'resent', chargedNano: 0n }, 'a resend still charges once');
-    t.same(await scripts.settle(settleInput(user, 'gone', 2, [['x2', 200n]], { close: true, unusedSlots: 1 })), { kind: 'applied', chargedNano: 200n });
+    t.same(await scripts.settle(settleInput(user, 'gone', 2, [['x2', 200n]], { close: true, unusedSlots: 1 })), { kind: 'outside', chargedNano: 200n });
     t.same(await bal(user), { credits: 99_500n, held: 500n, deposits: 100_000n });
-    t.equal(await redis.hexists(keys.expiredLeases(user), 'gone'), 0, 'closing removes the mark');
-    t.same(await redis.hgetall(keys.leaseBatches(user)), {}, 'and its batch number');
+    t.equal(await redis.hget(keys.expiredLeases(user), 'gone'), '2', 'the mark keeps the last batch, so a resent close charges nothing');
+    t.same(await scripts.settle(settleInput(user, 'gone', 2, [['x2', 200n]], { close: true, unusedSlots: 1 })), { kind: 'resent', chargedNano: 0n });
+    t.ok(Number(await redis.pttl(keys.expiredLeases(user))) > 0, 'the marks expire');
     t.equal(await redis.xlen(keys.ledger(user)), 2);
-    t.same(await scripts.settle(settleInput(user, 'gone', 3, [['x3', 200n]])), { kind: 'lease_unknown', chargedNano: 0n }, 'closed: no longer known');
     t.equal((await bal(user)).credits, 99_500n);
+  });
+
+  t.test('settle: a lease Redis lost (the balance rebuilt since, another epoch) is charged once; without a balance, not_loaded', async (t) => {
+    const user = 'settle-lost';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    const lease = grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000 })));
+    t.equal(lease.creditNano, 4000n);
+    const admitted = await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000 }));
+    const epoch = admitted.kind === 'admitted' ? admitted.grant.epoch : '';
+    t.equal(epoch, await redis.hget(keys.balance(user), 'epoch'), 'admit returns the balance epoch');
+    await deleteKeysWithPrefix(redis, `${prefix}{u:${user}}`); // Redis loses the user's data
+    const batch = settleInput(user, 'L', 1, [['c1', 700n]], { epoch });
+    t.same(await scripts.settle(batch), { kind: 'not_loaded', chargedNano: 0n }, 'no balance: nothing charged, hydrate first');
+    t.equal(await redis.exists(keys.balance(user)), 0, 'no balance invented');
+    await sleep(2); // a new epoch
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    t.same(await scripts.settle(batch), { kind: 'outside', chargedNano: 700n }, 'charged although Redis no longer knows the lease');
+    t.same(await scripts.settle(batch), { kind: 'resent', chargedNano: 0n }, 'and only once');
+    t.same(await scripts.settle(settleInput(user, 'L', 2, [['c2', 300n]], { epoch, close: true, unusedSlots: 2 })), { kind: 'outside', chargedNano: 300n });
+    t.same(await bal(user), { credits: 99_000n, held: 0n, deposits: 100_000n }, 'credits carry both charges; nothing held');
+    t.equal(await redis.xlen(keys.ledger(user)), 2, 'both ledger entries written');
+  });
+
+  t.test('credit limit: spent + held never above the cap, 402 code with what is left, lease bounded by it, period reset', async (t) => {
+    const user = 'cap';
+    await hydrate(redis, keys, user, 1_000_000n, 1_000_000n);
+    const cap = (capNano: bigint, periodStartMs = 1000) => ({ keyLimits: { capNano, periodStartMs }, limit: 1000 });
+    t.same(await scripts.admit(admitInput(user, 'a', 100n, cap(1000n))), { kind: 'spend_not_loaded' }, 'a capped key whose spend is not loaded');
+    t.equal(await redis.exists(keys.keySpend(user, 'key-1')), 0);
+    t.equal(await loadSpend(redis, keys, user, 'key-1', 1000, 300n), 1, 'loaded from Postgres figures');
+    t.equal(await loadSpend(redis, keys, user, 'key-1', 1000, 999n), 0, 'not twice');
+    t.same(await redis.hgetall(keys.keySpend(user, 'key-1')), { period: '1000', spent: '300', held: '0' });
+    // left 700: 1/8 of the 600 spare is 75 extra credit, less than a second call
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'L', 100n, 8, cap(1000n)))), { creditNano: 100n, slots: 1 },
+      'extra credit bounded by 1/8 of the cap left: too little for a second call, so one slot of exactly its cost');
+    t.same(await redis.hgetall(keys.keySpend(user, 'key-1')), { period: '1000', spent: '300', held: '100' });
+    t.match(grantOf(t, await scripts.admit(admitInput(user, 'b', 600n, cap(1000n)))), { creditNano: 600n });
+    t.same(await scripts.admit(admitInput(user, 'c', 1n, cap(1000n))), { kind: 'credit_limit_reached', capLeftNano: 0 }, 'spent 300 + held 700 = cap');
+    t.same(await scripts.settle(settleInput(user, 'b', 1, [['cb', 250n]], { close: true })), { kind: 'applied', chargedNano: 250n });
+    t.same(await redis.hgetall(keys.keySpend(user, 'key-1')), { period: '1000', spent: '550', held: '100' }, 'charge moves to spent, the rest leaves held');
+    t.same(await scripts.admit(admitInput(user, 'd', 351n, cap(1000n))), { kind: 'credit_limit_reached', capLeftNano: 350 });
+    t.match(grantOf(t, await scripts.admit(admitInput(user, 'd', 350n, cap(1000n)))), { creditNano: 350n }, 'exactly what is left fits');
+    t.match(grantOf(t, await scripts.admit(admitInput(user, 'e', 1n, { limit: 1000, keyId: 'key-2' }))), { creditNano: 1n }, "another key's cap is its own");
+    t.match(grantOf(t, await scripts.admit(admitInput(user, 'f', 500n, cap(1000n, 2000)))), { creditNano: 500n }, 'a new period starts the spend at 0');
+    t.same(await redis.hgetall(keys.keySpend(user, 'key-1')), { period: '2000', spent: '0', held: '950' }, 'held carries over');
+    t.same(await scripts.admit(admitInput(user, 'g', 51n, cap(1000n, 2000))), { kind: 'credit_limit_reached', capLeftNano: 50 });
+    t.match(grantOf(t, await scripts.admit(admitInput(user, 'h', 5000n, { limit: 1000 }))), { creditNano: 5000n }, 'without a cap the key is not limited');
+  });
+
+  t.test('token budgets: a spent hour or day refuses with its own Retry-After; tokens count at settlement', async (t) => {
+    const user = 'tokens';
+    await hydrate(redis, keys, user, 1_000_000n, 1_000_000n);
+    const tph = { keyLimits: { tph: 100 }, limit: 1000 };
+    grantOf(t, await scripts.admit(admitInput(user, 'a', 1n, tph)));
+    grantOf(t, await scripts.admit(admitInput(user, 'b', 1n, tph)), 'tokens are not known before settlement: a second call is admitted');
+    await scripts.settle(settleInput(user, 'a', 1, [['ca', 1n]], { close: true, tokens: 60 }));
+    grantOf(t, await scripts.admit(admitInput(user, 'c', 1n, tph)), '60 of 100 used');
+    await scripts.settle(settleInput(user, 'b', 1, [['cb', 1n]], { close: true, tokens: 40 }));
+    const before = await redisNowMs();
+    const refused = await scripts.admit(admitInput(user, 'd', 1n, tph));
+    t.match(refused, { kind: 'rate_limited', limit: 'tph' }, '100 of 100 used: refused');
+    const retryMs = refused.kind === 'rate_limited' ? refused.retryAfterMs : -1;
+    const minuteLeaves = (Math.floor(before / 60_000) + 60) * 60_000 - before;
+    t.ok(retryMs > 0 && Math.abs(retryMs - minuteLeaves) < 100, `Retry-After ${retryMs} ms: when this minute's bucket leaves the hour (${minuteLeaves})`);
+    t.equal(await redis.hexists(keys.reservations(user), 'd'), 0, 'nothing reserved');
+    t.match(await scripts.admit(admitInput(user, 'e', 1n, { keyLimits: { tph: 101 }, limit: 1000 })), { kind: 'admitted' }, 'a budget of 101 has room');
+    const tpd = await scripts.admit(admitInput(user, 'f', 1n, { keyLimits: { tpd: 100 }, limit: 1000 }));
+    t.match(tpd, { kind: 'rate_limited', limit: 'tpd' }, 'the day counts the same tokens');
+    const dayRetry = tpd.kind === 'rate_limited' ? tpd.retryAfterMs : -1;
+    const quarterLeaves = (Math.floor(before / 900_000) + 96) * 900_000 - before;
+    t.ok(Math.abs(dayRetry - quarterLeaves) < 100, `Retry-After ${dayRetry} ms: when this quarter hour leaves the day (${quarterLeaves})`);
+    t.match(await scripts.admit(admitInput(user, 'g', 1n, { limit: 1000 })), { kind: 'admitted' }, 'without budgets tokens do not limit');
+    // Old buckets leave the window: one two hours old counts for the day but not the hour.
+    const oldMinute = Math.floor(before / 60_000) - 120;
+    await redis.hset(keys.keyTokens(user, 'key-2'), `m${oldMinute}`, 500, `q${Math.floor((oldMinute * 60_000) / 900_000)}`, 500);
+    t.match(await scripts.admit(admitInput(user, 'h', 1n, { keyId: 'key-2', keyLimits: { tph: 100 }, limit: 1000 })), { kind: 'admitted' }, 'two hours ago is not in the hour');
+    t.equal(await redis.hexists(keys.keyTokens(user, 'key-2'), `m${oldMinute}`), 0, 'and its minute bucket is dropped');
+    t.match(await scripts.admit(admitInput(user, 'i', 1n, { keyId: 'key-2', keyLimits: { tpd: 100 }, limit: 1000 })), { kind: 'rate_limited', limit: 'tpd' }, 'but it is in the day');
+    // A lease's extra slots: their worst-case tokens within 1/8 of the budget left (10000 - 0) / 8 / 100 = 12.
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'j', 1n, 64, { keyId: 'key-3', keyLimits: { tph: 10_000, tpd: 50_000 }, limit: 1000, callTokens: 100 }))),
+      { slots: 13 }, 'lease slots bounded by the tighter token budget');
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'k', 1n, 64, { keyId: 'key-4', keyLimits: { tph: 799 }, limit: 1000, callTokens: 100 }))),
+      { slots: 1 }, 'no extra slot when 1/8 of the budget left is below one call');
+  });
+
+  t.test('credit only (no slots wanted): the windows are neither checked nor counted; credit and the cap still apply', async (t) => {
+    const user = 'credit-only';
+    await hydrate(redis, keys, user, 1000n, 1000n);
+    grantOf(t, await scripts.admit(admitInput(user, 'w1', 100n, { limit: 1 })), 'the window of 1 is now full');
+    t.match(await scripts.admit(admitInput(user, 'w2', 100n, { limit: 1 })), { kind: 'rate_limited' });
+    const creditOnly = (leaseId: string, callNano: bigint, over: AdmitOver = {}) => ({ ...admitInput(user, leaseId, callNano, { limit: 1, ...over }), wantSlots: 0 });
+    t.match(grantOf(t, await scripts.admit(creditOnly('c1', 300n))), { creditNano: 300n, slots: 0 }, 'admitted for its credit alone');
+    t.equal(await used(user), 1, 'the window did not count it');
+    t.same(await scripts.admit(creditOnly('c2', 601n)), { kind: 'insufficient_credits', available: 600 }, 'available still applies');
+    await loadSpend(redis, keys, user, 'key-1', 1000, 0n);
+    t.same(await scripts.admit(creditOnly('c3', 200n, { keyLimits: { capNano: 450n, periodStartMs: 1000 } })), { kind: 'credit_limit_reached', capLeftNano: 50 },
+      'and the key\'s credit limit (its leases hold 400 of 450)');
+    t.same(await scripts.settle(settleInput(user, 'c1', 1, [['x', 250n]], { close: true })), { kind: 'applied', chargedNano: 250n }, 'settles like any lease');
+    t.same(await bal(user), { credits: 750n, held: 100n, deposits: 1000n });
+  });
+
+  t.test('expire: a lease past its deadline gives its credit back to the balance and the key, and is marked', async (t) => {
+    const user = 'expire';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    await loadSpend(redis, keys, user, 'key-1', 1000, 0n);
+    grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000, keyLimits: { capNano: 50_000n, periodStartMs: 1000 } })));
+    await scripts.settle(settleInput(user, 'L', 1, [['c1', 400n]]));
+    t.equal(await expireLease(redis, keys, user, 'key-1', 'L'), undefined, 'not before its deadline');
+    await redis.zadd(keys.reservationDeadlines(user), (await redisNowMs()) - 1, 'L');
+    t.equal(await expireLease(redis, keys, user, 'key-1', 'L'), 3600n, 'released what it still held');
+    t.same(await bal(user), { credits: 99_600n, held: 0n, deposits: 100_000n });
+    t.same(await redis.hgetall(keys.keySpend(user, 'key-1')), { period: '1000', spent: '400', held: '0' }, "the key's held too");
+    t.same(await redis.hgetall(keys.reservations(user)), {});
+    t.equal(await redis.hget(keys.expiredLeases(user), 'L'), '1', 'marked with its last batch');
+    t.equal(await expireLease(redis, keys, user, 'key-1', 'L'), undefined, 'not twice');
+    t.same(await scripts.settle(settleInput(user, 'L', 1, [['c1', 400n]])), { kind: 'resent', chargedNano: 0n }, 'a resent batch still changes nothing');
+    t.same(await scripts.settle(settleInput(user, 'L', 2, [['c2', 300n]], { close: true })), { kind: 'outside', chargedNano: 300n }, 'a late call is charged');
+    t.same(await redis.hgetall(keys.keySpend(user, 'key-1')), { period: '1000', spent: '700', held: '0' }, 'and counts in the key spend');
   });
 
   t.test('credit: an older deposit total adds nothing', async (t) => {
@@ -531,7 +654,7 @@ t.test('Lua scripts against Redis', async (t) => {
     const over = { limit: 1000, rpm: 3 };
     for (let i = 0; i < 3; i++) t.equal((await scripts.admit(admitInput(user, `m${i}`, 1n, over))).kind, 'admitted', `call ${i} within 3 per minute`);
     const refused = await scripts.admit(admitInput(user, 'm3', 1n, over));
-    t.match(refused, { kind: 'rate_limited', perMinute: true }, 'the 4th: refused by the per-minute window');
+    t.match(refused, { kind: 'rate_limited', limit: 'rpm' }, 'the 4th: refused by the per-minute window');
     const retryAfterMs = refused.kind === 'rate_limited' ? refused.retryAfterMs : -1;
     t.ok(retryAfterMs > 50_000 && retryAfterMs <= 60_000, `Retry-After ${retryAfterMs} ms: when the first leaves the minute`);
     t.equal(await redis.hlen(keys.reservations(user)), 3, 'the refused call reserved nothing');
@@ -542,7 +665,7 @@ t.test('Lua scripts against Redis', async (t) => {
     t.equal(await redis.exists(keys.minuteWindow(user, 'key-9'), keys.minuteWeights(user, 'key-9')), 0, 'no per-minute keys for a key without rpm');
 
     const zero = await scripts.admit(admitInput(user, 'z', 1n, { limit: 1000, rpm: 0, keyId: 'key-0' }));
-    t.match(zero, { kind: 'rate_limited', perMinute: true }, 'rpm 0 admits nothing');
+    t.match(zero, { kind: 'rate_limited', limit: 'rpm' }, 'rpm 0 admits nothing');
 
     // Spare per-minute slots 1 + floor((41 - 0 - 1) / 8) = 6, below the default window's 1 + floor(999 / 8).
     const grant = await scripts.admit(leaseInput(user, 'L', 1n, 50, { limit: 1000, rpm: 41, keyId: 'key-3' }));

@@ -101,6 +101,8 @@ t.test('422 for every bad field, naming it; nothing changes', async (t) => {
     ['negative rpm', { rate_limit_rpm: -1 }, 'rate_limit_rpm'],
     ['fractional tph', { rate_limit_tph: 1.5 }, 'rate_limit_tph'],
     ['negative tpd', { rate_limit_tpd: -10 }, 'rate_limit_tpd'],
+    ['rpm beyond its column (was a 500)', { rate_limit_rpm: 1e10 }, 'rate_limit_rpm'],
+    ['tph beyond exact counting', { rate_limit_tph: 1e17 }, 'rate_limit_tph'],
     ['disabled not a boolean', { disabled: 'yes' }, 'disabled'],
     ['negative credit limit', { credit_limit: -1 }, 'credit_limit'],
     ['unknown interval', { credit_reset_interval: 'hourly' }, 'credit_reset_interval'],

@@ -77,7 +77,7 @@ t.test('reasoning models return reasoning_content unless include_reasoning is fa
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({
-        model: 'deepseek/deepseek-reasoner', stream,
+        model: 'deepseek/deepseek-v4-flash', stream,
         messages: [{ role: 'user', content: 'think [[mock reasoning=5 chunks=3]]' }],
         ...(includeReasoning === undefined ? {} : { include_reasoning: includeReasoning }),
       }),

@@ -1,6 +1,7 @@
 // The operator's command line (`gateway` = dist/src/cli.js) and start-up config errors of the server
 // (dist/src/main.js): idempotent migrations, JWT minting, usage errors (exit 2), one-line env errors.
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { createHmac, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -80,7 +81,8 @@ t.test('gateway migrate applies the migrations once; the second run says up to d
   t.match(second.stdout, /up to date/i, 'second run says up to date');
   t.notMatch(second.stdout, /applied/, 'and applies nothing');
   const rows = await sql`select name from schema_migrations`;
-  t.same(rows.map((r) => r.name), ['0001_initial.sql'], 'each migration recorded once');
+  const files = readdirSync(new URL('../../migrations/', import.meta.url)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+  t.same(rows.map((r) => r.name).sort(), files, 'each migration file recorded once');
 });
 
 t.test('gateway token prints an HS256 JWT with sub and exp = now + ttl', async (t) => {

@@ -141,7 +141,7 @@ t.test('every out-of-range request field is a 400 whose error.param names the fi
   }
 
   const vision = await chat(key, {
-    model: 'deepseek/deepseek-chat',
+    model: 'deepseek/deepseek-v4-flash',
     messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }],
   });
   assertEnvelope(t, vision, 400, undefined, 'image to a model without vision');
@@ -152,18 +152,12 @@ t.test('every out-of-range request field is a 400 whose error.param names the fi
   t.equal(balance.credits, 1_000_000_000n, 'nothing charged');
 });
 
-t.test('model resolution: unknown is 404 model_not_found; unserved families are a clear 400, never 500', async (t) => {
+t.test('model resolution: unknown is 404 model_not_found, never 500', async (t) => {
   const { key } = await fastUser(gateway, 'models', '1');
   const unknown = await chat(key, { model: 'openai/gpt-does-not-exist', messages: msg('hi') });
   assertEnvelope(t, unknown, 404, 'model_not_found', 'unknown model');
   const bare = await chat(key, { model: 'gpt-4o-mini', messages: msg('hi') });
   assertEnvelope(t, bare, 404, 'model_not_found', 'upstream name without vendor prefix');
-  for (const model of ['anthropic/claude-sonnet-4-5', 'google/gemini-2.5-flash']) {
-    for (const stream of [false, true]) {
-      const response = await chat(key, { model, messages: msg('hi'), stream });
-      assertEnvelope(t, response, 400, 'model_not_supported', `${model} stream=${stream}`);
-    }
-  }
   const balance = await gateway.balanceNano('models');
   t.equal(balance.held, 0n);
   t.equal(balance.credits, 1_000_000_000n);
@@ -218,7 +212,7 @@ t.test('routing and health: unknown route 404 envelope, /healthz, /readyz', asyn
   t.equal(ready.body?.checks?.postgres, 'ok', 'readyz checks postgres');
 });
 
-t.test('the upstream receives stream_options.include_usage, its own model name, no include_reasoning; o4-mini gets max_completion_tokens and no temperature', async (t) => {
+t.test('the upstream receives stream_options.include_usage, its own model name, no include_reasoning; a GPT-6 reasoning model gets max_completion_tokens and no temperature', async (t) => {
   const { key } = await fastUser(gateway, 'upstream-body', '2');
   const recordOf = (marker: string) => gateway.mock.requests().find((r) => JSON.stringify(r.body).includes(marker));
 
@@ -248,14 +242,14 @@ t.test('the upstream receives stream_options.include_usage, its own model name, 
   t.notOk(plainSent && 'include_reasoning' in plainSent, 'include_reasoning is not sent upstream (non-streaming)');
   t.notOk(plainSent && 'stream_options' in plainSent, 'no stream_options on a non-streaming call');
 
-  const o4 = await chat(key, { model: 'openai/o4-mini', max_tokens: 50, temperature: 0.7, messages: msg('marker-o4 [[mock chunks=3]]') });
+  const o4 = await chat(key, { model: 'openai/gpt-6-luna', max_tokens: 50, temperature: 0.7, messages: msg('marker-o4 [[mock chunks=3]]') });
   t.equal(o4.status, 200);
-  t.equal(o4.body?.model, 'openai/o4-mini');
+  t.equal(o4.body?.model, 'openai/gpt-6-luna');
   const o4Sent = recordOf('marker-o4')?.body as Record<string, any>;
-  t.equal(o4Sent?.model, 'o4-mini');
+  t.equal(o4Sent?.model, 'gpt-6-luna');
   t.equal(o4Sent?.max_completion_tokens, 50, 'max_tokens is sent as max_completion_tokens');
   t.notOk(o4Sent && 'max_tokens' in o4Sent, 'max_tokens itself is not sent');
-  t.notOk(o4Sent && 'temperature' in o4Sent, 'temperature is not sent to o4-mini');
+  t.notOk(o4Sent && 'temperature' in o4Sent, 'temperature is not sent to a model without sampling knobs');
 });
 
 t.test('/metrics is Prometheus text over both HTTP threads, and the counts follow the traffic', async (t) => {

@@ -65,5 +65,22 @@ t.test('the seed prices every chat model of the issue at its list price', async 
   t.same(byId.get('anthropic/claude-haiku-4-5')!.usdPerMillion, { input: '1.00', cachedInput: '0.10', cacheWrite: '1.25', output: '5.00' });
   t.ok(byId.get('openai/o4-mini')!.capabilities.reasoning);
   t.ok(byId.get('deepseek/deepseek-reasoner')!.capabilities.reasoning);
+  for (const id of ['openai/o4-mini', 'deepseek/deepseek-chat', 'deepseek/deepseek-reasoner']) t.equal(byId.get(id)!.isActive, false, `${id}: retired upstream, kept inactive`);
   t.notOk(byId.get('openai/gpt-4o-mini')!.capabilities.reasoning);
+});
+
+t.test('a long-context tier prices every token of a call whose prompt passes its threshold', async (t) => {
+  const pro = {
+    input: perMillion('1.25'), cachedInput: perMillion('0.125'), cacheWrite: 0n, output: perMillion('10.00'),
+    longContext: { aboveTokens: 200_000, input: perMillion('2.50'), cachedInput: perMillion('0.25'), cacheWrite: 0n, output: perMillion('15.00') },
+  };
+  const usage = (promptTokens: number) => ({ promptTokens, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 1000 });
+  // 200,000 * 1.25 + 1,000 * 10 = 260,000 USD/1M = 0.26 USD; one token more: 200,001 * 2.50 + 1,000 * 15 = 0.5150025 USD
+  t.equal(tokenCostNano(pro, usage(200_000)), 260_000_000n, 'at the threshold: the base prices');
+  t.equal(tokenCostNano(pro, usage(200_001)), 515_002_500n, 'above it: the long-context prices for all of it');
+  t.equal(worstCaseCostNano(pro, 200_000, 1000), 260_000_000n, 'a worst case within the threshold reserves base prices');
+  t.equal(worstCaseCostNano(pro, 300_000, 1000), 765_000_000n, 'one that may pass it reserves the dearer tier');
+  t.ok(worstCaseCostNano(pro, 300_000, 1000) >= tokenCostNano(pro, usage(300_000)), 'and bounds the actual cost');
+  const seeded = CHAT_MODELS.find((m) => m.id === 'google/gemini-2.5-pro');
+  t.same(seeded?.longContext, { aboveTokens: 200_000, usdPerMillion: { input: '2.50', cachedInput: '0.25', cacheWrite: '0', output: '15.00' } }, 'the seed carries the tier');
 });

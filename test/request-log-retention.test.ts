@@ -1,5 +1,6 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { connect, ensureDatabase } from '../src/store/db.js';
 import { migrate } from '../src/store/migrate.js';
 import { dropExpiredRequestLogPartitions, ensureRequestLogPartitions } from '../src/store/request-logs.js';
@@ -17,7 +18,8 @@ t.test('request logs live in monthly partitions; retention drops whole months ol
     await sql.end({ timeout: 5 });
     await dropDatabase(ADMIN_URL, database);
   });
-  t.same(await migrate(sql), ['0001_initial.sql']);
+  const files = readdirSync(new URL('../../migrations/', import.meta.url)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+  t.same(await migrate(sql), files, 'every migration file, in order');
   t.same(await migrate(sql), [], 'a second run applies nothing');
 
   const partitions = async () => (await sql<{ name: string }[]>`

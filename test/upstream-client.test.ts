@@ -190,6 +190,43 @@ t.test('a body cut short by the server fails the consumer instead of ending it',
   t.equal(await failure(collect(response)), 'closed');
 });
 
+t.test('a consumer that cannot read the body fails the exchange (once) instead of throwing in the socket callback', async (t) => {
+  const { url, sockets } = await rawServer(t, (socket) => {
+    socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n');
+    setTimeout(() => socket.write('6\r\nsecond\r\n'), 20);
+  });
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => client.close());
+  const reading = async (early: boolean) => {
+    const response = await client.post(endpointOf(url, '/x'), headers, body);
+    if (early) await new Promise((resolve) => setTimeout(resolve, 50)); // both chunks arrive before anyone reads
+    const seen: string[] = [];
+    const errors: string[] = [];
+    await new Promise<void>((resolve) => {
+      response.consume({
+        data: (chunk) => {
+          seen.push(chunk.toString());
+          throw new Error('not an event I know');
+        },
+        end: () => resolve(),
+        error: (error) => {
+          errors.push(error instanceof UpstreamError ? `${error.reason}: ${error.message}` : String(error));
+          resolve();
+        },
+      });
+    });
+    return { seen, errors };
+  };
+  const live = await reading(false);
+  t.same(live.seen, ['first'], 'nothing more is delivered after the consumer failed');
+  t.same(live.errors, ['protocol: the response body could not be read: not an event I know'], 'the consumer gets one error');
+  t.ok(sockets[0]!.destroyed || (await new Promise((resolve) => { sockets[0]!.once('close', () => resolve(true)); setTimeout(() => resolve(sockets[0]!.destroyed), 500); })),
+    'the connection is closed, not kept for reuse');
+  const buffered = await reading(true);
+  t.same(buffered.seen, ['first'], 'the same when the chunks had arrived before consume');
+  t.equal(buffered.errors.length, 1);
+});
+
 t.test('pause stops reading the upstream; resume gets the rest (back-pressure)', async (t) => {
   const big = 'x'.repeat(64 * 1024);
   const server = http.createServer((_req, res) => {

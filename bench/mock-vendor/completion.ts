@@ -4,6 +4,7 @@ import type { Directives } from './directives.js';
 import { invalidParam, type MockError } from './errors.js';
 import { randomId } from './ids.js';
 import { buildUsage, promptTokens, type Usage } from './usage.js';
+import { cachedPromptTokens } from './prompt-cache.js';
 import { contentText, reasoningText, TOOL_ARGUMENT_FRAGMENTS } from './words.js';
 
 export interface MockBehaviour {
@@ -24,6 +25,8 @@ export interface ChatRequest {
   /** max_completion_tokens / max_tokens, whichever is smaller. */
   maxTokens: number | undefined;
   hasTools: boolean;
+  /** The request's `prompt_cache_key` ('' without one): the prompt cache's partition. */
+  promptCacheKey: string;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls';
@@ -86,6 +89,7 @@ export function parseChatRequest(body: unknown): ChatRequest | MockError {
     n,
     maxTokens: maxTokens === undefined ? maxCompletionTokens : Math.min(maxTokens, maxCompletionTokens ?? Infinity),
     hasTools: Array.isArray(req.tools) && req.tools.length > 0,
+    promptCacheKey: typeof req.prompt_cache_key === 'string' ? req.prompt_cache_key : '',
   };
 }
 
@@ -100,6 +104,7 @@ export function planCompletion(id: string, req: ChatRequest, directives: Directi
   const truncated = reasoningTokens + answerTokens < wantedReasoning + wantedAnswer;
   const finishReason: FinishReason = truncated ? 'length' : toolName !== undefined ? 'tool_calls' : 'stop';
   const perChoice = reasoningTokens + answerTokens;
+  const prompt = promptTokens(req.messages);
   return {
     id,
     created: Math.floor(Date.now() / 1000),
@@ -111,7 +116,8 @@ export function planCompletion(id: string, req: ChatRequest, directives: Directi
     finishReason,
     usage: directives.noUsage
       ? undefined
-      : buildUsage(promptTokens(req.messages), reasoningTokens * req.n, perChoice * req.n, directives.cached ?? 0),
+      : buildUsage(prompt, reasoningTokens * req.n, perChoice * req.n,
+        Math.max(directives.cached ?? 0, cachedPromptTokens(`${req.model}\n${req.promptCacheKey}`, JSON.stringify(req.messages), prompt))),
   };
 }
 

@@ -85,12 +85,17 @@ export function messageText(content: unknown): string {
   return text;
 }
 
-/** Directives from the last user message of a chat request's `messages`. */
+/**
+ * Directives from the last user message of a chat request's `messages`, or from the tool results
+ * after it: a tool result is what the model answers next (as Anthropic's and Gemini's user-turn
+ * tool results are), so a conversation's `[[mock tool=NAME]]` turn does not call the tool forever.
+ */
 export function directivesFromMessages(messages: unknown): Directives {
   if (!Array.isArray(messages)) return NONE;
   for (let i = messages.length - 1; i >= 0; i--) {
     const message: unknown = messages[i];
-    if (message !== null && typeof message === 'object' && (message as { role?: unknown }).role === 'user') {
+    const role = message !== null && typeof message === 'object' ? (message as { role?: unknown }).role : undefined;
+    if (role === 'user' || role === 'tool') {
       const text = messageText((message as { content?: unknown }).content);
       return text.includes(DIRECTIVE_MARKER) ? parseDirectives(text) : NONE;
     }

@@ -26,6 +26,9 @@ export const missingApiKey: MockError = {
   code: 'invalid_api_key',
 };
 
+/** A credential the mock refuses as a real vendor refuses a revoked key (tests of credential fallback). */
+export const isRevokedCredential = (credential: string | undefined): boolean => credential !== undefined && credential.includes('revoked');
+
 export const badJson = (detail: string): MockError => ({
   status: 400,
   message: `We could not parse the JSON body of your request. (${detail})`,

@@ -2,10 +2,15 @@
 // request by `[[mock ...]]` directives. Built to be cheap per request (the benchmark runs it next
 // to the gateway on a small machine): no logging, no per-chunk JSON.stringify, keep-alive on.
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { ANTHROPIC_MESSAGES_SUFFIX, anthropicMessages } from './anthropic.js';
 import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } from './completion.js';
 import { directivesFromMessages } from './directives.js';
-import { badJson, errorJson, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
+import { geminiRoute, isGeminiPath } from './gemini.js';
+import { endMidBody } from './connection.js';
+import { BEDROCK_PATH, MockCloud, TOKEN_PATH, type MockCloudOptions } from './cloud.js';
+import { badJson, errorJson, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
 import { randomId } from './ids.js';
 import { RequestLog, type MockRequestRecord } from './records.js';
 import { streamFrames, type Frame } from './stream.js';
@@ -17,6 +22,8 @@ export interface MockVendor {
   /** Like `http://127.0.0.1:PORT`, no trailing slash. */
   url: string;
   port: number;
+  /** The cloud side: tokens issued by the service-account token endpoint, and so on. */
+  cloud: MockCloud;
   requests(): MockRequestRecord[];
   clearRequests(): void;
   close(): Promise<void>;
@@ -29,6 +36,10 @@ export interface MockVendorOptions {
   defaults?: Partial<MockBehaviour>;
   /** How many recent request records to keep (default 200; 0 keeps none). */
   keepRequests?: number;
+  /** Serve HTTPS with this key and certificate (the URL is then https://). */
+  tls?: { key: string | Buffer; cert: string | Buffer };
+  /** The cloud forms' credentials the mock accepts (Bedrock's SigV4 secrets, service accounts' public keys). */
+  cloud?: MockCloudOptions;
 }
 
 const DEFAULT_BEHAVIOUR: MockBehaviour = { latencyMs: 0, chunks: 16, chunkDelayMs: 0 };
@@ -39,7 +50,9 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export async function startMockVendor(opts: MockVendorOptions = {}): Promise<MockVendor> {
   const behaviour: MockBehaviour = { ...DEFAULT_BEHAVIOUR, ...opts.defaults };
   const log = new RequestLog(opts.keepRequests ?? 200);
-  const server = http.createServer((req, res) => route(req, res, behaviour, log));
+  const cloud = new MockCloud(opts.cloud);
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud);
+  const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -53,9 +66,12 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
     });
   });
   const port = (server.address() as AddressInfo).port;
+  const url = `${opts.tls ? 'https' : 'http'}://${urlHost(host)}:${port}`;
+  cloud.url = url;
   return {
-    url: `http://${urlHost(host)}:${port}`,
+    url,
     port,
+    cloud,
     requests: () => log.list(),
     clearRequests: () => log.clear(),
     close: () =>
@@ -73,7 +89,9 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog): void {
+const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
+
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -81,6 +99,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
     inspect(req, res, log);
     return;
   }
+  if (isGeminiPath(path)) return geminiRoute(req, res, behaviour, log, (authorization) => cloud.tokenValid(authorization));
   const record: MockRequestRecord = {
     id: randomId('chatcmpl-', 29),
     path,
@@ -94,6 +113,22 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   };
   log.add(record);
   const exchange = new Exchange(res, record);
+  if (req.method === 'POST' && path.endsWith(ANTHROPIC_MESSAGES_SUFFIX)) return anthropicMessages(req, exchange, behaviour, readBody);
+  if (req.method === 'POST' && path === TOKEN_PATH) return cloud.token(req, exchange, readBody);
+  if (req.method === 'POST' && BEDROCK_PATH.test(path)) return cloud.bedrock(req, res, exchange, behaviour, path, query === -1 ? '' : url.slice(query));
+  const azure = req.method === 'POST' ? AZURE_PATH.exec(path) : null;
+  if (azure) {
+    // Azure OpenAI: the deployment is the model, the key comes in `api-key`, api-version is required.
+    const apiKey = req.headers['api-key'];
+    record.authorization = typeof apiKey === 'string' ? apiKey : undefined;
+    const version = new URLSearchParams(query === -1 ? '' : url.slice(query + 1)).get('api-version');
+    readBody(req, (err, text) => {
+      if (err) return exchange.sendError(err);
+      if (!version) return exchange.sendError({ status: 404, message: 'Resource not found', type: 'invalid_request_error', code: '404' });
+      chatCompletion(exchange, text, behaviour, decodeURIComponent(azure[1]!));
+    });
+    return;
+  }
   if (req.method !== 'POST' || !path.endsWith(CHAT_SUFFIX)) {
     req.resume();
     exchange.sendError(notFound(req.method ?? 'GET', path));
@@ -139,7 +174,7 @@ function readBody(req: http.IncomingMessage, done: (err: MockError | undefined, 
   req.on('error', () => {});
 }
 
-function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehaviour): void {
+function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehaviour, azureDeployment?: string): void {
   const record = exchange.record;
   let parseError: string | undefined;
   try {
@@ -148,16 +183,21 @@ function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehavio
     record.body = text;
     parseError = (err as Error).message;
   }
-  // Like OpenAI: authentication is checked before the body is looked at.
-  if (!hasBearerToken(record.authorization)) {
-    exchange.sendError(missingApiKey);
+  // Like OpenAI: authentication is checked before the body is looked at (Azure: an `api-key`).
+  if (azureDeployment === undefined ? !hasBearerToken(record.authorization) : !record.authorization) {
+    exchange.sendError(azureDeployment === undefined ? missingApiKey : { status: 401, message: 'Access denied due to missing subscription key. Make sure to include subscription key when making requests to an API.', type: 'invalid_request_error', code: '401' });
+    return;
+  }
+  if (isRevokedCredential(record.authorization)) {
+    exchange.sendError(simulatedFailure(401));
     return;
   }
   if (parseError !== undefined) {
     exchange.sendError(badJson(parseError));
     return;
   }
-  const request = parseChatRequest(record.body);
+  // The deployment names the model; the body's own `model` (if any) is ignored, as Azure does.
+  const request = parseChatRequest(azureDeployment === undefined ? record.body : { ...(record.body as object), model: azureDeployment });
   if ('status' in request) {
     exchange.sendError(request);
     return;
@@ -265,15 +305,9 @@ class Exchange {
     pump();
   }
 
-  /** Simulates an upstream dying mid-stream: what was written arrives, then the connection ends
-   * with the chunked body unterminated (no finish chunk, no usage, no [DONE]). */
   private cut(): void {
     this.cutByServer = true;
-    const socket = this.res.socket;
-    if (socket === null) return;
-    // end() flushes the corked writes first; destroying at once could drop them.
-    socket.end();
-    socket.once('finish', () => socket.destroy());
+    endMidBody(this.res);
   }
 }
 

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { ApiError } from '../http/errors.js';
 import type { Balances } from '../billing/balances.js';
 import { nanoToUsd } from '../billing/pricing.js';
@@ -6,7 +6,7 @@ import type { Metrics } from '../metrics.js';
 import { seconds } from '../metrics.js';
 import { log } from '../log.js';
 import { Lease } from './lease.js';
-import type { LeaseGrant, RateWindow } from './scripts.js';
+import { NO_KEY_LIMITS, type KeyLimits, type LeaseGrant, type RateLimitName, type RateWindow } from './scripts.js';
 import type { ScriptBatcher } from './script-batcher.js';
 
 export interface AdmissionLimits {
@@ -45,6 +45,19 @@ export interface Admitted {
 }
 
 const slotId = (userId: string, keyId: string) => `${userId}\n${keyId}`;
+
+/** A lease id names its key, so the janitor can find the key's spend hash of a lease it releases. */
+export const leaseIdFor = (keyId: string) => `${keyId}:${randomBytes(9).toString('base64url')}`;
+export const keyIdOfLease = (leaseId: string) => leaseId.slice(0, leaseId.lastIndexOf(':'));
+
+const sameKeyLimits = (a: KeyLimits, b: KeyLimits) =>
+  a === b || (a.rpm === b.rpm && a.tph === b.tph && a.tpd === b.tpd && a.capNano === b.capNano && a.periodStartMs === b.periodStartMs);
+
+const LIMIT_TEXT: Record<Exclude<RateLimitName, 'window'>, (value: number) => string> = {
+  rpm: (n) => `this API key's rate_limit_rpm of ${n} requests per minute`,
+  tph: (n) => `this API key's rate_limit_tph of ${n} tokens per hour is used up`,
+  tpd: (n) => `this API key's rate_limit_tpd of ${n} tokens per day is used up`,
+};
 
 /** Leases of one (user, key) pair in this thread. */
 interface LeaseSlot {
@@ -93,10 +106,10 @@ export class Admission {
   }
 
   /**
-   * Admits a call of worst-case cost `callNano` for a key with `rpm` requests per minute (null: no
-   * such limit), from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
+   * Admits a call of worst-case cost `callNano` and worst-case `callTokens` for a key with its own
+   * `limits`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
    */
-  async admit(userId: string, keyId: string, callNano: bigint, rpm: number | null = null): Promise<Admitted> {
+  async admit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS, callTokens = 1): Promise<Admitted> {
     const id = slotId(userId, keyId);
     let slot = this.slots.get(id);
     if (!slot) {
@@ -106,7 +119,12 @@ export class Admission {
     for (;;) {
       const nowMs = Date.now();
       slot.lastUsedAtMs = nowMs;
-      const current = slot.lease;
+      let current = slot.lease;
+      // A key whose limits changed (an update, or a new credit period) needs a lease granted under the new ones.
+      if (current && !sameKeyLimits(current.keyLimits, limits)) {
+        this.retire(current, nowMs);
+        current = undefined;
+      }
       if (current?.take(callNano, nowMs, this.policy.lifeMs)) return { lease: current, headers: rateLimitHeaders(current.rateWindow(nowMs)) };
       if (slot.opening) {
         // One lease opens at a time per key and thread; the calls behind it try it first, and if it
@@ -122,7 +140,7 @@ export class Admission {
         // thread never refuses a call for credit its own old lease still held.
         this.send(current);
       }
-      const opening = this.open(userId, keyId, callNano, Math.max(slot.nextCalls, slot.waiting + 1), rpm);
+      const opening = this.open(userId, keyId, callNano, callTokens, Math.max(slot.nextCalls, slot.waiting + 1), limits);
       slot.opening = opening;
       try {
         const lease = await opening;
@@ -135,12 +153,22 @@ export class Admission {
   }
 
   /**
+   * Reserves credit for one call whose request the rate windows already counted (a call that falls
+   * back from the user's own upstream credential to the platform's): the user's `available` and the
+   * key's `credit_limit` apply, the windows and token budgets do not count it again. Its lease admits
+   * nothing else and closes when the call settles.
+   */
+  async admitCredit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits, headers: Readonly<Record<string, string>>): Promise<Admitted> {
+    return { lease: await this.open(userId, keyId, callNano, 1, 0, limits), headers };
+  }
+
+  /**
    * Settles one call admitted from `lease`: `chargeNano` (capped at the call's worst case) is charged,
    * the rest goes back to the lease, and the ledger event leaves with the lease's next batch.
    * Returns what is charged.
    */
-  settle(lease: Lease, callId: string, callNano: bigint, chargeNano: bigint, event: string): bigint {
-    const charged = lease.settleCall(callId, callNano, chargeNano, event);
+  settle(lease: Lease, callId: string, callNano: bigint, chargeNano: bigint, tokens: number, event: string): bigint {
+    const charged = lease.settleCall(callId, callNano, chargeNano, tokens, event);
     // A one-call lease (or one that cannot admit the next call) is done: close it with this batch.
     if (lease.slotsLeft === 0 || lease.creditLeft === 0n) this.retire(lease, Date.now());
     this.queueFlush(lease);
@@ -156,19 +184,22 @@ export class Admission {
     clearInterval(this.sweepTimer);
   }
 
-  private async open(userId: string, keyId: string, callNano: bigint, wantCalls: number, rpm: number | null): Promise<Lease> {
+  private async open(userId: string, keyId: string, callNano: bigint, callTokens: number, wantCalls: number, limits: KeyLimits): Promise<Lease> {
+    const { rpm } = limits;
     const smallWindow = this.limits.requests < this.policy.minWindowLimit || (rpm !== null && rpm < this.policy.minWindowLimit);
-    const calls = smallWindow ? 1 : Math.min(this.policy.maxCalls, wantCalls);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const leaseId = randomUUID();
+    // 0 calls: credit for this one call only, outside the rate windows (see admitCredit).
+    const calls = wantCalls === 0 ? 0 : smallWindow ? 1 : Math.min(this.policy.maxCalls, wantCalls);
+    // At most three round trips: the balance and the key's spend may each need loading first.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const leaseId = leaseIdFor(keyId);
       // The lease's life counts from before the round trip: Redis scored its slots no earlier.
       const sentAtMs = Date.now();
       const started = process.hrtime.bigint();
       let result;
       try {
         result = await this.scripts.admit({
-          userId, keyId, leaseId, callNano, wantCreditNano: callNano * BigInt(calls), wantSlots: calls,
-          limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs, leaseLifeMs: this.policy.lifeMs, rpm,
+          userId, keyId, leaseId, callNano, wantCreditNano: callNano * BigInt(Math.max(1, calls)), wantSlots: calls,
+          limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs, leaseLifeMs: this.policy.lifeMs, keyLimits: limits, callTokens,
         });
       } catch (error) {
         // Without Redis nothing can be admitted safely: a retryable 503, not a 500.
@@ -177,35 +208,47 @@ export class Admission {
       this.admitDuration.observe(seconds(started));
       switch (result.kind) {
         case 'admitted':
-          return this.leaseOf(leaseId, userId, keyId, result.grant, callNano, sentAtMs);
-        case 'rate_limited': {
-          this.metrics.rejections.inc({ reason: 'rate_limited' });
-          const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
-          const which = result.perMinute
-            ? `this API key's rate_limit_rpm of ${rpm} requests per minute`
-            : `at most ${this.limits.requests} requests per ${this.limits.windowMs / 1000} seconds per API key`;
-          throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${which}. Retry after ${retryAfter} seconds.`,
-            null, {
-              'retry-after': String(retryAfter),
-              'retry-after-ms': String(result.retryAfterMs),
-              ...rateLimitHeaders({ limit: result.perMinute ? rpm! : this.limits.requests, remaining: 0, resetMs: result.retryAfterMs }),
-            });
-        }
+          return this.leaseOf(leaseId, userId, keyId, limits, result.grant, callNano, sentAtMs);
+        case 'rate_limited':
+          throw this.rateLimited(result.limit, result.retryAfterMs, limits);
         case 'insufficient_credits':
           this.metrics.rejections.inc({ reason: 'insufficient_credits' });
           throw new ApiError(402, 'insufficient_credits',
             `Insufficient credits: this request may cost up to ${nanoToUsd(callNano)} USD and ${nanoToUsd(Math.max(0, result.available))} USD is available.`);
+        case 'credit_limit_reached':
+          this.metrics.rejections.inc({ reason: 'credit_limit' });
+          throw new ApiError(402, 'credit_limit_exceeded',
+            `This API key's credit_limit of ${nanoToUsd(limits.capNano ?? 0n)} USD for the period that began ${new Date(limits.periodStartMs).toISOString()} ` +
+            `does not cover this request (up to ${nanoToUsd(callNano)} USD; ${nanoToUsd(Math.max(0, result.capLeftNano))} USD left). ` +
+            'It resets with the key\'s credit_reset_interval, or raise credit_limit.');
         case 'not_loaded':
           await this.balances.load(userId);
+          continue;
+        case 'spend_not_loaded':
+          await this.balances.loadKeySpend(userId, keyId, limits.periodStartMs);
           continue;
       }
     }
     throw new Error(`balance of ${userId} did not load`);
   }
 
-  private leaseOf(leaseId: string, userId: string, keyId: string, grant: LeaseGrant, callNano: bigint, sentAtMs: number): Lease {
+  private rateLimited(limit: RateLimitName, retryAfterMs: number, limits: KeyLimits): ApiError {
+    this.metrics.rejections.inc({ reason: limit === 'tph' || limit === 'tpd' ? 'token_limited' : 'rate_limited' });
+    const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    const value = limit === 'window' ? this.limits.requests : limits[limit]!;
+    const which = limit === 'window' ? `at most ${this.limits.requests} requests per ${this.limits.windowMs / 1000} seconds per API key` : LIMIT_TEXT[limit](value);
+    const window = { limit: value, remaining: 0, resetMs: retryAfterMs };
+    const headers = limit === 'tph' || limit === 'tpd'
+      ? { 'x-ratelimit-limit-tokens': String(value), 'x-ratelimit-remaining-tokens': '0', 'x-ratelimit-reset-tokens': `${retryAfterMs / 1000}s` }
+      : rateLimitHeaders(window);
+    return new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${which}. Retry after ${retryAfter} seconds.`, null, {
+      'retry-after': String(retryAfter), 'retry-after-ms': String(retryAfterMs), ...headers,
+    });
+  }
+
+  private leaseOf(leaseId: string, userId: string, keyId: string, limits: KeyLimits, grant: LeaseGrant, callNano: bigint, sentAtMs: number): Lease {
     this.metrics.leaseSlots.observe(grant.slots);
-    return new Lease(leaseId, userId, keyId, grant, callNano, sentAtMs);
+    return new Lease(leaseId, userId, keyId, limits, grant, callNano, sentAtMs);
   }
 
   /** Stops `lease` admitting, sizes its key's next lease from how fast this one ran out, and closes it once idle. */
@@ -247,17 +290,26 @@ export class Admission {
     lease.sending = true;
     const started = process.hrtime.bigint();
     const input = {
-      userId: lease.userId, keyId: lease.keyId, leaseId: lease.id, batch, ttlMs: this.limits.reservationTtlMs,
+      userId: lease.userId, keyId: lease.keyId, leaseId: lease.id, epoch: lease.epoch, batch, ttlMs: this.limits.reservationTtlMs,
       close, unusedSlots: close ? lease.slotsLeft : 0, releaseNano, calls,
     };
     const attempt = (tries: number): void => {
-      this.scripts.settle(input).then((result) => {
+      this.scripts.settle(input).then(async (result) => {
         this.settleDuration.observe(seconds(started));
-        if (result.kind === 'lease_unknown' && tries === 0 && !close) {
-          // Redis no longer knows the lease (its data was lost): these charges could not be applied.
-          log.error('lease unknown to Redis; its settled calls were not charged', {
-            leaseId: lease.id, userId: lease.userId, calls: calls.length, chargeNano: String(calls.reduce((sum, call) => sum + call.chargeNano, 0n)),
+        if (result.kind === 'not_loaded') {
+          // Redis lost the user's balance (and with it this lease): rebuild it, then charge the batch.
+          await this.balances.load(lease.userId);
+          attempt(tries + 1);
+          return;
+        }
+        if (result.kind === 'outside') {
+          this.metrics.settledOutsideLease.inc();
+          log.warn('calls charged without their lease (released at its deadline, or lost with Redis\'s data)', {
+            leaseId: lease.id, userId: lease.userId, calls: calls.length, chargedNano: String(result.chargedNano),
           });
+          if (!close) this.retire(lease, Date.now());
+        } else if (result.kind === 'closed' && !close) {
+          log.error('settlement batch for a lease Redis says was closed; not charged', { leaseId: lease.id, userId: lease.userId, batch, calls: calls.length });
           this.retire(lease, Date.now());
         }
         lease.batch = batch;
@@ -268,7 +320,7 @@ export class Admission {
         } else {
           this.send(lease);
         }
-      }, (error: Error) => {
+      }).catch((error: Error) => {
         // The same batch number again: applied once whatever happened to the first try.
         if (tries % 10 === 0) log.error('settlement batch failed; retrying', { leaseId: lease.id, batch, calls: calls.length, error });
         setTimeout(() => attempt(tries + 1), Math.min(1000, 10 * 2 ** Math.min(tries, 7))).unref();

@@ -34,6 +34,14 @@ export class RedisKeys {
   minuteWeights(userId: string, keyId: string): string {
     return `${this.user(userId)}:rpmw:${keyId}`;
   }
+  /** The key's spend in its credit period (hash: period start ms, spent, held by its open leases; nano-USD). */
+  keySpend(userId: string, keyId: string): string {
+    return `${this.user(userId)}:kspend:${keyId}`;
+  }
+  /** Tokens the key used, in minute and quarter-hour buckets, for its `rate_limit_tph`/`rate_limit_tpd`. */
+  keyTokens(userId: string, keyId: string): string {
+    return `${this.user(userId)}:ktok:${keyId}`;
+  }
   /** Last settlement batch applied to each open lease. */
   leaseBatches(userId: string): string {
     return `${this.user(userId)}:lbatch`;
@@ -49,8 +57,13 @@ export class RedisKeys {
   ledgerScanPattern(): string {
     return `${this.prefix}{u:*}:ledger`;
   }
-  userIdOfLedgerKey(key: string): string | undefined {
-    const match = /\{u:(.+)\}:ledger$/.exec(key.slice(this.prefix.length));
+  /** Every user's reservation deadlines, for the janitor's scan. */
+  deadlinesScanPattern(): string {
+    return `${this.prefix}{u:*}:resexp`;
+  }
+  /** The user a per-user key belongs to (user ids never contain '}'). */
+  userIdOf(key: string): string | undefined {
+    const match = /^\{u:([^}]+)\}:/.exec(key.slice(this.prefix.length));
     return match?.[1];
   }
   /** Pub/sub channel announcing API key changes (revocation, disable), so caches drop them at once. */

@@ -1,4 +1,4 @@
-import type { LeaseGrant, RateWindow, SettledCall } from './scripts.js';
+import type { KeyLimits, LeaseGrant, RateWindow, SettledCall } from './scripts.js';
 
 /**
  * One admission lease as its HTTP thread sees it: credit and rate-window slots reserved in Redis by
@@ -24,6 +24,8 @@ export class Lease {
   /** Number of the last batch sent; batches of one lease leave one at a time, in order. */
   batch = 0;
   sending = false;
+  /** The balance epoch it was opened in (settle.lua's test for a lease Redis lost). */
+  readonly epoch: string;
   private readonly window: RateWindow;
   private readonly windowResetAtMs: number;
 
@@ -31,14 +33,17 @@ export class Lease {
     readonly id: string,
     readonly userId: string,
     readonly keyId: string,
+    /** The key's limits it was granted under. */
+    readonly keyLimits: KeyLimits,
     grant: LeaseGrant,
     askingCallNano: bigint,
     nowMs: number,
   ) {
     this.window = grant.window;
+    this.epoch = grant.epoch;
     // The asking call is admitted from the grant at once.
     this.creditLeft = grant.creditNano - askingCallNano;
-    this.slotsLeft = grant.slots - 1;
+    this.slotsLeft = Math.max(0, grant.slots - 1); // a credit-only grant has no slot
     this.openedAtMs = nowMs;
     this.lastUsedAtMs = nowMs;
     this.windowResetAtMs = nowMs + grant.window.resetMs;
@@ -64,12 +69,12 @@ export class Lease {
   }
 
   /** A call admitted from this lease settled for `chargeNano` (at most its worst case `callNano`). */
-  settleCall(callId: string, callNano: bigint, chargeNano: bigint, event: string): bigint {
+  settleCall(callId: string, callNano: bigint, chargeNano: bigint, tokens: number, event: string): bigint {
     const charge = chargeNano > callNano ? callNano : chargeNano < 0n ? 0n : chargeNano;
     this.inFlight--;
     if (this.accepting) this.creditLeft += callNano - charge;
     else this.releaseNano += callNano - charge;
-    this.pending.push({ callId, chargeNano: charge, event });
+    this.pending.push({ callId, chargeNano: charge, tokens, event });
     return charge;
   }
 

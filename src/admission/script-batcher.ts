@@ -1,6 +1,6 @@
 import type { ChainableCommander } from 'ioredis';
 import type { RedisKeys } from './keys.js';
-import { admitResultOf, type AdmitInput, type AdmitResult, type Reply, type ScriptedRedis, type SettleInput, type SettleResult } from './scripts.js';
+import { admitResultOf, settleResultOf, type AdmitInput, type AdmitResult, type Reply, type ScriptedRedis, type SettleInput, type SettleResult } from './scripts.js';
 
 interface Queued {
   readonly add: (pipeline: ChainableCommander) => void;
@@ -23,12 +23,13 @@ export class ScriptBatcher {
 
   admit(input: AdmitInput): Promise<AdmitResult> {
     const { keys } = this;
-    const { userId, keyId } = input;
+    const { userId, keyId, keyLimits: limits } = input;
     return this.enqueue((pipeline) => pipeline.admit(
       keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
-      keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId),
+      keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.keySpend(userId, keyId), keys.keyTokens(userId, keyId),
       input.leaseId, input.callNano.toString(), input.wantCreditNano.toString(), input.wantSlots, input.limit, input.windowMs, input.ttlMs, input.leaseLifeMs,
-      input.rpm ?? -1,
+      limits.rpm ?? -1, limits.capNano === null ? -1 : limits.capNano.toString(), limits.periodStartMs, limits.tph ?? -1, limits.tpd ?? -1,
+      input.callTokens,
     )).then((reply) => admitResultOf(reply, input.limit));
   }
 
@@ -40,12 +41,11 @@ export class ScriptBatcher {
     const argv: (string | number)[] = [
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.ledger(userId),
       keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.leaseBatches(userId), keys.expiredLeases(userId),
-      keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
-      input.leaseId, input.batch, input.ttlMs, input.close ? 1 : 0, input.unusedSlots, input.releaseNano.toString(),
+      keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId), keys.keySpend(userId, keyId), keys.keyTokens(userId, keyId),
+      input.leaseId, input.batch, input.ttlMs, input.close ? 1 : 0, input.unusedSlots, input.releaseNano.toString(), input.epoch,
     ];
-    for (const call of input.calls) argv.push(call.callId, call.chargeNano.toString(), call.event);
-    return this.enqueue((pipeline) => pipeline.settle(...argv))
-      .then(([code, charged = 0]) => ({ kind: code === 0 ? 'applied' : code === 1 ? 'lease_unknown' : 'resent', chargedNano: BigInt(charged) }));
+    for (const call of input.calls) argv.push(call.callId, call.chargeNano.toString(), call.tokens, call.event);
+    return this.enqueue((pipeline) => pipeline.settle(...argv)).then(settleResultOf);
   }
 
   private enqueue(add: (pipeline: ChainableCommander) => void): Promise<Reply> {

@@ -5,13 +5,15 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 7, settle: 10, hydrate: 1, credit: 1 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 9, settle: 12, hydrate: 1, credit: 1, loadspend: 1, expire: 6 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];
 interface ScriptCommands {
   hydrate(k1: string, ...argv: (string | number)[]): Promise<number>;
   credit(k1: string, ...argv: (string | number)[]): Promise<Reply>;
+  loadspend(k1: string, ...argv: (string | number)[]): Promise<number>;
+  expire(...keysThenArgv: string[]): Promise<Reply>;
 }
 export type ScriptedRedis = Redis & ScriptCommands;
 
@@ -43,13 +45,34 @@ export interface LeaseGrant {
   readonly slots: number;
   readonly available: number;
   readonly window: RateWindow;
+  /** The balance's epoch: settle.lua tells by it whether Redis lost the lease with its data. */
+  readonly epoch: string;
 }
+
+/** Which of a key's rate limits refused a call. */
+export type RateLimitName = 'window' | 'rpm' | 'tph' | 'tpd';
+const RATE_LIMIT_NAMES: readonly RateLimitName[] = ['window', 'rpm', 'tph', 'tpd'];
 
 export type AdmitResult =
   | { readonly kind: 'admitted'; readonly grant: LeaseGrant }
-  | { readonly kind: 'rate_limited'; readonly retryAfterMs: number; readonly perMinute: boolean }
+  | { readonly kind: 'rate_limited'; readonly retryAfterMs: number; readonly limit: RateLimitName }
   | { readonly kind: 'insufficient_credits'; readonly available: number }
-  | { readonly kind: 'not_loaded' };
+  | { readonly kind: 'not_loaded' }
+  | { readonly kind: 'credit_limit_reached'; readonly capLeftNano: number }
+  | { readonly kind: 'spend_not_loaded' };
+
+/** A key's own limits, as admit.lua applies them. */
+export interface KeyLimits {
+  readonly rpm: number | null;
+  readonly tph: number | null;
+  readonly tpd: number | null;
+  /** `credit_limit` in nano-USD; null for none. */
+  readonly capNano: bigint | null;
+  /** Start of the key's current credit period (see credit-period.ts); only read with a cap. */
+  readonly periodStartMs: number;
+}
+
+export const NO_KEY_LIMITS: KeyLimits = Object.freeze({ rpm: null, tph: null, tpd: null, capNano: null, periodStartMs: 0 });
 
 export interface AdmitInput {
   readonly userId: string;
@@ -64,18 +87,21 @@ export interface AdmitInput {
   readonly ttlMs: number;
   /** A lease of more than one slot admits nothing after this long. */
   readonly leaseLifeMs: number;
-  /** The key's `rate_limit_rpm`; null or absent for none. */
-  readonly rpm?: number | null;
+  readonly keyLimits: KeyLimits;
+  /** The asking call's worst-case tokens (prompt bound plus output allowance), to size a lease under token budgets. */
+  readonly callTokens: number;
 }
 
 /** The one mapping from admit.lua's numeric codes to typed results. */
-export function admitResultOf([code, value = 0, slots = 0, available = 0, remaining = 0, resetMs = 0]: Reply, limit: number): AdmitResult {
+export function admitResultOf([code, value = 0, slots = 0, available = 0, remaining = 0, resetMs = 0, epoch = 0]: Reply, limit: number): AdmitResult {
   switch (code) {
-    case 0: return { kind: 'admitted', grant: { creditNano: BigInt(value), slots, available, window: { limit, remaining, resetMs } } };
-    // For a refusal the third field says which window refused: 1 for the key's per-minute one.
-    case 1: return { kind: 'rate_limited', retryAfterMs: value, perMinute: slots === 1 };
+    case 0: return { kind: 'admitted', grant: { creditNano: BigInt(value), slots, available, window: { limit, remaining, resetMs }, epoch: String(epoch) } };
+    // For a refusal the third field says which limit refused.
+    case 1: return { kind: 'rate_limited', retryAfterMs: value, limit: RATE_LIMIT_NAMES[slots] ?? 'window' };
     case 2: return { kind: 'insufficient_credits', available: value };
     case 3: return { kind: 'not_loaded' };
+    case 4: return { kind: 'credit_limit_reached', capLeftNano: value };
+    case 5: return { kind: 'spend_not_loaded' };
     default: throw new Error(`admit.lua returned unknown code ${String(code)}`);
   }
 }
@@ -84,6 +110,8 @@ export function admitResultOf([code, value = 0, slots = 0, available = 0, remain
 export interface SettledCall {
   readonly callId: string;
   readonly chargeNano: bigint;
+  /** Tokens the call used (prompt and completion), for the key's token budgets. */
+  readonly tokens: number;
   /** JSON of the ledger event; the writer turns it into Postgres rows. */
   readonly event: string;
 }
@@ -92,6 +120,7 @@ export interface SettleInput {
   readonly userId: string;
   readonly keyId: string;
   readonly leaseId: string;
+  readonly epoch: string;
   /** From 1, one more per batch of the lease; a resent number changes nothing. */
   readonly batch: number;
   readonly ttlMs: number;
@@ -102,13 +131,39 @@ export interface SettleInput {
 }
 
 export interface SettleResult {
-  /** `lease_unknown`: not open in Redis (already closed, or lost with Redis's data); `resent`: applied before. */
-  readonly kind: 'applied' | 'lease_unknown' | 'resent';
+  /**
+   * `closed`: closed before (this is a resend); `resent`: applied before; `not_loaded`: the balance
+   * must be hydrated and the batch sent again; `outside`: charged without the lease's reservation
+   * (the janitor released it, or Redis lost it).
+   */
+  readonly kind: 'applied' | 'closed' | 'resent' | 'not_loaded' | 'outside';
   readonly chargedNano: bigint;
+}
+
+const SETTLE_KINDS: readonly SettleResult['kind'][] = ['applied', 'closed', 'resent', 'not_loaded', 'outside'];
+
+export function settleResultOf([code, charged = 0]: Reply): SettleResult {
+  const kind = SETTLE_KINDS[code!];
+  if (!kind) throw new Error(`settle.lua returned unknown code ${String(code)}`);
+  return { kind, chargedNano: BigInt(charged) };
 }
 
 export function hydrate(redis: ScriptedRedis, keys: RedisKeys, userId: string, creditsNano: bigint, depositsNano: bigint): Promise<number> {
   return redis.hydrate(keys.balance(userId), creditsNano.toString(), depositsNano.toString());
+}
+
+/** Loads a key's period spend from Postgres figures unless Redis already has it. */
+export function loadSpend(redis: ScriptedRedis, keys: RedisKeys, userId: string, keyId: string, periodStartMs: number, spentNano: bigint): Promise<number> {
+  return redis.loadspend(keys.keySpend(userId, keyId), periodStartMs, spentNano.toString());
+}
+
+/** Releases a lease past its deadline (expire.lua); returns the nano-USD released, or undefined when it was not due. */
+export async function expireLease(redis: ScriptedRedis, keys: RedisKeys, userId: string, keyId: string, leaseId: string): Promise<bigint | undefined> {
+  const [released, amount = 0] = await redis.expire(
+    keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.leaseBatches(userId),
+    keys.expiredLeases(userId), keys.keySpend(userId, keyId), leaseId,
+  );
+  return released === 1 ? BigInt(amount) : undefined;
 }
 
 /** Returns the credits after the deposit, or undefined when the balance is not loaded in Redis. */

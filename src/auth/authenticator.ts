@@ -18,7 +18,7 @@ export interface AuthenticatedKey {
 }
 
 interface CacheEntry {
-  readonly until: number;
+  until: number;
   /** Undefined for a public id that names no live key (remembered briefly too). */
   readonly key: AuthenticatedKey | undefined;
   /** The secret that last matched the stored hash: later requests compare bytes instead of recomputing the HMAC. */
@@ -36,6 +36,15 @@ export function bearerToken(authorization: string): string {
 }
 
 export const looksLikeApiKey = (token: string) => token.startsWith('sk-');
+
+/** How long a key lookup may wait for Postgres (the driver waits for a reconnect without end). */
+const LOOKUP_TIMEOUT_MS = 2000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer from Postgres in ${ms} ms`)), ms); });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 /**
  * API keys by public id through an in-process cache (short TTL, dropped at once by a Redis pub/sub
@@ -97,7 +106,18 @@ export class Authenticator {
     const now = Date.now();
     const cached = this.cache.get(publicId);
     if (cached && cached.until > now) return cached;
-    const row = await findActiveKeyByPublicId(this.sql, publicId);
+    let row: ApiKeyRow | undefined;
+    try {
+      row = await withTimeout(findActiveKeyByPublicId(this.sql, publicId), LOOKUP_TIMEOUT_MS);
+    } catch (error) {
+      // Postgres is unreachable: a key seen before stays usable (revocations still arrive over
+      // Redis pub/sub); an unknown one gets a retryable 503, not a 500.
+      if (cached) {
+        cached.until = now + POSITIVE_TTL_MS;
+        return cached;
+      }
+      throw new ApiError(503, 'auth_unavailable', `API keys cannot be checked right now (${(error as Error).message}); retry shortly.`, null, { 'retry-after': '1' });
+    }
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
     const key = row && Object.freeze({
       id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row, allowedAddresses: new IpRanges(row.ip_whitelist),

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
-import { credit, hydrate, type ScriptedRedis } from '../admission/scripts.js';
+import { credit, hydrate, loadSpend, type ScriptedRedis } from '../admission/scripts.js';
 import { ensureAccount } from '../store/accounts.js';
-import { insertDeposit, ledgerTotals } from '../store/ledger.js';
+import { insertDeposit, keySpendSince, ledgerTotals } from '../store/ledger.js';
+import { evaluateAlerts } from './alerts.js';
+import { log } from '../log.js';
 
 export interface BalanceNano {
   readonly credits: bigint;
@@ -23,6 +25,12 @@ export class Balances {
     await hydrate(this.redis, this.keys, userId, totals.credits, totals.deposits);
   }
 
+  /** Loads a key's spend since its credit period began into Redis from Postgres unless it is already there. */
+  async loadKeySpend(userId: string, keyId: string, periodStartMs: number): Promise<void> {
+    const spent = await keySpendSince(this.sql, keyId, new Date(periodStartMs));
+    await loadSpend(this.redis, this.keys, userId, keyId, periodStartMs, spent);
+  }
+
   async get(userId: string): Promise<BalanceNano> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const [credits, held] = await this.redis.hmget(this.keys.balance(userId), 'credits', 'held');
@@ -32,8 +40,15 @@ export class Balances {
     throw new Error(`balance of ${userId} could not be loaded`);
   }
 
-  /** A top-up or coupon already committed in Postgres: bring it into Redis exactly once. */
+  /** A top-up or coupon already committed in Postgres: bring it into Redis exactly once, and re-arm balance alerts. */
   async applyCommittedDeposit(userId: string): Promise<bigint> {
+    const credits = await this.creditCommitted(userId);
+    // The deposit stands whatever happens to the alerts: a failure here is left to the periodic sweep.
+    await evaluateAlerts(this.sql, [userId]).catch((error) => log.error('balance alert evaluation after a deposit failed', { user: userId, error }));
+    return credits;
+  }
+
+  private async creditCommitted(userId: string): Promise<bigint> {
     const totals = await ledgerTotals(this.sql, userId);
     const credited = await credit(this.redis, this.keys, userId, totals.deposits);
     if (credited !== undefined) return credited;

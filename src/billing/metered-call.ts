@@ -18,8 +18,10 @@ export interface CallIdentity {
   readonly stream: boolean;
   /** The request id: the key of its request log and of its usage transaction. */
   readonly callId: string;
-  /** The call's worst-case cost, held for it on its lease. */
+  /** The call's worst-case cost, held for it on its lease (0 for a call on the user's own credential). */
   readonly reservedNano: bigint;
+  /** Served with the user's own upstream credential (BYOK): counted, never charged. */
+  readonly ownCredential?: boolean;
 }
 
 /**
@@ -62,7 +64,7 @@ export class MeteredCall {
     this.settled = true;
     const { keyId, model, endpoint, stream, callId, reservedNano } = this.identity;
     const billed = this.failed || !this.usage ? undefined : this.usage;
-    const charge = billed ? tokenCostNano(model.prices, billed) : 0n;
+    const charge = billed && !this.identity.ownCredential ? tokenCostNano(model.prices, billed) : 0n;
     const counted = this.usage ?? NO_USAGE;
     const event: LedgerEvent = {
       keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
@@ -70,7 +72,8 @@ export class MeteredCall {
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
       durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,
     };
-    const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, charge, JSON.stringify(event));
+    const tokens = billed ? billed.promptTokens + billed.completionTokens : 0;
+    const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, charge, tokens, JSON.stringify(event));
     if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
     if (billed && charged > 0n) this.recordUsage(model.id, billed, charged);
   }

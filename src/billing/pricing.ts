@@ -20,7 +20,9 @@ function divideRounded(numerator: bigint, denominator: bigint): bigint {
  * Actual cost in nano-USD: uncached input at the input price, cache reads and writes at their
  * prices, output at the output price; exact in nano-USD per million, rounded half up once per call.
  */
-export function tokenCostNano(prices: TokenPrices, usage: TokenUsage): bigint {
+export function tokenCostNano(tiers: TokenPrices, usage: TokenUsage): bigint {
+  const long = tiers.longContext;
+  const prices = long && usage.promptTokens > long.aboveTokens ? long : tiers;
   const cached = BigInt(Math.max(0, usage.cachedTokens));
   const writes = BigInt(Math.max(0, usage.cacheWriteTokens));
   const uncached = BigInt(Math.max(0, usage.promptTokens - usage.cachedTokens - usage.cacheWriteTokens));
@@ -33,7 +35,10 @@ export function tokenCostNano(prices: TokenPrices, usage: TokenUsage): bigint {
  * Worst-case cost reserved before the call: every input token at the dearest input rate and the
  * full output allowance, rounded up. Never below what `tokenCostNano` can charge for the same bounds.
  */
-export function worstCaseCostNano(prices: TokenPrices, maxInputTokens: number, maxOutputTokens: number): bigint {
+export function worstCaseCostNano(tiers: TokenPrices, maxInputTokens: number, maxOutputTokens: number): bigint {
+  const long = tiers.longContext;
+  // The long-context tier is the dearer one: it applies as soon as the prompt may pass its threshold.
+  const prices = long && maxInputTokens > long.aboveTokens ? long : tiers;
   const inputRate = [prices.input, prices.cachedInput, prices.cacheWrite].reduce((a, b) => (b > a ? b : a));
   const total = BigInt(maxInputTokens) * inputRate + BigInt(maxOutputTokens) * prices.output;
   return (total + PER_MILLION - 1n) / PER_MILLION;

@@ -15,6 +15,12 @@ export interface ChatCapabilities {
   readonly maxTokensField: 'max_tokens' | 'max_completion_tokens';
   /** Upper bound of the prompt tokens one image part can cost (for the worst-case reservation). */
   readonly maxImageTokens: number;
+  /**
+   * How the upstream's prompt cache is kept per end user: `key` a `prompt_cache_key` field, `breakpoint`
+   * the family's own cache-control marks (Anthropic), `prefix` a per-user salt ahead of the cached
+   * prefix (automatic prefix caches with no key), `none` no prompt cache.
+   */
+  readonly promptCache: 'key' | 'breakpoint' | 'prefix' | 'none';
 }
 
 /** Prices in nano-USD per one million units. */
@@ -23,6 +29,12 @@ export interface TokenPrices {
   readonly cachedInput: bigint;
   readonly cacheWrite: bigint;
   readonly output: bigint;
+  /** A dearer tier for every token of a call whose prompt is longer than `aboveTokens` (e.g. Gemini 2.5 Pro above 200K). */
+  readonly longContext?: LongContextPrices;
+}
+
+export interface LongContextPrices extends Omit<TokenPrices, 'longContext'> {
+  readonly aboveTokens: number;
 }
 
 export interface CatalogModel {

@@ -4,8 +4,13 @@ import type { Services } from '../services.js';
 import { Router } from './router.js';
 import { ApiError } from './errors.js';
 import { chatCompletions } from './routes/chat-completions.js';
+import { RESPONSES_OUTPUT } from './routes/responses.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { billingRoutes } from './routes/billing.js';
+import { billingAlertRoutes } from './routes/billing-alerts.js';
+import { byokRoutes } from './routes/byok.js';
+import { modelRoutes } from './routes/models.js';
+import { MULTIPART_OVERHEAD_BYTES, mediaRoutes } from './routes/media.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
@@ -37,18 +42,43 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     onUnexpectedError: (ctx, error) => log.error('unexpected error', { route: ctx.route, method: ctx.method, error }),
   });
 
-  const keys = apiKeyRoutes(services, new SealedBox(config.keySecret));
+  const box = new SealedBox(config.keySecret);
+  const keys = apiKeyRoutes(services, box);
+  const byok = byokRoutes(services, box);
   const billing = billingRoutes(services);
+  const alerts = billingAlertRoutes(services);
+  // One chat pipeline for both inference endpoints (one prompt-cache partition map, one set of metric children).
+  const chat = chatCompletions(services);
+  const models = modelRoutes(services);
+  const media = mediaRoutes(services);
 
   router
-    .post('/v1/chat/completions', chatCompletions(services))
+    .post('/v1/chat/completions', chat)
+    .post('/v1/responses', (ctx) => chat(ctx, RESPONSES_OUTPUT))
     .post('/api/v1/api-keys', keys.create)
     .get('/api/v1/api-keys', keys.list)
     .put('/api/v1/api-keys/:id', keys.update)
     .del('/api/v1/api-keys/:id', keys.revoke)
+    .get('/api/v1/byok', byok.list)
+    .post('/api/v1/byok', byok.create)
+    .put('/api/v1/byok/:id', byok.update)
+    .del('/api/v1/byok/:id', byok.remove)
     .get('/api/v1/billing/balance', billing.balance)
     .get('/api/v1/billing/transactions', billing.transactions)
     .post('/api/v1/billing/coupons/redeem', billing.redeem)
+    .post('/api/v1/billing/alerts', alerts.create)
+    .get('/api/v1/billing/alerts', alerts.list)
+    .del('/api/v1/billing/alerts/:id', alerts.remove)
+    // Model ids contain '/': one catch-all per prefix, the handler splits off the id (and '/pricing').
+    .get('/api/v1/models', models.list)
+    .get('/api/v1/models/popular', models.popular)
+    .get('/api/v1/models/*', models.one)
+    .get('/api/v1/pricing', models.pricing)
+    .get('/v1/models', models.v1List)
+    .get('/v1/models/*', models.v1One)
+    .post('/v1/uploads', media.upload, { maxBodyBytes: config.media.maxBytes + MULTIPART_OVERHEAD_BYTES })
+    .get('/media/:key', media.get)
+    .head('/media/:key', media.head)
     .get('/healthz', (ctx) => ctx.reply.json(200, { status: 'ok' }))
     .get('/readyz', async (ctx) => {
       if (ops.draining()) return ctx.reply.json(503, { status: 'draining', checks: {} });

@@ -50,6 +50,19 @@ export class Reply {
     });
   }
 
+  /** A HEAD answer: the headers a GET would send, `content-length` included, and no body. */
+  head(status: number, contentType: string, contentLength: number, headers?: Readonly<Record<string, string>>): void {
+    this.status = status;
+    if (!this.open) return;
+    this.finished = true;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      this.res.writeHeader('content-type', contentType);
+      if (headers) for (const name in headers) this.res.writeHeader(name, headers[name]!);
+      this.res.endWithoutBody(contentLength);
+    });
+  }
+
   json(status: number, value: unknown, headers?: Readonly<Record<string, string>>): void {
     this.send(status, JSON.stringify(value), 'application/json', headers);
   }

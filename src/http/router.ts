@@ -28,6 +28,11 @@ export interface RequestContext {
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
+export interface RouteOptions {
+  /** This route's body limit instead of the router's. */
+  readonly maxBodyBytes?: number;
+}
+
 export interface RouterOptions {
   readonly maxBodyBytes: number;
   readonly trustedProxies: IpRanges;
@@ -54,13 +59,15 @@ export class Router {
   constructor(private readonly app: TemplatedApp, private readonly options: RouterOptions) {}
 
   get(pattern: string, handler: Handler): this { return this.add('get', pattern, handler); }
-  post(pattern: string, handler: Handler): this { return this.add('post', pattern, handler); }
+  head(pattern: string, handler: Handler): this { return this.add('head', pattern, handler); }
+  post(pattern: string, handler: Handler, options?: RouteOptions): this { return this.add('post', pattern, handler, options); }
   put(pattern: string, handler: Handler): this { return this.add('put', pattern, handler); }
   del(pattern: string, handler: Handler): this { return this.add('del', pattern, handler); }
   /** Fallback for every method and path not registered. */
   any(pattern: string, handler: Handler): this { return this.add('any', pattern, handler); }
 
-  private add(method: 'get' | 'post' | 'put' | 'del' | 'any', pattern: string, handler: Handler): this {
+  private add(method: 'get' | 'head' | 'post' | 'put' | 'del' | 'any', pattern: string, handler: Handler, options: RouteOptions = {}): this {
+    const maxBodyBytes = options.maxBodyBytes ?? this.options.maxBodyBytes;
     const paramCount = (pattern.match(/:/g) ?? []).length;
     const withBody = method === 'post' || method === 'put' || method === 'any';
     this.app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
@@ -70,7 +77,7 @@ export class Router {
       const declared = req.getHeader('content-length');
       const methodName = req.getMethod();
       const bodyPromise = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
-        ? readBody(res, reply, this.options.maxBodyBytes, declared ? Number(declared) : undefined)
+        ? readBody(res, reply, maxBodyBytes, declared ? Number(declared) : undefined)
         : EMPTY_BODY;
       const ctx: RequestContext = {
         route: pattern,

@@ -16,14 +16,23 @@ import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { CatalogSnapshot } from '../catalog/snapshot.js';
 import { loadChatModels } from '../store/catalog.js';
-import { UpstreamClient, endpointOf } from '../providers/upstream-client.js';
+import { UpstreamClient } from '../providers/upstream-client.js';
+import type { UpstreamTarget } from '../providers/family.js';
+import { CHAT_FAMILIES } from '../providers/families.js';
+import { ByokCredentials } from '../providers/byok-credentials.js';
+import { ServiceAccountTokens } from '../providers/cloud/google-token.js';
+import { SealedBox } from '../auth/sealed-box.js';
 import { createMetrics } from '../metrics.js';
 import { configureLog, log } from '../log.js';
-import type { Services, VendorRoute } from '../services.js';
+import type { Services } from '../services.js';
 import type { MainToThread, ThreadToMain } from './thread-messages.js';
 import { closeTokenCounter } from '../billing/token-count.js';
+import { openMediaStorage } from '../media/open.js';
+import { MediaStore } from '../media/store.js';
 
 const CATALOG_REFRESH_MS = 60_000;
+/** Longest a /readyz check waits for Redis or Postgres to answer. */
+const READY_CHECK_MS = 2_000;
 const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
 const config = (workerData as { config: Config }).config;
@@ -47,19 +56,21 @@ const catalogTimer = setInterval(() => {
 }, CATALOG_REFRESH_MS);
 catalogTimer.unref();
 
-const vendors: Record<string, VendorRoute> = {};
-for (const vendor of Object.values(config.vendors)) {
-  vendors[vendor.name] = Object.freeze({
-    chatCompletions: endpointOf(vendor.baseUrl, '/chat/completions'),
-    headers: Object.freeze({ authorization: `Bearer ${vendor.apiKey}`, 'content-type': 'application/json' }),
-  });
-}
+const vendors: Record<string, UpstreamTarget> = {};
+for (const vendor of Object.values(config.vendors)) vendors[vendor.name] = Object.freeze({ baseUrl: vendor.baseUrl, apiKey: vendor.apiKey });
+
+const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
+const byok = new ByokCredentials(sql, new SealedBox(config.keySecret), vendors, new ServiceAccountTokens(upstream));
+
+const mediaStorage = await openMediaStorage(config.media);
+const media = mediaStorage && new MediaStore(mediaStorage, config.media.maxBytes);
 
 const services: Services = {
-  config, sql, redis, keys, auth, balances, admission, metrics,
+  config, sql, redis, keys, auth, balances, admission, metrics, byok, media,
   catalog: () => catalog,
-  upstream: new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs }),
+  upstream,
   vendors,
+  families: CHAT_FAMILIES,
   inflight: { count: 0 },
 };
 
@@ -67,11 +78,19 @@ const services: Services = {
 await subscriber.connect();
 await subscriber.subscribe(keys.keyEvents());
 subscriber.on('message', (_channel: string, message: string) => {
-  const [kind, publicId] = message.split(':');
-  if (publicId) auth.invalidate(publicId, kind === 'revoke');
+  // `<kind>:<subject>`: change/revoke name a key's public id, byok a user id (which may hold ':').
+  const at = message.indexOf(':');
+  const kind = message.slice(0, at);
+  const subject = message.slice(at + 1);
+  if (!subject) return;
+  if (kind === 'byok') byok.invalidate(subject);
+  else auth.invalidate(subject, kind === 'revoke');
 });
 // Messages published while the subscriber was reconnecting are lost: forget every cached key then.
-subscriber.on('ready', () => auth.forgetAll());
+subscriber.on('ready', () => {
+  auth.forgetAll();
+  byok.forgetAll();
+});
 
 let listenSocket: us_listen_socket | undefined;
 let requestSeq = 0;
@@ -87,10 +106,13 @@ registerRoutes(app, services, {
   }),
   ready: async () => {
     const checks: Record<string, string> = {};
-    await Promise.all([
-      redis.ping().then(() => { checks.redis = 'ok'; }, (error: Error) => { checks.redis = error.message; }),
-      sql`select 1`.then(() => { checks.postgres = 'ok'; }, (error: Error) => { checks.postgres = error.message; }),
-    ]);
+    // A query waiting for the driver to reconnect to a Postgres that is down waits until it is back:
+    // the probe answers within READY_CHECK_MS whatever the dependencies do.
+    const check = (name: string, probe: Promise<unknown>) => new Promise<void>((resolve) => {
+      const timer = setTimeout(() => { checks[name] = `no answer in ${READY_CHECK_MS} ms`; resolve(); }, READY_CHECK_MS);
+      probe.then(() => { checks[name] ??= 'ok'; }, (error: Error) => { checks[name] ??= error.message; }).finally(() => { clearTimeout(timer); resolve(); });
+    });
+    await Promise.all([check('redis', redis.ping()), check('postgres', sql`select 1`.execute())]);
     return { ok: checks.redis === 'ok' && checks.postgres === 'ok', checks };
   },
   draining: () => draining,

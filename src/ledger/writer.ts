@@ -15,6 +15,8 @@ export interface LedgerWriterOptions {
   readonly sweepMs?: number;
   readonly onError: (error: unknown) => void;
   readonly onWritten?: (events: number) => void;
+  /** The users whose events were just committed to Postgres (balance alerts evaluate them). */
+  readonly onUsersWritten?: (userIds: string[]) => void;
   /** An entry whose event cannot be read: its charge is written, its request log is not. */
   readonly onUnreadable?: (entry: { userId: string; streamId: string }) => void;
 }
@@ -98,6 +100,7 @@ export class LedgerWriter {
       });
       if (entries.length === 0) return 0;
       await this.write(entries);
+      this.options.onUsersWritten?.([...new Set(entries.map((e) => e.userId))]);
       if (again.length) deletions.sadd(this.keys.ledgerDirty(), ...again);
       await deletions.exec();
       this.options.onWritten?.(entries.length);
@@ -115,7 +118,7 @@ export class LedgerWriter {
       const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.ledgerScanPattern(), 'COUNT', 1000);
       cursor = next;
       for (const key of found) {
-        const userId = this.keys.userIdOfLedgerKey(key);
+        const userId = this.keys.userIdOf(key);
         if (userId) users.push(userId);
       }
     } while (cursor !== '0');

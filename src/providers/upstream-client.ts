@@ -423,8 +423,29 @@ class Exchange implements UpstreamResponse {
   }
 
   private deliver(chunk: Buffer): void {
-    if (this.consumer) this.consumer.data(chunk);
+    if (this.done) return;
+    if (this.consumer) this.feed(this.consumer, chunk);
     else this.early.push(chunk);
+  }
+
+  /** Hands a chunk to the consumer; false when the consumer could not read it (the exchange then failed). */
+  private feed(consumer: BodyConsumer, chunk: Buffer): boolean {
+    try {
+      consumer.data(chunk);
+      return true;
+    } catch (error) {
+      // A consumer that cannot read the body (a translator meeting an upstream error event) fails the
+      // exchange; thrown inside a socket callback it would take the thread down.
+      const failure = new UpstreamError(`the response body could not be read: ${(error as Error).message}`, 'protocol');
+      if (this.done) {
+        // The body had already ended (delivered late, from what arrived before `consume`).
+        this.failure = failure;
+        consumer.error(failure);
+      } else {
+        this.abortAndClose(failure);
+      }
+      return false;
+    }
   }
 
   private complete(): void {
@@ -463,7 +484,8 @@ class Exchange implements UpstreamResponse {
 
   consume(consumer: BodyConsumer): void {
     this.consumer = consumer;
-    for (const chunk of this.early.splice(0)) consumer.data(chunk);
+    // A chunk the consumer could not read has already been reported to it as the failure.
+    for (const chunk of this.early.splice(0)) if (!this.feed(consumer, chunk)) return;
     if (this.failure) consumer.error(this.failure);
     else if (this.done) consumer.end();
   }

@@ -17,6 +17,14 @@ export async function ledgerTotals(sql: AnySql, userId: string): Promise<{ credi
   return row!;
 }
 
+/** What a key was charged since `since` (its credit period), nano-USD. */
+export async function keySpendSince(sql: AnySql, keyId: string, since: Date): Promise<bigint> {
+  const [row] = await sql<{ spent: bigint }[]>`
+    select coalesce(-sum(credits_nano), 0)::bigint as spent from transactions
+    where api_key_id = ${keyId} and created_at >= ${since} and payment_method = 'usage'`;
+  return row!.spent;
+}
+
 export async function insertDeposit(sql: AnySql, deposit: { id: string; userId: string; creditsNano: bigint; method: string; reference: string | null }): Promise<void> {
   await sql`
     insert into transactions (id, user_id, credits_nano, payment_method, reference)

@@ -29,6 +29,17 @@ export interface GatewayOptions {
   readonly mock?: MockVendor;
   /** Reuse a database and Redis prefix (several gateway processes sharing state). */
   readonly shared?: { database: string; prefix: string };
+  /**
+   * Where the gateway (and `gateway.cli`) reach Postgres instead of the server itself, e.g. a
+   * TcpProxy in front of `postgresAddress()`; the test's own `gateway.sql` still connects directly.
+   */
+  readonly postgresVia?: { host: string; port: number };
+}
+
+/** Host and port of the Postgres server the tests use. */
+export function postgresAddress(): { host: string; port: number } {
+  const url = new URL(PG_BASE);
+  return { host: url.hostname, port: Number(url.port || 5432) };
 }
 
 export class Gateway {
@@ -93,10 +104,13 @@ export class Gateway {
   async ledgerSettled(user: string, timeoutMs = 10_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
-      const [pending, reservations] = await Promise.all([
-        this.redis.xlen(`${this.prefix}{u:${user}}:ledger`),
-        this.redis.hlen(`${this.prefix}{u:${user}}:res`),
-      ]);
+      // One MULTI: settle.lua adds the ledger entry and closes the reservation atomically, so two
+      // separate reads could see the stream before the entry and the reservations after it.
+      const replies = await this.redis.multi()
+        .xlen(`${this.prefix}{u:${user}}:ledger`)
+        .hlen(`${this.prefix}{u:${user}}:res`)
+        .exec();
+      const [pending, reservations] = (replies ?? []).map(([, value]) => value as number);
       if (pending === 0 && reservations === 0) return;
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -135,11 +149,16 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   const port = await freePort();
   const dbUrl = new URL(PG_BASE);
   dbUrl.pathname = `/${database}`;
+  const gatewayDbUrl = new URL(dbUrl);
+  if (options.postgresVia) {
+    gatewayDbUrl.hostname = options.postgresVia.host;
+    gatewayDbUrl.port = String(options.postgresVia.port);
+  }
   const env: Record<string, string> = {
     PORT: String(port),
     HOST: '127.0.0.1',
     HTTP_THREADS: String(options.threads ?? 1),
-    DATABASE_URL: dbUrl.toString(),
+    DATABASE_URL: gatewayDbUrl.toString(),
     REDIS_URL: REDIS_URL,
     REDIS_PREFIX: prefix,
     MOCK_VENDOR: 'off',

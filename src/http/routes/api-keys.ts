@@ -9,11 +9,14 @@ import type { SealedBox } from '../../auth/sealed-box.js';
 import { insertApiKey, listUserKeys, revokeUserKey, updateUserKey, type ApiKeyChanges, type ApiKeyRow } from '../../store/api-keys.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { usdToNano } from '../../catalog/model.js';
+import { keyPeriodStartMs } from '../../billing/credit-period.js';
+import { keySpendSince } from '../../store/ledger.js';
+import type { Sql } from '../../store/db.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The masked record of the spec; `full_key` only for keys whose text was kept (encrypted). */
-export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox): Record<string, unknown> {
+export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox, spend: KeySpend): Record<string, unknown> {
   const fullKey = row.full_key_enc ? box.open(row.full_key_enc) : undefined;
   const limited = row.credit_limit_nano !== null;
   return {
@@ -31,11 +34,22 @@ export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox): Record<string, 
     created_at: row.created_at.toISOString(),
     credit_limit: limited ? nanoToUsd(row.credit_limit_nano!) : null,
     credit_reset_interval: row.credit_reset_interval,
-    // Spend per period is tracked by a later change; nothing is counted against a limit yet.
-    credit_used: 0,
-    credit_period_start: limited && row.credit_period_start ? row.credit_period_start.toISOString() : null,
+    credit_used: nanoToUsd(spend.usedNano),
+    credit_period_start: spend.periodStartMs === null ? null : new Date(spend.periodStartMs).toISOString(),
     expires_at: row.expires_at ? row.expires_at.toISOString() : null,
   };
+}
+
+interface KeySpend {
+  readonly usedNano: bigint;
+  readonly periodStartMs: number | null;
+}
+
+/** What a key spent in its current credit period (Postgres, so it trails live charges by the ledger writer's pace). */
+async function keySpendOf(sql: Sql, row: ApiKeyRow, nowMs: number): Promise<KeySpend> {
+  if (row.credit_limit_nano === null) return { usedNano: 0n, periodStartMs: null };
+  const periodStartMs = keyPeriodStartMs(row, nowMs);
+  return { usedNano: await keySpendSince(sql, row.id, new Date(periodStartMs)), periodStartMs };
 }
 
 export function apiKeyRoutes(services: Services, box: SealedBox) {
@@ -68,7 +82,9 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
   const list = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
     const rows = await listUserKeys(sql, userId);
-    ctx.reply.json(200, rows.map((row) => maskedKeyRecord(row, box)));
+    const nowMs = Date.now();
+    const spends = await Promise.all(rows.map((row) => keySpendOf(sql, row, nowMs)));
+    ctx.reply.json(200, rows.map((row, i) => maskedKeyRecord(row, box, spends[i]!)));
   };
 
   const update = async (ctx: RequestContext): Promise<void> => {
@@ -89,7 +105,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
     // Every thread's cached copy of the key goes, so `disabled` and `expires_at` apply to the next request.
     await redis.publish(keys.keyEvents(), `change:${row.public_id}`);
-    ctx.reply.json(200, maskedKeyRecord(row, box));
+    ctx.reply.json(200, maskedKeyRecord(row, box, await keySpendOf(sql, row, Date.now())));
   };
 
   const revoke = async (ctx: RequestContext): Promise<void> => {
@@ -100,7 +116,10 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
     await redis
       .multi()
-      .del(keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id), keys.minuteWindow(userId, row.id), keys.minuteWeights(userId, row.id))
+      .del(
+        keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id), keys.minuteWindow(userId, row.id), keys.minuteWeights(userId, row.id),
+        keys.keySpend(userId, row.id), keys.keyTokens(userId, row.id),
+      )
       .publish(keys.keyEvents(), `revoke:${row.public_id}`)
       .exec();
     ctx.reply.send(204, '');

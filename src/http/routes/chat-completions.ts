@@ -1,21 +1,68 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
-import type { Services, VendorRoute } from '../../services.js';
+import type { Services } from '../../services.js';
 import type { CatalogModel } from '../../catalog/model.js';
 import { ApiError, badRequest } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
+import type { AnswerOptions, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
+import { endpointOf, type UpstreamEndpoint, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { NO_BYOK, byokProviderOf } from '../../providers/byok-credentials.js';
+import type { Admitted } from '../../admission/admission.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
+import { keyLimitsOf } from '../../billing/credit-period.js';
 import { MeteredCall, NO_USAGE } from '../../billing/metered-call.js';
-import { buildOpenAiChatBody, finishOpenAiCompletion, type FinishedCompletion } from '../../providers/openai/chat.js';
-import { OpenAiStreamRelay, generatedText } from '../../providers/openai/stream-relay.js';
-import { upstreamFailure } from '../../providers/upstream-errors.js';
-import type { UpstreamResponse } from '../../providers/upstream-client.js';
+import { upstreamErrorAsIs, upstreamFailure } from '../../providers/upstream-errors.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
+
+/**
+ * What an endpoint served by the chat pipeline makes of it: how its body becomes a chat request,
+ * and how the finished completion or the chunk stream is rendered. Chat completions leave the
+ * family's output as it is (no render, no stream wrapper: nothing added to its path).
+ */
+export interface ChatOutput {
+  /** The request log's and ledger event's endpoint name. */
+  readonly endpoint: string;
+  /** The validated chat request for a JSON body (400 naming the field otherwise). */
+  parse(body: Record<string, unknown>): ChatRequest;
+  /** Chat fields named in the pipeline's own 400s, as this endpoint's callers know them. */
+  readonly fieldNames?: Readonly<Record<string, string>>;
+  /** The response body for a finished chat.completion body and its usage. */
+  render?(completionJson: string, usage: NormalizedUsage, call: MeteredCall, request: ChatRequest): string;
+  /** A relay over the family's chunk relay, rendering this endpoint's events. */
+  stream?(relay: ChatStreamRelay, call: MeteredCall, request: ChatRequest): OutputRelay;
+}
+
+/** A stream relay that may add a tail once the call is settled and render its own error event. */
+export interface OutputRelay extends ChatStreamRelay {
+  /** The bytes that close the stream, given the settled usage. */
+  end?(usage: NormalizedUsage): Buffer;
+  /** The event telling the client the stream broke. */
+  errorEvent?(code: string, message: string): string;
+}
+
+export const CHAT_COMPLETIONS_OUTPUT: ChatOutput = Object.freeze({
+  endpoint: 'chat.completions',
+  parse: (body: Record<string, unknown>) => parseWith(ChatRequestSchema, body),
+});
+
+/** Runs `check`, naming the fields of its 400 as the endpoint's callers know them. */
+function withFieldNames<T>(names: Readonly<Record<string, string>>, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.param == null) throw error;
+    const head = /^[A-Za-z_]+/.exec(error.param)?.[0] ?? '';
+    const renamed = names[head];
+    if (!renamed) throw error;
+    const param = renamed + error.param.slice(head.length);
+    throw new ApiError(error.status, error.code, error.message.replaceAll(`'${error.param}'`, `'${param}'`).replaceAll(`'${head}'`, `'${renamed}'`), param, error.headers);
+  }
+}
 
 /** Rejects what the model cannot do before anything is reserved; returns the number of image parts. */
 function checkCapabilities(request: ChatRequest, model: CatalogModel): number {
@@ -38,13 +85,15 @@ function checkCapabilities(request: ChatRequest, model: CatalogModel): number {
 }
 
 /**
- * The worst case a call can cost: a token is at least one byte, so the body's size bounds the
+ * The worst case a call can use: a token is at least one byte, so the body's size bounds the
  * prompt's tokens; images at the model's worst image cost; the whole output allowance for each choice.
  */
-function reservationFor(request: ChatRequest, model: CatalogModel, bodyBytes: number, imageParts: number): bigint {
+function worstCaseTokens(request: ChatRequest, model: CatalogModel, bodyBytes: number, imageParts: number): { prompt: number; output: number } {
   const caps = model.capabilities;
-  const maxOutput = (request.max_completion_tokens ?? request.max_tokens ?? caps.maxOutputTokens) * (request.n ?? 1);
-  return worstCaseCostNano(model.prices, bodyBytes + imageParts * caps.maxImageTokens, maxOutput);
+  return {
+    prompt: bodyBytes + imageParts * caps.maxImageTokens,
+    output: (request.max_completion_tokens ?? request.max_tokens ?? caps.maxOutputTokens) * (request.n ?? 1),
+  };
 }
 
 /** Usage counted with the tokenizer when the upstream reported none. */
@@ -52,37 +101,72 @@ async function countedUsage(request: ChatRequest, generated: string): Promise<No
   return { ...NO_USAGE, ...(await countTokens(request.messages, generated)) };
 }
 
-function completionText(upstreamText: string): string {
-  const completion = JSON.parse(upstreamText) as { choices?: { message?: { content?: string | null; reasoning_content?: string } }[] };
-  return (completion.choices ?? []).map((choice) => (choice.message?.reasoning_content ?? '') + (choice.message?.content ?? '')).join('');
+
+/**
+ * A user's prompt-cache partition: an HMAC of the user id (and the caller's own `prompt_cache_key`,
+ * a partition inside the user's space) under the server secret, so the upstream never sees a user id
+ * and no caller can name another user's partition.
+ */
+function promptCachePartitions(secret: string): (userId: string, callerKey: string | null | undefined) => string {
+  const ofUser = new Map<string, string>();
+  const derive = (text: string) => createHmac('sha256', secret).update(text).digest('base64url').slice(0, 32);
+  return (userId, callerKey) => {
+    if (callerKey) return derive(`prompt-cache\n${userId}\n${callerKey}`);
+    let partition = ofUser.get(userId);
+    if (partition === undefined) {
+      if (ofUser.size >= 10_000) ofUser.clear();
+      partition = derive(`prompt-cache\n${userId}`);
+      ofUser.set(userId, partition);
+    }
+    return partition;
+  };
 }
 
-/** POST /v1/chat/completions for models of the OpenAI wire family. */
+/** Parsed upstream URLs: a vendor's few endpoints are parsed once, not per call. */
+const endpoints = new Map<string, UpstreamEndpoint>();
+function endpointFor(url: string): UpstreamEndpoint {
+  let endpoint = endpoints.get(url);
+  if (!endpoint) {
+    if (endpoints.size >= 1000) endpoints.clear();
+    endpoint = endpointOf(url, '');
+    endpoints.set(url, endpoint);
+  }
+  return endpoint;
+}
+
+/**
+ * The chat pipeline (auth, validation, admission, BYOK, the families, settlement, streaming) for
+ * every model whose wire family this gateway speaks: POST /v1/chat/completions as it is, and any
+ * endpoint that translates to it through a `ChatOutput` (POST /v1/responses).
+ */
 export function chatCompletions(services: Services) {
   const { admission, auth, metrics, upstream } = services;
   const ttfbOf = children((vendor) => metrics.upstreamTtfb.labels(vendor));
   const recordUsage = usageRecorder(metrics);
+  const cachePartition = promptCachePartitions(services.config.keySecret);
 
   /** Non-streaming: the whole completion, rewritten, after the settlement was sent. */
-  async function complete(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: UpstreamResponse, includeReasoning: boolean, headers: Readonly<Record<string, string>>): Promise<void> {
+  async function complete(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, headers: Readonly<Record<string, string>>, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
     const text = await response.text();
     call.firstByte();
     let finished: FinishedCompletion;
     try {
-      finished = finishOpenAiCompletion(text, model.id, includeReasoning);
+      finished = family.finish(text, model, options);
     } catch {
       metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'invalid_body' });
       throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a chat completion.`);
     }
-    call.settle(finished.usage ?? (await countedUsage(request, completionText(text))));
-    ctx.reply.send(200, finished.body, 'application/json', headers);
+    const usage = finished.usage ?? (await countedUsage(request, finished.generated));
+    call.settle(usage);
+    ctx.reply.send(200, output.render ? output.render(finished.body, usage, call, request) : finished.body, 'application/json', headers);
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */
-  async function relay(ctx: RequestContext, call: MeteredCall, request: ChatRequest, response: UpstreamResponse, includeReasoning: boolean, upstreamStarted: bigint, headers: Readonly<Record<string, string>>): Promise<void> {
+  async function relay(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: Readonly<Record<string, string>>, target: UpstreamTarget, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
-    const events = new OpenAiStreamRelay(model.id, includeReasoning);
+    const chunks = family.relay(model, options, target);
+    const events: OutputRelay = output.stream ? output.stream(chunks, call, request) : chunks;
     ctx.reply.beginStream(200, { ...SSE_HEADERS, ...headers });
     metrics.activeStreams.inc();
     try {
@@ -92,93 +176,185 @@ export function chatCompletions(services: Services) {
       });
       const rest = events.flush();
       if (rest) ctx.reply.write(rest);
-      call.settle(events.usage ?? (await countedUsage(request, generatedText(events.received))));
+      const usage = events.usage ?? (await countedUsage(request, events.generatedText()));
+      call.settle(usage);
+      if (events.end) ctx.reply.write(events.end(usage));
       ctx.reply.end();
     } catch (error) {
       if (call.clientAborted) {
         // The client left: it pays for the prompt and what was generated before it left.
         call.status = 499;
-        call.settle(events.usage ?? (await countedUsage(request, generatedText(events.received))));
+        call.settle(events.usage ?? (await countedUsage(request, events.generatedText())));
         return;
       }
       call.fail(502, 'upstream_stream_broken');
       metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'stream_broken' });
       log.warn('upstream stream broke', { model: model.id, error });
-      ctx.reply.write(sseErrorEvent('upstream_stream_broken', 'The upstream stream ended unexpectedly.'));
+      const message = 'The upstream stream ended unexpectedly.';
+      ctx.reply.write(events.errorEvent ? events.errorEvent('upstream_stream_broken', message) : sseErrorEvent('upstream_stream_broken', message));
       ctx.reply.end();
     } finally {
       metrics.activeStreams.dec();
     }
   }
 
-  async function callUpstream(ctx: RequestContext, call: MeteredCall, vendor: VendorRoute, request: ChatRequest, upstreamBody: string, headers: Readonly<Record<string, string>>): Promise<void> {
-    const { model, stream } = call.identity;
-    const includeReasoning = request.include_reasoning !== false;
-    // Only a stream is cut short when its client leaves (a signal for every call would cost CPU);
-    // a non-streaming call runs to its usage.
-    const abort = stream ? new AbortController() : undefined;
-    if (abort) {
-      ctx.reply.onAbort(() => {
-        call.clientAborted = true;
-        abort.abort();
-      });
+  /**
+   * One request's upstream calls: the client's abort cuts whichever call is running (a stream's; a
+   * non-streaming call runs to its usage, since a signal for every call would cost CPU).
+   */
+  class UpstreamSession {
+    current: MeteredCall | undefined;
+    private readonly abort: AbortController | undefined;
+
+    constructor(ctx: RequestContext, stream: boolean) {
+      this.abort = stream ? new AbortController() : undefined;
+      if (this.abort) {
+        const abort = this.abort;
+        ctx.reply.onAbort(() => {
+          if (this.current) this.current.clientAborted = true;
+          abort.abort();
+        });
+      }
     }
-    const upstreamStarted = process.hrtime.bigint();
-    let response: UpstreamResponse;
-    try {
-      response = await upstream.post(vendor.chatCompletions, vendor.headers as Record<string, string>, upstreamBody, abort?.signal);
-    } catch (error) {
-      if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
-      metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
-      throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${model.upstreamVendor} could not be reached: ${(error as Error).message}`);
-    }
-    if (response.status !== 200) {
-      metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
-      throw await upstreamFailure(response, model.upstreamVendor);
-    }
-    if (!stream) {
-      await complete(ctx, call, request, response, includeReasoning, headers);
-      ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
-    } else {
-      await relay(ctx, call, request, response, includeReasoning, upstreamStarted, headers);
+
+    /** Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or 499). */
+    async send(call: MeteredCall, upstreamRequest: UpstreamRequest): Promise<UpstreamResponse> {
+      this.current = call;
+      const { model } = call.identity;
+      try {
+        return await upstream.post(endpointFor(upstreamRequest.url), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, this.abort?.signal);
+      } catch (error) {
+        if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
+        metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
+        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${model.upstreamVendor} could not be reached: ${(error as Error).message}`);
+      }
     }
   }
 
-  return async (ctx: RequestContext): Promise<void> => {
-    const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
-    if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
-      throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+  /** Answers the client from a 200 upstream response, whole or streamed. */
+  async function serve(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, upstreamStarted: bigint, headers: Readonly<Record<string, string>>, target: UpstreamTarget, output: ChatOutput): Promise<void> {
+    const { model, stream, callId } = call.identity;
+    const options: AnswerOptions = { includeReasoning: request.include_reasoning !== false, id: `chatcmpl-${callId.replaceAll('-', '')}`, created: Math.floor(call.startedAtMs / 1000) };
+    if (!stream) {
+      await complete(ctx, call, family, request, response, options, headers, output);
+      ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
+    } else {
+      await relay(ctx, call, family, request, response, options, upstreamStarted, headers, target, output);
     }
-    const body = await ctx.body();
-    const request = parseWith(ChatRequestSchema, parseJsonObject(body));
-    const model = services.catalog().get(request.model);
-    if (!model) throw new ApiError(404, 'model_not_found', `The model '${request.model}' does not exist or is not available.`, 'model');
-    const vendor = model.family === 'openai' ? services.vendors[model.upstreamVendor] : undefined;
-    if (!vendor) {
-      throw badRequest(`The model '${model.id}' is served through the ${model.family} wire family, which this gateway does not serve yet.`, 'model', 'model_not_supported');
-    }
-    const imageParts = checkCapabilities(request, model);
-    const reservedNano = reservationFor(request, model, body.length, imageParts);
-    const callId = randomUUID();
-    const stream = request.stream === true;
-    const admitting = admission.admit(key.userId, key.id, reservedNano, key.row.rate_limit_rpm);
-    // Built while admission may be making its round trip.
-    const upstreamBody = buildOpenAiChatBody(request, model, stream);
-    const admitted = await admitting;
+  }
 
-    const call = new MeteredCall(admission, admitted, recordUsage, {
-      userId: key.userId, keyId: key.id, model, endpoint: 'chat.completions', stream, callId, reservedNano,
-    });
+  /** An upstream answer other than 200 as an error of ours (counted). */
+  async function refused(call: MeteredCall, response: UpstreamResponse): Promise<ApiError> {
+    const vendor = call.identity.model.upstreamVendor;
+    metrics.upstreamErrors.inc({ vendor, reason: String(response.status) });
+    return upstreamFailure(response, vendor);
+  }
+
+  /** Runs `work` for `call`; whatever happens, the call is settled once (a failure releases its reservation). */
+  async function metered(call: MeteredCall, work: () => Promise<void>): Promise<void> {
     try {
-      // A key revoked while this request waited must not reach the upstream.
-      if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-      // The request id is the call id: the key of its request log and of its usage transaction.
-      await callUpstream(ctx, call, vendor, request, upstreamBody, { ...admitted.headers, 'x-request-id': callId });
+      await work();
     } catch (error) {
       call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
       throw error;
     } finally {
       call.settle();
     }
+  }
+
+  return async (ctx: RequestContext, output: ChatOutput = CHAT_COMPLETIONS_OUTPUT): Promise<void> => {
+    const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
+      throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+    }
+    const body = await ctx.body();
+    const request = output.parse(parseJsonObject(body));
+    const model = services.catalog().get(request.model);
+    if (!model) throw new ApiError(404, 'model_not_found', `The model '${request.model}' does not exist or is not available.`, 'model');
+    const family = services.families[model.family];
+    const target = services.vendors[model.upstreamVendor];
+    if (!family || !target) {
+      throw badRequest(`The model '${model.id}' is served through the ${model.family} wire family, which this gateway does not serve yet.`, 'model', 'model_not_supported');
+    }
+    const imageParts = output.fieldNames ? withFieldNames(output.fieldNames, () => checkCapabilities(request, model)) : checkCapabilities(request, model);
+    const stream = request.stream === true;
+    const cache = { partition: cachePartition(key.userId, request.prompt_cache_key) };
+    const platformRequest = output.fieldNames
+      ? withFieldNames(output.fieldNames, () => family.request(request, model, stream, target, cache))
+      : family.request(request, model, stream, target, cache);
+    // The caller's body bounds the prompt's tokens, plus any prompt text the family added (a cache salt, an instruction).
+    const worst = worstCaseTokens(request, model, body.length + (platformRequest.addedPromptBytes ?? 0), imageParts);
+    const reservedNano = worstCaseCostNano(model.prices, worst.prompt, worst.output);
+    const limits = keyLimitsOf(key.row, Date.now());
+    // The request id is the call id: the key of its request log and of its usage transaction.
+    const callId = randomUUID();
+    const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano };
+    const session = new UpstreamSession(ctx, stream);
+    // A key revoked while this request waited must not reach the upstream, at any attempt.
+    const checkRevoked = () => {
+      if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
+    };
+
+    const provider = byokProviderOf(model.upstreamVendor);
+    const found = provider ? services.byok.forCall(key.userId, provider) : NO_BYOK;
+    const byok = found instanceof Promise ? await found : found;
+    let admitted: Admitted;
+    let platformIdentity = identity;
+    if (byok.candidates.length > 0 || byok.alwaysUse) {
+      // The user's own credentials first, in the spec's order: rate limits apply, nothing is reserved or charged.
+      const own = await admission.admit(key.userId, key.id, 0n, limits, worst.prompt + worst.output);
+      const headers = { ...own.headers, 'x-request-id': callId };
+      const call = new MeteredCall(admission, own, recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
+      let served = false;
+      await metered(call, async () => {
+        let last: ApiError | undefined;
+        for (const candidate of byok.candidates) {
+          checkRevoked();
+          if (candidate.problem !== undefined) {
+            // The row cannot call (no Vertex token, unreadable config): a failed attempt, recorded like any.
+            last = new ApiError(502, 'byok_credential_unusable', `The ${provider} credential '${candidate.label}' cannot be used: ${candidate.problem}`);
+            services.byok.failed(candidate, `${last.status} ${last.message}`);
+            continue;
+          }
+          const started = process.hrtime.bigint();
+          const response = await session.send(call, family.request(request, model, stream, candidate.target, cache)).catch((error: unknown) => {
+            if (call.clientAborted) throw error;
+            return error as ApiError;
+          });
+          if (response instanceof ApiError || response.status !== 200) {
+            if (!(response instanceof ApiError)) metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
+            last = response instanceof ApiError ? response : await upstreamErrorAsIs(response, model.upstreamVendor);
+            services.byok.failed(candidate, `${last.status} ${last.message}`);
+            continue;
+          }
+          services.byok.succeeded(candidate);
+          served = true;
+          await serve(ctx, call, family, request, response, started, headers, candidate.target, output);
+          return;
+        }
+        if (byok.alwaysUse) {
+          // No fallback to the platform credential: the upstream's own status and message, as it answered.
+          throw last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`);
+        }
+        call.fail(last?.status ?? 502, 'byok_fallback');
+      });
+      if (served) return;
+      // Every own credential failed: the platform serves it, reserved and charged like any call,
+      // without counting the request twice in the rate windows.
+      admitted = await admission.admitCredit(key.userId, key.id, reservedNano, limits, own.headers);
+      // Its own id: the failed attempts keep theirs in the request log.
+      platformIdentity = { ...identity, callId: randomUUID() };
+    } else {
+      admitted = await admission.admit(key.userId, key.id, reservedNano, limits, worst.prompt + worst.output);
+    }
+
+    const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
+    await metered(call, async () => {
+      checkRevoked();
+      const started = process.hrtime.bigint();
+      const response = await session.send(call, platformRequest);
+      if (response.status !== 200) throw await refused(call, response);
+      await serve(ctx, call, family, request, response, started, { ...admitted.headers, 'x-request-id': platformIdentity.callId }, target, output);
+    });
   };
 }

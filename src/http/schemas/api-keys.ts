@@ -3,7 +3,11 @@ import { isIpv4OrCidr } from '../../auth/ip-ranges.js';
 
 export const MAX_IP_WHITELIST = 10;
 
-const rateLimit = v.optional(v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'))));
+const limitUpTo = (max: number) =>
+  v.optional(v.nullable(v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(0, 'must not be negative'), v.maxValue(max, `must be at most ${max}`))));
+// Requests per minute fit the integer column; token budgets stay exact in Lua's doubles.
+const requestLimit = limitUpTo(1_000_000_000);
+const tokenLimit = limitUpTo(1_000_000_000_000_000);
 const name = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'));
 const ipWhitelist = v.optional(v.nullable(v.pipe(
   v.array(v.pipe(v.string(), v.trim(), v.check(isIpv4OrCidr, 'each entry must be an IPv4 address or CIDR'))),
@@ -16,9 +20,9 @@ const expiresAt = v.optional(v.nullable(v.pipe(v.string(), v.isoTimestamp('must 
 /** Create body of POST /api/v1/api-keys; violations are 422 as the spec lists them. */
 export const CreateApiKeySchema = v.strictObject({
   name,
-  rate_limit_rpm: rateLimit,
-  rate_limit_tph: rateLimit,
-  rate_limit_tpd: rateLimit,
+  rate_limit_rpm: requestLimit,
+  rate_limit_tph: tokenLimit,
+  rate_limit_tpd: tokenLimit,
   ip_whitelist: ipWhitelist,
   credit_limit: creditLimit,
   credit_reset_interval: v.optional(creditResetInterval, 'none'),
@@ -32,9 +36,9 @@ export const CreateApiKeySchema = v.strictObject({
  */
 export const UpdateApiKeySchema = v.strictObject({
   name: v.optional(name),
-  rate_limit_rpm: rateLimit,
-  rate_limit_tph: rateLimit,
-  rate_limit_tpd: rateLimit,
+  rate_limit_rpm: requestLimit,
+  rate_limit_tph: tokenLimit,
+  rate_limit_tpd: tokenLimit,
   ip_whitelist: ipWhitelist,
   disabled: v.optional(v.boolean('must be a boolean')),
   credit_limit: creditLimit,

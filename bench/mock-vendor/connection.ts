@@ -1,0 +1,13 @@
+import type http from 'node:http';
+
+/**
+ * Simulates an upstream dying mid-stream: what was written arrives, then the connection ends with
+ * the chunked body unterminated (no finish chunk, no usage, no [DONE]).
+ */
+export function endMidBody(res: http.ServerResponse): void {
+  const socket = res.socket;
+  if (socket === null) return;
+  // end() flushes the corked writes first; destroying at once could drop them.
+  socket.end();
+  socket.once('finish', () => socket.destroy());
+}

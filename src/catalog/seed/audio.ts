@@ -1,0 +1,96 @@
+import type { MediaSeed } from './types.js';
+
+/**
+ * Audio and music models (shared/reference/model-catalog-facts.md §5). Price lines:
+ * `audio_character` per input character (TTS), `audio_second` per second of output (music billed per
+ * minute upstream, 1/60 of it here, exact), `request` per generation, or tokens (`input_token`,
+ * `audio_output_token`) for token-billed speech models.
+ */
+export const AUDIO_MODELS: readonly MediaSeed[] = Object.freeze([
+  {
+    id: 'elevenlabs/eleven-v3', name: 'Eleven v3', provider: 'ElevenLabs', modality: 'audio',
+    description: 'ElevenLabs Eleven v3 text-to-speech: the most expressive ElevenLabs voice model.',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech'], family: 'elevenlabs', upstreamVendor: 'elevenlabs', upstreamModel: 'eleven_v3',
+    capabilities: { task: 'speech', sync: true },
+    prices: [{ component: 'audio_character', usd: '0.10', per: 1_000, confidence: 'B' }],
+    isPopular: true, source: 'developer.puter.com ElevenLabs API pricing (Jun 2026); LiteLLM says 0.18 per 1K',
+  },
+  {
+    id: 'elevenlabs/eleven-flash-v2.5', name: 'Eleven Flash v2.5', provider: 'ElevenLabs', modality: 'audio',
+    description: 'ElevenLabs Eleven Flash v2.5: low-latency text-to-speech.',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'cheap'], family: 'elevenlabs', upstreamVendor: 'elevenlabs', upstreamModel: 'eleven_flash_v2_5',
+    capabilities: { task: 'speech', sync: true },
+    prices: [{ component: 'audio_character', usd: '0.05', per: 1_000, confidence: 'B' }],
+    isPopular: false, source: 'developer.puter.com ElevenLabs API pricing (Jun 2026)',
+  },
+  {
+    id: 'elevenlabs/eleven-music', name: 'Eleven Music', provider: 'ElevenLabs', modality: 'audio',
+    description: 'ElevenLabs Eleven Music: songs and instrumentals from a text prompt.',
+    tags: ['audio', 'music'], family: 'elevenlabs', upstreamVendor: 'elevenlabs', upstreamModel: 'music_v1',
+    capabilities: { task: 'music', sync: true },
+    prices: [{ component: 'audio_second', usd: '0.005', confidence: 'B' }],
+    isPopular: false, source: 'developer.puter.com (0.30 per minute)',
+  },
+  {
+    id: 'minimax/speech-2.6-hd', name: 'MiniMax Speech 2.6 HD', provider: 'MiniMax', modality: 'audio',
+    description: 'MiniMax Speech 2.6 HD text-to-speech, synchronous or asynchronous for long text.',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech'], family: 'minimax', upstreamVendor: 'minimax', upstreamModel: 'speech-2.6-hd',
+    capabilities: { task: 'speech', sync: true },
+    prices: [{ component: 'audio_character', usd: '0.10', per: 1_000, confidence: 'A' }],
+    isPopular: false, source: 'LiteLLM minimax/speech-2.6-hd; wavespeed; aigateway',
+  },
+  {
+    id: 'minimax/music-2.5', name: 'MiniMax Music 2.5', provider: 'MiniMax', modality: 'audio',
+    description: 'MiniMax Music 2.5: a song with vocals from lyrics and a style prompt, priced per song.',
+    tags: ['audio', 'music'], family: 'minimax', upstreamVendor: 'minimax', upstreamModel: 'music-2.5',
+    capabilities: { task: 'music', sync: true },
+    prices: [{ component: 'request', usd: '0.15', confidence: 'C' }],
+    isPopular: false, source: '302.ai price list',
+  },
+  {
+    id: 'openai/gpt-4o-mini-tts', name: 'GPT-4o mini TTS', provider: 'OpenAI', modality: 'audio',
+    description: 'OpenAI GPT-4o mini TTS: steerable text-to-speech billed by text and audio tokens.',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech'], family: 'openai-audio', upstreamVendor: 'openai', upstreamModel: 'gpt-4o-mini-tts',
+    capabilities: { task: 'speech', sync: true },
+    prices: [
+      { component: 'input_token', usd: '0.60', per: 1_000_000, confidence: 'A' },
+      { component: 'audio_output_token', usd: '12.00', per: 1_000_000, confidence: 'A' },
+    ],
+    isPopular: true, source: 'LiteLLM + Portkey agree (legacy audio models retire 2027-01-20, exact list unverified)',
+  },
+  {
+    id: 'openai/tts-1-hd', name: 'TTS-1 HD', provider: 'OpenAI', modality: 'audio',
+    description: 'OpenAI TTS-1 HD text-to-speech (legacy).',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech'], family: 'openai-audio', upstreamVendor: 'openai', upstreamModel: 'tts-1-hd',
+    capabilities: { task: 'speech', sync: true },
+    prices: [{ component: 'audio_character', usd: '30.00', per: 1_000_000, confidence: 'A' }],
+    isPopular: false, status: 'legacy', source: 'LiteLLM + Portkey agree',
+  },
+  {
+    id: 'google/lyria-3.5', name: 'Lyria 3.5', provider: 'Google', modality: 'audio',
+    description: 'Google Lyria 3.5: full songs from a text prompt, priced per song.',
+    tags: ['audio', 'music'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'lyria-3.5',
+    capabilities: { task: 'music', sync: true },
+    prices: [{ component: 'request', usd: '0.08', confidence: 'A' }],
+    isPopular: true, source: 'Gemini API pricing page',
+  },
+  {
+    id: 'google/gemini-2.5-flash-tts', name: 'Gemini 2.5 Flash TTS', provider: 'Google', modality: 'audio',
+    description: 'Google Gemini 2.5 Flash TTS (preview): controllable single- and multi-speaker speech billed by tokens.',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'preview'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'gemini-2.5-flash-preview-tts',
+    capabilities: { task: 'speech', sync: true },
+    prices: [
+      { component: 'input_token', usd: '0.50', per: 1_000_000, confidence: 'B' },
+      { component: 'audio_output_token', usd: '10.00', per: 1_000_000, confidence: 'B' },
+    ],
+    isPopular: false, status: 'preview', source: 'Portkey google.json',
+  },
+  {
+    id: 'suno/suno-v5.5', name: 'Suno v5.5', provider: 'Suno', modality: 'audio',
+    description: 'Suno v5.5 music generation (two tracks per generation). Not offered: Suno has no official API, only third-party wrappers.',
+    tags: ['audio', 'music', 'no-official-api', 'price-unverified'], family: 'suno-wrapper', upstreamVendor: 'suno', upstreamModel: 'v5.5',
+    capabilities: { task: 'music', sync: false },
+    prices: [{ component: 'request', usd: '0.111', confidence: 'unverified' }],
+    isPopular: false, isActive: false, source: 'evolink; aivideoapi; apiframe (no official API)',
+  },
+].map((seed) => Object.freeze(seed)) as MediaSeed[]);

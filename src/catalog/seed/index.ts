@@ -1,0 +1,125 @@
+import { usdToNano, type Modality } from '../model.js';
+import { CATALOG_VENDORS, MODALITIES } from '../vendors.js';
+import { COMPONENT_UNITS, checkTier } from '../price-record.js';
+import { VENDORS } from '../../config.js';
+import { CHAT_MODELS, type ChatSeed } from './chat.js';
+import { IMAGE_MODELS } from './image.js';
+import { VIDEO_MODELS } from './video.js';
+import { AUDIO_MODELS } from './audio.js';
+import { ALIASES } from './aliases.js';
+import type { AliasSeed, Confidence, Lifecycle, MediaSeed } from './types.js';
+
+/** A `models` row as the sync writes it. */
+export interface ModelSeedRow {
+  id: string; name: string; provider: string; modality: Modality; description: string; tags: string[];
+  family: string; upstream_vendor: string; upstream_model: string; capabilities: Record<string, unknown>;
+  alias_of: string | null; is_popular: boolean; is_active: boolean; status: Lifecycle; retired_at: string | null; source: string;
+}
+
+/** A `model_prices` row; amounts as decimal strings of nano-USD per one million units. */
+export interface PriceSeedRow {
+  model_id: string; component: string; tier: string; nano_usd_per_million: string; list_nano_usd_per_million: string | null; confidence: Confidence;
+}
+
+export interface CatalogRows {
+  readonly models: readonly ModelSeedRow[];
+  readonly prices: readonly PriceSeedRow[];
+}
+
+/** The chat families this gateway speaks (src/providers/<family>/). */
+const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'];
+const CHAT_COMPONENTS = [['input_token', 'input'], ['cached_input_token', 'cachedInput'], ['cache_write_token', 'cacheWrite'], ['output_token', 'output']] as const;
+const ALIAS_ID = /^(chat|image|video|audio)_generate\.[a-z0-9_]+$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+function chatRows(seed: ChatSeed): { model: ModelSeedRow; prices: PriceSeedRow[] } {
+  const isActive = seed.isActive ?? true;
+  if (isActive && (!SERVED_CHAT_FAMILIES.includes(seed.family) || !(VENDORS as readonly string[]).includes(seed.upstreamVendor))) {
+    throw new Error(`chat model ${seed.id}: family ${seed.family} through vendor ${seed.upstreamVendor} cannot be served; mark it inactive`);
+  }
+  const confidence = seed.confidence ?? 'A';
+  const tiers: [string, ChatSeed['usdPerMillion']][] = [['', seed.usdPerMillion]];
+  if (seed.longContext) tiers.push([`prompt>${seed.longContext.aboveTokens}`, seed.longContext.usdPerMillion]);
+  return {
+    model: {
+      id: seed.id, name: seed.name, provider: seed.provider, modality: 'chat', description: seed.description, tags: [...seed.tags],
+      family: seed.family, upstream_vendor: seed.upstreamVendor, upstream_model: seed.upstreamModel, capabilities: { ...seed.capabilities },
+      alias_of: null, is_popular: seed.isPopular, is_active: isActive, status: seed.status ?? 'active', retired_at: seed.retiredAt ?? null, source: seed.source ?? '',
+    },
+    prices: tiers.flatMap(([tier, prices]) => CHAT_COMPONENTS.map(([component, field]) => ({
+      model_id: seed.id, component, tier, nano_usd_per_million: usdToNano(prices[field]).toString(), list_nano_usd_per_million: null, confidence,
+    }))),
+  };
+}
+
+const PER_MILLION = { 1: 1_000_000n, 1000: 1_000n, 1000000: 1n } as const;
+
+function mediaRows(seed: MediaSeed): { model: ModelSeedRow; prices: PriceSeedRow[] } {
+  return {
+    model: {
+      id: seed.id, name: seed.name, provider: seed.provider, modality: seed.modality, description: seed.description, tags: [...seed.tags],
+      family: seed.family, upstream_vendor: seed.upstreamVendor, upstream_model: seed.upstreamModel, capabilities: { ...seed.capabilities },
+      alias_of: null, is_popular: seed.isPopular, is_active: seed.isActive ?? true, status: seed.status ?? 'active', retired_at: seed.retiredAt ?? null, source: seed.source,
+    },
+    prices: seed.prices.map((price) => {
+      const scale = PER_MILLION[price.per ?? 1];
+      return {
+        model_id: seed.id, component: price.component, tier: price.tier ?? '',
+        nano_usd_per_million: (usdToNano(price.usd) * scale).toString(),
+        list_nano_usd_per_million: price.listUsd === undefined ? null : (usdToNano(price.listUsd) * scale).toString(),
+        confidence: price.confidence,
+      };
+    }),
+  };
+}
+
+function aliasRow(alias: AliasSeed, target: ModelSeedRow): ModelSeedRow {
+  const task = ALIAS_ID.exec(alias.id)?.[1];
+  if (!task) throw new Error(`alias ${alias.id}: must look like <task>_generate.<name>`);
+  if (task !== target.modality) throw new Error(`alias ${alias.id}: task ${task} but ${target.id} is ${target.modality}`);
+  if (target.alias_of !== null) throw new Error(`alias ${alias.id}: points at another alias`);
+  return {
+    ...target,
+    id: alias.id,
+    name: `${target.name} (deprecated id)`,
+    description: `Deprecated identifier of ${target.id} (${target.name}), priced as it. ${target.description}`,
+    tags: [...new Set(['deprecated', ...target.tags])],
+    alias_of: target.id,
+    is_popular: false,
+    source: alias.note,
+  };
+}
+
+/** Every row of the catalog seed, checked: vendors, ids, servability of chat models, price components and tiers, aliases. */
+export function catalogRows(): CatalogRows {
+  const built = [...CHAT_MODELS.map(chatRows), ...[...IMAGE_MODELS, ...VIDEO_MODELS, ...AUDIO_MODELS].map(mediaRows)];
+  const models = new Map<string, ModelSeedRow>();
+  for (const { model } of built) {
+    const vendor = CATALOG_VENDORS.find((v) => v.name === model.provider);
+    if (!vendor) throw new Error(`model ${model.id}: unknown provider ${model.provider}`);
+    if (!model.id.startsWith(`${vendor.slug}/`)) throw new Error(`model ${model.id}: id must start with ${vendor.slug}/`);
+    if (!(MODALITIES as readonly string[]).includes(model.modality)) throw new Error(`model ${model.id}: bad modality`);
+    if (model.retired_at !== null && !DATE.test(model.retired_at)) throw new Error(`model ${model.id}: bad retiredAt`);
+    if (models.has(model.id)) throw new Error(`model ${model.id}: listed twice`);
+    models.set(model.id, model);
+  }
+  const prices = built.flatMap((entry) => entry.prices);
+  const seen = new Set<string>();
+  for (const price of prices) {
+    if (!(price.component in COMPONENT_UNITS)) throw new Error(`model ${price.model_id}: unknown price component ${price.component}`);
+    checkTier(price.tier);
+    const key = `${price.model_id} ${price.component} ${price.tier}`;
+    if (seen.has(key)) throw new Error(`price ${key}: listed twice`);
+    seen.add(key);
+  }
+  for (const model of models.values()) {
+    if (model.is_active && model.modality === 'chat' && !prices.some((p) => p.model_id === model.id)) throw new Error(`chat model ${model.id}: active without prices`);
+  }
+  const aliases = ALIASES.map((alias) => {
+    const target = models.get(alias.aliasOf);
+    if (!target) throw new Error(`alias ${alias.id}: unknown target ${alias.aliasOf}`);
+    if (models.has(alias.id)) throw new Error(`alias ${alias.id}: listed twice`);
+    return aliasRow(alias, target);
+  });
+  return { models: [...models.values(), ...aliases], prices };
+}

@@ -1,0 +1,169 @@
+// A family's chat.completion.chunk SSE stream as the Responses-style `response.*` events.
+import type { ChatStreamRelay } from '../../providers/family.js';
+import type { NormalizedUsage } from '../../providers/usage.js';
+import { functionCallItemId, messageItemId, responseObject, statusOf, type FunctionCallItem, type MessageItem, type OutputItem, type ResponseMeta } from './response-object.js';
+
+const EVENT_BOUNDARY = /\r?\n\r?\n/;
+
+/**
+ * Wraps a family's relay (which keeps doing the billing work: usage, generated text) and turns the
+ * chunks it emits into Responses events, in the standard order:
+ * `response.created`, `response.in_progress`, then per output item `response.output_item.added`,
+ * (`response.content_part.added`, `response.output_text.delta`..., `response.output_text.done`,
+ * `response.content_part.done` | `response.function_call_arguments.delta`...,
+ * `response.function_call_arguments.done`), `response.output_item.done`; last `response.completed`
+ * (or `response.incomplete` when the answer was cut off). Every event carries `sequence_number`.
+ */
+export class ResponsesEventRelay implements ChatStreamRelay {
+  private sequence = 0;
+  private started = false;
+  private ended = false;
+  private readonly output: OutputItem[] = [];
+  /** The item being streamed, and for a function call the upstream's tool-call index. */
+  private open: MessageItem | FunctionCallItem | undefined;
+  private openToolIndex = -1;
+  private messages = 0;
+  private calls = 0;
+  private finishReason: unknown;
+
+  constructor(private readonly inner: ChatStreamRelay, private readonly meta: ResponseMeta) {}
+
+  get usage(): NormalizedUsage | undefined {
+    return this.inner.usage;
+  }
+
+  generatedText(): string {
+    return this.inner.generatedText();
+  }
+
+  push(chunk: Buffer): Buffer | undefined {
+    return this.translate(this.inner.push(chunk));
+  }
+
+  flush(): Buffer | undefined {
+    return this.translate(this.inner.flush());
+  }
+
+  /** The upstream ended and the call is settled: the open item closes and the response completes. */
+  end(usage: NormalizedUsage): Buffer {
+    let out = this.start();
+    if (this.ended) return Buffer.from(out);
+    this.ended = true;
+    out += this.closeItem();
+    const { status, incomplete_details } = statusOf(this.finishReason);
+    const response = responseObject(this.meta, status, incomplete_details, this.output, usage);
+    out += this.event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+    return Buffer.from(out);
+  }
+
+  /** An `error` event for a stream that broke after its headers went out. */
+  errorEvent(code: string, message: string): string {
+    return this.start() + this.event('error', { code, message, param: null, error: { message, type: 'api_error', code } });
+  }
+
+  private event(type: string, fields: Record<string, unknown>): string {
+    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...fields })}\n\n`;
+  }
+
+  private start(): string {
+    if (this.started) return '';
+    this.started = true;
+    const response = responseObject(this.meta, 'in_progress', null, [], null);
+    return this.event('response.created', { response }) + this.event('response.in_progress', { response });
+  }
+
+  private translate(bytes: Buffer | undefined): Buffer | undefined {
+    let out = this.start();
+    if (bytes && bytes.length > 0) {
+      for (const event of bytes.toString('utf8').split(EVENT_BOUNDARY)) {
+        const dataAt = event.indexOf('data:');
+        if (dataAt === -1) continue;
+        const payload = event.slice(dataAt + 5).trim();
+        if (!payload.startsWith('{')) continue; // `[DONE]`: the response completes in `end`
+        let chunk: { choices?: { delta?: Record<string, any>; finish_reason?: unknown }[] };
+        try {
+          chunk = JSON.parse(payload);
+        } catch {
+          continue;
+        }
+        const choice = chunk.choices?.[0];
+        if (choice) out += this.choice(choice);
+      }
+    }
+    return out ? Buffer.from(out) : undefined;
+  }
+
+  private choice(choice: { delta?: Record<string, any>; finish_reason?: unknown }): string {
+    let out = '';
+    const delta = choice.delta;
+    if (delta) {
+      if (typeof delta.content === 'string' && delta.content !== '') out += this.text(delta.content);
+      if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) out += this.toolCall(call);
+    }
+    if (choice.finish_reason != null) this.finishReason = choice.finish_reason;
+    return out;
+  }
+
+  private text(delta: string): string {
+    let out = '';
+    let item = this.open;
+    if (item?.type !== 'message') {
+      out += this.closeItem();
+      item = { type: 'message', id: messageItemId(this.meta, this.messages++), status: 'in_progress', role: 'assistant', content: [] };
+      this.openItem(item);
+      out += this.event('response.output_item.added', { output_index: this.output.length - 1, item: { ...item, content: [] } });
+      const part = { type: 'output_text', text: '', annotations: [] };
+      item.content.push({ type: 'output_text', text: '', annotations: [] });
+      out += this.event('response.content_part.added', { item_id: item.id, output_index: this.output.length - 1, content_index: 0, part });
+    }
+    item.content[0]!.text += delta;
+    return out + this.event('response.output_text.delta', { item_id: item.id, output_index: this.output.length - 1, content_index: 0, delta, logprobs: [] });
+  }
+
+  private toolCall(call: { index?: unknown; id?: unknown; function?: { name?: unknown; arguments?: unknown } }): string {
+    let out = '';
+    const index = typeof call.index === 'number' ? call.index : 0;
+    let item = this.open;
+    if (item?.type !== 'function_call' || index !== this.openToolIndex) {
+      out += this.closeItem();
+      item = {
+        type: 'function_call', id: functionCallItemId(this.meta, this.calls++), call_id: typeof call.id === 'string' ? call.id : '',
+        name: typeof call.function?.name === 'string' ? call.function.name : '', arguments: '', status: 'in_progress',
+      };
+      this.openItem(item);
+      this.openToolIndex = index;
+      out += this.event('response.output_item.added', { output_index: this.output.length - 1, item: { ...item } });
+    }
+    const args = call.function?.arguments;
+    if (typeof args === 'string' && args !== '') {
+      item.arguments += args;
+      out += this.event('response.function_call_arguments.delta', { item_id: item.id, output_index: this.output.length - 1, delta: args });
+    }
+    return out;
+  }
+
+  private openItem(item: OutputItem): void {
+    this.open = item;
+    this.output.push(item);
+  }
+
+  /** Closes the open item: its `.done` events, then `response.output_item.done` with the whole item. */
+  private closeItem(): string {
+    const item = this.open;
+    if (!item) return '';
+    this.open = undefined;
+    this.openToolIndex = -1;
+    const outputIndex = this.output.length - 1;
+    // A message cut off by the output cap is incomplete, as in the whole (non-streamed) response.
+    item.status = item.type === 'message' && this.ended && statusOf(this.finishReason).status === 'incomplete' ? 'incomplete' : 'completed';
+    let out = '';
+    if (item.type === 'message') {
+      const part = item.content[0]!;
+      out += this.event('response.output_text.done', { item_id: item.id, output_index: outputIndex, content_index: 0, text: part.text, logprobs: [] });
+      out += this.event('response.content_part.done', { item_id: item.id, output_index: outputIndex, content_index: 0, part });
+    } else {
+      out += this.event('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
+    }
+    return out + this.event('response.output_item.done', { output_index: outputIndex, item });
+  }
+}

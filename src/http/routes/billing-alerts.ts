@@ -1,0 +1,73 @@
+import * as v from 'valibot';
+import type { RequestContext } from '../router.js';
+import type { Services } from '../../services.js';
+import { ApiError, notFound } from '../errors.js';
+import { parseJsonObject, parseWith } from '../schemas/issues.js';
+import { nanoToUsd } from '../../billing/pricing.js';
+import { usdToNano } from '../../catalog/model.js';
+import { MAX_ALERTS_PER_USER, createAlert } from '../../billing/alerts.js';
+import { deleteUserAlert, listUserAlerts, type BillingAlertRow } from '../../store/billing-alerts.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_THRESHOLD_USD = 1e9;
+
+const Email = v.pipe(v.string('must be a string'), v.trim(), v.maxLength(254, 'must be at most 254 characters'), v.email('must be an email address'));
+
+/** Body of POST /api/v1/billing/alerts; violations are 422 naming the field, as for API keys. */
+const CreateAlertSchema = v.strictObject({
+  threshold: v.pipe(
+    v.number('is required and must be a number (USD)'),
+    v.gtValue(0, 'must be greater than 0'),
+    v.maxValue(MAX_THRESHOLD_USD, `must be at most ${MAX_THRESHOLD_USD}`),
+    // Money is nano-USD inside: a finer amount would be rounded, and rounding is refused, not done silently.
+    v.check((usd) => Number(usd.toFixed(9)) === usd, 'must have at most 9 decimal places'),
+  ),
+  email: v.optional(Email),
+});
+
+/** The alert record of the API (the spec shows only `threshold` and `id`). */
+export function alertRecord(row: BillingAlertRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    threshold: nanoToUsd(row.threshold_nano),
+    email: row.email,
+    armed: row.armed,
+    created_at: row.created_at.toISOString(),
+    last_triggered_at: row.last_triggered_at ? row.last_triggered_at.toISOString() : null,
+  };
+}
+
+export function billingAlertRoutes(services: Services) {
+  const { auth, config, sql } = services;
+
+  const create = async (ctx: RequestContext): Promise<void> => {
+    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const input = parseWith(CreateAlertSchema, parseJsonObject(await ctx.body()), 422);
+    const email = input.email ?? (v.is(Email, userId) ? userId : undefined);
+    if (email === undefined) {
+      throw new ApiError(422, 'validation_error', "Invalid value for 'email': is required, as the account id is not an email address.", 'email');
+    }
+    const result = await createAlert(sql, { userId, thresholdNano: usdToNano(input.threshold.toFixed(9)), email });
+    if (result.kind === 'limit') {
+      throw new ApiError(422, 'alert_limit_reached', `An account may have at most ${MAX_ALERTS_PER_USER} balance alerts; delete one first.`);
+    }
+    ctx.reply.json(201, alertRecord(result.row));
+  };
+
+  const list = async (ctx: RequestContext): Promise<void> => {
+    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const rows = await listUserAlerts(sql, userId);
+    ctx.reply.json(200, { data: rows.map(alertRecord), total: rows.length });
+  };
+
+  const remove = async (ctx: RequestContext): Promise<void> => {
+    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const id = ctx.params[0] ?? '';
+    // Another user's alert and a missing one look the same: never reveal which ids exist.
+    const deleted = UUID.test(id) && (await deleteUserAlert(sql, userId, id));
+    if (!deleted) throw notFound(`No balance alert with id '${id}' belongs to this account.`);
+    ctx.reply.send(204, '');
+  };
+
+  return { create, list, remove };
+}

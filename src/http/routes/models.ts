@@ -1,0 +1,133 @@
+import type { RequestContext } from '../router.js';
+import { parseQuery } from '../router.js';
+import type { Services } from '../../services.js';
+import { ApiError, badRequest, notFound } from '../errors.js';
+import { pageOf } from './billing.js';
+import { MODALITIES, PROVIDER_NAMES } from '../../catalog/vendors.js';
+import { modelRecord, pricingRecord, type EntryLike } from '../../catalog/records.js';
+import { activeModels, getModelEntry, listModels, popularModels, pricesOf, type ModelListFilter, type ModelPriceRow } from '../../store/catalog.js';
+
+const MAX_SEARCH_CHARS = 200;
+const MAX_SEARCH_WORDS = 16;
+const MODELS_PREFIX = '/api/v1/models/';
+const V1_MODELS_PREFIX = '/v1/models/';
+
+/**
+ * The `search` text as a prefix-matching tsquery (`word:* & word:*`): only letters and digits reach
+ * it, so no user text is ever parsed as tsquery syntax. Null when no search; '' when nothing to match.
+ */
+export function searchQuery(raw: string | undefined): string | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  if (raw.length > MAX_SEARCH_CHARS) throw badRequest(`Invalid value for 'search': at most ${MAX_SEARCH_CHARS} characters.`, 'search');
+  const words = raw.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return words.slice(0, MAX_SEARCH_WORDS).map((word) => `${word}:*`).join(' & ');
+}
+
+/** The filters of `GET /api/v1/models`, validated: an unknown value is a 400 naming it. */
+export function listFilter(query: string): ModelListFilter {
+  const params = parseQuery(query);
+  const tasks = params.get('task') ?? [];
+  for (const task of tasks) {
+    if (!(MODALITIES as readonly string[]).includes(task)) {
+      throw badRequest(`Invalid value for 'task': '${task}' is not one of ${MODALITIES.join(', ')}.`, 'task');
+    }
+  }
+  const providers = params.get('provider') ?? [];
+  for (const provider of providers) {
+    if (!PROVIDER_NAMES.includes(provider)) {
+      throw badRequest(`Invalid value for 'provider': '${provider}' is not one of ${PROVIDER_NAMES.join(', ')}.`, 'provider');
+    }
+  }
+  const inactive = params.get('include_inactive')?.[0];
+  if (inactive !== undefined && inactive !== 'true' && inactive !== 'false') {
+    throw badRequest(`Invalid value for 'include_inactive': must be true or false.`, 'include_inactive');
+  }
+  return { tasks: [...new Set(tasks)], providers: [...new Set(providers)], tsquery: searchQuery(params.get('search')?.[0]), includeInactive: inactive === 'true' };
+}
+
+/** The id after a prefix of a catch-all route, percent-decoded (ids contain `/`, which clients may send as `%2F`). */
+function idAfter(path: string, prefix: string): string {
+  const raw = path.slice(prefix.length);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+const groupPrices = (rows: readonly ModelPriceRow[]) => {
+  const byModel = new Map<string, ModelPriceRow[]>();
+  for (const row of rows) {
+    const list = byModel.get(row.model_id);
+    if (list) list.push(row);
+    else byModel.set(row.model_id, [row]);
+  }
+  return byModel;
+};
+
+export function modelRoutes(services: Services) {
+  const { auth, config, sql } = services;
+  const management = (ctx: RequestContext) => auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+
+  const list = async (ctx: RequestContext): Promise<void> => {
+    await management(ctx);
+    const filter = listFilter(ctx.query);
+    const { page, perPage } = pageOf(ctx.query);
+    const { rows, total } = filter.tsquery === '' ? { rows: [], total: 0 } : await listModels(sql, filter, page, perPage);
+    ctx.reply.json(200, { data: rows.map(modelRecord), page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) });
+  };
+
+  const popular = async (ctx: RequestContext): Promise<void> => {
+    await management(ctx);
+    const rows = await popularModels(sql);
+    ctx.reply.json(200, { data: rows.map(modelRecord), total: rows.length });
+  };
+
+  const entryOr404 = async (id: string): Promise<EntryLike> => {
+    const entry = id ? await getModelEntry(sql, id) : undefined;
+    if (!entry) throw notFound(`The model '${id}' does not exist.`);
+    return entry;
+  };
+
+  /** `/api/v1/models/{model_id}` and `/api/v1/models/{model_id}/pricing` (model ids contain `/`). */
+  const one = async (ctx: RequestContext): Promise<void> => {
+    await management(ctx);
+    const rest = idAfter(ctx.path, MODELS_PREFIX);
+    if (rest.endsWith('/pricing')) {
+      const entry = await entryOr404(rest.slice(0, -'/pricing'.length));
+      const prices = await pricesOf(sql, [entry.alias_of ?? entry.id]);
+      ctx.reply.json(200, pricingRecord(entry, prices));
+      return;
+    }
+    ctx.reply.json(200, modelRecord(await entryOr404(rest)));
+  };
+
+  /** Pricing of every active model (current ids; an alias is priced as its model). */
+  const pricing = async (ctx: RequestContext): Promise<void> => {
+    await management(ctx);
+    const entries = await activeModels(sql);
+    const byModel = groupPrices(await pricesOf(sql, entries.map((entry) => entry.id)));
+    ctx.reply.json(200, { currency: 'USD', data: entries.map((entry) => pricingRecord(entry, byModel.get(entry.id) ?? [])), total: entries.length });
+  };
+
+  const openAiModel = (entry: EntryLike) => ({
+    id: entry.id, object: 'model', created: Math.floor(entry.created_at.getTime() / 1000), owned_by: entry.id.split('/')[0]!,
+  });
+
+  /** OpenAI-compatible `GET /v1/models`: active current models of every modality. */
+  const v1List = async (ctx: RequestContext): Promise<void> => {
+    await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    ctx.reply.json(200, { object: 'list', data: (await activeModels(sql)).map(openAiModel) });
+  };
+
+  /** OpenAI-compatible `GET /v1/models/{id}`: an active model (or alias), else 404 in the error envelope. */
+  const v1One = async (ctx: RequestContext): Promise<void> => {
+    await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    const id = idAfter(ctx.path, V1_MODELS_PREFIX);
+    const entry = id ? await getModelEntry(sql, id) : undefined;
+    if (!entry || !entry.is_active) throw new ApiError(404, 'model_not_found', `The model '${id}' does not exist.`, 'model');
+    ctx.reply.json(200, openAiModel(entry));
+  };
+
+  return { list, popular, one, pricing, v1List, v1One };
+}

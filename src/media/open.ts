@@ -1,0 +1,13 @@
+import type { MediaConfig } from '../config.js';
+import { LocalMediaStorage, type MediaStorage } from './storage.js';
+
+/** The configured storage, or undefined when media storage is off. */
+export async function openMediaStorage(config: MediaConfig): Promise<MediaStorage | undefined> {
+  const common = { baseUrl: config.url, retentionMs: config.retentionMs };
+  if (config.storage === 'off') return undefined;
+  if (config.storage === 's3') {
+    const { S3MediaStorage } = await import('./s3.js');
+    return S3MediaStorage.create({ ...common, ...config.s3! });
+  }
+  return new LocalMediaStorage(config.dir, common);
+}

@@ -1,0 +1,111 @@
+/**
+ * S3-compatible media storage (AWS SDK v3). UNTESTED against a real store: no S3 endpoint is reachable
+ * where this was written; only the local storage is covered by the test suite. Never the default; used
+ * when `MEDIA_S3_BUCKET` is set. Credentials come from the SDK's default chain (`AWS_ACCESS_KEY_ID`,
+ * `AWS_SECRET_ACCESS_KEY`, instance roles, ...).
+ *
+ * Objects are named `<prefix><sha256>.<ext>`; their `LastModified` is their storage time (storing the
+ * same bytes again re-puts them, which restarts retention). A bucket lifecycle rule expiring objects
+ * after the retention period is the better janitor; `sweep` does the same by listing.
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import { MEDIA_KEY, contentTypeOfKey, mediaKey, sha256Hex, type MediaObject, type MediaStorage, type MediaStorageOptions, type StoredMedia } from './storage.js';
+
+export interface S3Options extends MediaStorageOptions {
+  readonly bucket: string;
+  readonly region: string;
+  /** For S3-compatible stores (MinIO, R2, ...); unset for AWS. */
+  readonly endpoint?: string;
+  readonly forcePathStyle: boolean;
+  /** Key prefix inside the bucket, e.g. `media/`. */
+  readonly prefix: string;
+}
+
+type Sdk = typeof import('@aws-sdk/client-s3');
+
+export class S3MediaStorage implements MediaStorage {
+  private readonly now: () => number;
+
+  private constructor(private readonly sdk: Sdk, private readonly client: S3Client, private readonly options: S3Options) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Loads the SDK only when S3 is configured. */
+  static async create(options: S3Options): Promise<S3MediaStorage> {
+    const sdk = await import('@aws-sdk/client-s3');
+    const client = new sdk.S3Client({
+      region: options.region,
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      forcePathStyle: options.forcePathStyle,
+    });
+    return new S3MediaStorage(sdk, client, options);
+  }
+
+  async put(bytes: Uint8Array, contentType: string): Promise<StoredMedia> {
+    const sha256 = sha256Hex(bytes);
+    const key = mediaKey(sha256, contentType);
+    await this.client.send(new this.sdk.PutObjectCommand({
+      Bucket: this.options.bucket,
+      Key: this.options.prefix + key,
+      Body: bytes,
+      ContentType: contentType,
+      ContentLength: bytes.byteLength,
+      CacheControl: 'public, max-age=31536000, immutable',
+    }));
+    return {
+      key, sha256, contentType, bytes: bytes.byteLength,
+      url: `${this.options.baseUrl}/${key}`,
+      expiresAt: new Date(this.now() + this.options.retentionMs),
+    };
+  }
+
+  private meta(key: string, bytes: number, lastModified: Date | undefined): MediaObject | undefined {
+    const expiresAt = new Date((lastModified?.getTime() ?? this.now()) + this.options.retentionMs);
+    if (expiresAt.getTime() <= this.now()) return undefined;
+    return { key, sha256: key.slice(0, 64), contentType: contentTypeOfKey(key), bytes, expiresAt };
+  }
+
+  private static missing(error: unknown): boolean {
+    const name = (error as { name?: string }).name;
+    return name === 'NoSuchKey' || name === 'NotFound';
+  }
+
+  async head(key: string): Promise<MediaObject | undefined> {
+    if (!MEDIA_KEY.test(key)) return undefined;
+    try {
+      const out = await this.client.send(new this.sdk.HeadObjectCommand({ Bucket: this.options.bucket, Key: this.options.prefix + key }));
+      return this.meta(key, out.ContentLength ?? 0, out.LastModified);
+    } catch (error) {
+      if (S3MediaStorage.missing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async get(key: string): Promise<MediaObject | undefined> {
+    if (!MEDIA_KEY.test(key)) return undefined;
+    try {
+      const out = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.options.bucket, Key: this.options.prefix + key }));
+      const body = Buffer.from(await out.Body!.transformToByteArray());
+      const meta = this.meta(key, body.byteLength, out.LastModified);
+      return meta && { ...meta, body };
+    } catch (error) {
+      if (S3MediaStorage.missing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async sweep(olderThan: Date): Promise<number> {
+    let deleted = 0;
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new this.sdk.ListObjectsV2Command({ Bucket: this.options.bucket, Prefix: this.options.prefix, ContinuationToken: token }));
+      const old = (page.Contents ?? []).filter((o) => o.Key && MEDIA_KEY.test(o.Key.slice(this.options.prefix.length)) && o.LastModified && o.LastModified < olderThan);
+      if (old.length) {
+        await this.client.send(new this.sdk.DeleteObjectsCommand({ Bucket: this.options.bucket, Delete: { Objects: old.map((o) => ({ Key: o.Key! })), Quiet: true } }));
+        deleted += old.length;
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return deleted;
+  }
+}

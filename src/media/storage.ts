@@ -1,0 +1,166 @@
+/**
+ * Media storage behind one interface: content-addressed names (`<sha256>.<ext>`), the type sniffed
+ * from the bytes, retention by age. `LocalMediaStorage` is the default; `S3MediaStorage` (./s3.ts)
+ * is used when an S3 bucket is configured.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { MEDIA_TYPES } from './sniff.js';
+
+/** A stored name: the SHA-256 of the bytes in lowercase hex, a dot, a known extension. Nothing else is ever looked up. */
+export const MEDIA_KEY = new RegExp(`^[0-9a-f]{64}\\.(?:${Object.keys(MEDIA_TYPES).join('|')})$`);
+
+export interface StoredMedia {
+  /** The stored name, also the last segment of `url`. */
+  readonly key: string;
+  /** Lowercase hex SHA-256 of the bytes. */
+  readonly sha256: string;
+  /** Where anyone can fetch the bytes until `expiresAt`. */
+  readonly url: string;
+  readonly bytes: number;
+  readonly contentType: string;
+  readonly expiresAt: Date;
+}
+
+export interface MediaObject {
+  readonly key: string;
+  readonly sha256: string;
+  readonly contentType: string;
+  readonly bytes: number;
+  readonly expiresAt: Date;
+  /** The content; absent when only the metadata was asked for (`head`). */
+  readonly body?: Buffer;
+}
+
+export interface MediaStorage {
+  /**
+   * Stores `bytes` of the (sniffed) `contentType` under their hash. Storing the same bytes again
+   * returns the same key and URL and restarts their retention.
+   */
+  put(bytes: Uint8Array, contentType: string): Promise<StoredMedia>;
+  /** The object with its bytes, or undefined when the key is malformed, unknown or expired. */
+  get(key: string): Promise<MediaObject | undefined>;
+  /** Like `get` without reading the bytes. */
+  head(key: string): Promise<MediaObject | undefined>;
+  /** Deletes every object stored (or last re-stored) before `olderThan`; returns how many. */
+  sweep(olderThan: Date): Promise<number>;
+}
+
+export interface MediaStorageOptions {
+  /** Public base address of stored objects (`MEDIA_URL`), without a trailing slash. */
+  readonly baseUrl: string;
+  readonly retentionMs: number;
+  readonly now?: () => number;
+}
+
+export const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** The stored name of `bytes` of a sniffed type. */
+export function mediaKey(sha256: string, contentType: string): string {
+  const type = Object.values(MEDIA_TYPES).find((t) => t.contentType === contentType);
+  if (!type) throw new Error(`not a stored media type: ${contentType}`);
+  return `${sha256}.${type.extension}`;
+}
+
+/** The content type a stored name is served with. */
+export function contentTypeOfKey(key: string): string {
+  return MEDIA_TYPES[key.slice(key.lastIndexOf('.') + 1)]!.contentType;
+}
+
+const TEMP_PREFIX = '.tmp-';
+/** A temporary file this old was left by a crash mid-write. */
+const STALE_TEMP_MS = 3_600_000;
+
+/**
+ * Files in one directory. The file's mtime is its storage time (re-storing the same bytes touches
+ * it), so retention needs no sidecar. Writes go to a temporary file renamed into place, so a reader
+ * never sees a half-written object and concurrent writers of the same bytes both succeed.
+ */
+export class LocalMediaStorage implements MediaStorage {
+  private ready: Promise<unknown> | undefined;
+  private readonly now: () => number;
+
+  constructor(readonly dir: string, private readonly options: MediaStorageOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  private ensureDir(): Promise<unknown> {
+    this.ready ??= mkdir(this.dir, { recursive: true }).catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  async put(bytes: Uint8Array, contentType: string): Promise<StoredMedia> {
+    const sha256 = sha256Hex(bytes);
+    const key = mediaKey(sha256, contentType);
+    const path = join(this.dir, key);
+    await this.ensureDir();
+    const now = new Date(this.now());
+    const existing = await stat(path).catch(() => undefined);
+    if (existing && existing.size === bytes.byteLength) {
+      await utimes(path, now, now);
+    } else {
+      const temp = join(this.dir, `${TEMP_PREFIX}${randomUUID()}`);
+      try {
+        await writeFile(temp, bytes, { flag: 'wx' });
+        await utimes(temp, now, now);
+        await rename(temp, path);
+      } catch (error) {
+        await unlink(temp).catch(() => {});
+        throw error;
+      }
+    }
+    return {
+      key, sha256, contentType, bytes: bytes.byteLength,
+      url: `${this.options.baseUrl}/${key}`,
+      expiresAt: new Date(now.getTime() + this.options.retentionMs),
+    };
+  }
+
+  async head(key: string): Promise<MediaObject | undefined> {
+    if (!MEDIA_KEY.test(key)) return undefined;
+    const info = await stat(join(this.dir, key)).catch(() => undefined);
+    if (!info?.isFile()) return undefined;
+    const expiresAt = new Date(info.mtimeMs + this.options.retentionMs);
+    if (expiresAt.getTime() <= this.now()) return undefined;
+    return { key, sha256: key.slice(0, 64), contentType: contentTypeOfKey(key), bytes: info.size, expiresAt };
+  }
+
+  async get(key: string): Promise<MediaObject | undefined> {
+    const meta = await this.head(key);
+    if (!meta) return undefined;
+    const body = await readFile(join(this.dir, key)).catch(() => undefined);
+    return body && { ...meta, bytes: body.byteLength, body };
+  }
+
+  async sweep(olderThan: Date): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw error;
+    }
+    let deleted = 0;
+    const staleTemp = this.now() - STALE_TEMP_MS;
+    for (const name of names) {
+      const media = MEDIA_KEY.test(name);
+      if (!media && !name.startsWith(TEMP_PREFIX)) continue; // not ours: leave it alone
+      const path = join(this.dir, name);
+      const info = await stat(path).catch(() => undefined);
+      if (!info?.isFile()) continue;
+      const limit = media ? olderThan.getTime() : staleTemp;
+      if (info.mtimeMs >= limit) continue;
+      try {
+        await unlink(path);
+        if (media) deleted++;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    }
+    return deleted;
+  }
+}

@@ -1,0 +1,182 @@
+import type { Sql } from '../store/db.js';
+import type { SealedBox } from '../auth/sealed-box.js';
+import { listByok, recordByokFailure, recordByokSuccess, type ByokProvider, type ByokRow } from '../store/byok.js';
+import type { UpstreamTarget } from './family.js';
+import { readCloudForm, type ServiceAccount } from './cloud/forms.js';
+import type { ServiceAccountTokens } from './cloud/google-token.js';
+import { log } from '../log.js';
+
+/** The BYOK provider whose credentials serve a vendor's models (the spec's three providers). */
+const PROVIDER_OF_VENDOR: Readonly<Record<string, ByokProvider>> = Object.freeze({ openai: 'openai', anthropic: 'anthropic', gemini: 'google' });
+
+export const byokProviderOf = (vendor: string): ByokProvider | undefined => PROVIDER_OF_VENDOR[vendor];
+
+export interface ByokCandidate {
+  readonly id: string;
+  readonly label: string;
+  readonly target: UpstreamTarget;
+  /**
+   * Set when the row cannot make a call (its Vertex token could not be obtained, its config_json is
+   * unreadable): the attempt fails with this message, recorded in last_error, and the next one is tried.
+   */
+  readonly problem?: string;
+}
+
+/** A candidate as cached: a Vertex row gets its (separately cached) access token at each call. */
+interface Prepared {
+  readonly candidate: ByokCandidate;
+  readonly account?: ServiceAccount;
+}
+
+interface PreparedChoice {
+  readonly entries: readonly Prepared[];
+  /** The choice itself when no entry needs a token. */
+  readonly ready: ByokChoice | undefined;
+  readonly alwaysUse: boolean;
+}
+
+
+/** A user's credentials for one provider at call time, in the order the spec tries them. */
+export interface ByokChoice {
+  readonly candidates: readonly ByokCandidate[];
+  /** Some row of the provider (disabled ones included) forbids falling back to the platform credential. */
+  readonly alwaysUse: boolean;
+}
+
+
+export const NO_BYOK: ByokChoice = Object.freeze({ candidates: Object.freeze([]), alwaysUse: false });
+const NO_PREPARED: PreparedChoice = Object.freeze({ entries: Object.freeze([]), ready: NO_BYOK, alwaysUse: false });
+
+const CACHE_MS = 30_000;
+const MAX_CACHED = 10_000;
+
+/**
+ * BYOK credentials as the call path sees them: per (user, provider), the enabled rows with their
+ * keys decrypted, cached in the thread and dropped at once by a `byok:<user>` pub/sub message (a
+ * deleted row is skipped by the next call). Users without any row cost one cached lookup.
+ */
+export class ByokCredentials {
+  /** `ready`: the choice once read, when it needs no token (most users: no row at all), served without a promise. */
+  private readonly cache = new Map<string, { until: number; choice: Promise<PreparedChoice>; ready?: ByokChoice }>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly box: SealedBox,
+    /** The platform's vendors: a row without its own `base_url` uses its vendor's base URL. */
+    private readonly platform: Readonly<Record<string, UpstreamTarget | undefined>>,
+    /** Access tokens of service accounts (Vertex AI rows), cached per account until they expire. */
+    private readonly tokens: ServiceAccountTokens,
+  ) {}
+
+  private platformBaseUrl(provider: ByokProvider): string | undefined {
+    const vendor = Object.keys(PROVIDER_OF_VENDOR).find((name) => PROVIDER_OF_VENDOR[name] === provider);
+    return vendor === undefined ? undefined : this.platform[vendor]?.baseUrl;
+  }
+
+  forgetAll(): void {
+    this.cache.clear();
+  }
+
+  /** The user's rows changed (pub/sub). */
+  invalidate(userId: string): void {
+    for (const key of this.cache.keys()) if (key.startsWith(`${userId}\n`)) this.cache.delete(key);
+  }
+
+  forCall(userId: string, provider: ByokProvider): ByokChoice | Promise<ByokChoice> {
+    const key = `${userId}\n${provider}`;
+    const now = Date.now();
+    const cached = this.cache.get(key);
+    if (cached && cached.until > now) return cached.ready ?? cached.choice.then((prepared) => prepared.ready ?? this.withTokens(prepared));
+    const choice = listByok(this.sql, userId, provider).then((rows) => this.choiceOf(provider, rows));
+    if (this.cache.size >= MAX_CACHED) this.cache.clear();
+    const entry: { until: number; choice: Promise<PreparedChoice>; ready?: ByokChoice } = { until: now + CACHE_MS, choice };
+    this.cache.set(key, entry);
+    choice.then((prepared) => { if (prepared.ready) entry.ready = prepared.ready; }, () => {});
+    // A failed read is not remembered: the next call asks Postgres again.
+    choice.catch(() => this.cache.delete(key));
+    return choice.then((prepared) => prepared.ready ?? this.withTokens(prepared));
+  }
+
+  /** The candidates with each Vertex row's current access token (or the reason it has none). */
+  private async withTokens(prepared: PreparedChoice): Promise<ByokChoice> {
+    const candidates = await Promise.all(prepared.entries.map(async ({ candidate, account }): Promise<ByokCandidate> => {
+      if (!account) return candidate;
+      try {
+        const token = await this.tokens.token(account);
+        return Object.freeze({ ...candidate, target: Object.freeze({ ...candidate.target, apiKey: token }) });
+      } catch (error) {
+        return Object.freeze({ ...candidate, problem: (error as Error).message });
+      }
+    }));
+    return Object.freeze({ candidates: Object.freeze(candidates), alwaysUse: prepared.alwaysUse });
+  }
+
+  /** last_used_at advances and last_error clears (not awaited: the answer does not wait for it). */
+  succeeded(candidate: ByokCandidate): void {
+    recordByokSuccess(this.sql, candidate.id).catch((error) => log.warn('recording a BYOK success failed', { byok: candidate.id, error }));
+  }
+
+  failed(candidate: ByokCandidate, message: string): void {
+    recordByokFailure(this.sql, candidate.id, message).catch((error) => log.warn('recording a BYOK failure failed', { byok: candidate.id, error }));
+  }
+
+  private choiceOf(provider: ByokProvider, rows: readonly ByokRow[]): PreparedChoice {
+    if (rows.length === 0) return NO_PREPARED;
+    const entries: Prepared[] = [];
+    for (const row of rows) {
+      // Rows come ordered by priority, then newest.
+      if (row.disabled) continue;
+      const entry = this.prepare(provider, row);
+      if (entry) entries.push(Object.freeze(entry));
+    }
+    const alwaysUse = rows.some((row) => row.always_use);
+    const ready = entries.some((entry) => entry.account)
+      ? undefined
+      : Object.freeze({ candidates: Object.freeze(entries.map((entry) => entry.candidate)), alwaysUse });
+    return Object.freeze({ entries: Object.freeze(entries), ready, alwaysUse });
+  }
+
+  /** One enabled row as a candidate: its key for the vendor's API, or its cloud form; undefined when it has neither. */
+  private prepare(provider: ByokProvider, row: ByokRow): Prepared | undefined {
+    const base = { id: row.id, label: row.label };
+    const apiKey = row.api_key_enc ? this.box.open(row.api_key_enc) : undefined;
+    let config: Record<string, unknown> | null = null;
+    try {
+      config = row.config_enc ? JSON.parse(this.box.open(row.config_enc)) as Record<string, unknown> : null;
+    } catch (error) {
+      return { candidate: { ...base, target: { baseUrl: '', apiKey: '' }, problem: `config_json cannot be read: ${(error as Error).message}` } };
+    }
+    const read = readCloudForm(provider, config, apiKey !== undefined);
+    if ('problem' in read) {
+      return { candidate: { ...base, target: { baseUrl: '', apiKey: '' }, problem: `Invalid value for '${read.problem.field}': ${read.problem.message}.` } };
+    }
+    const form = read.form;
+    if (!form) {
+      if (apiKey === undefined) return undefined;
+      const baseUrl = (row.base_url ?? this.platformBaseUrl(provider) ?? '').replace(/\/+$/, '');
+      return baseUrl ? { candidate: { ...base, target: Object.freeze({ baseUrl, apiKey }) } } : undefined;
+    }
+    switch (form.kind) {
+      case 'azure':
+        return { candidate: { ...base, target: Object.freeze({ baseUrl: form.endpointUrl, apiKey: apiKey!, cloud: Object.freeze({ kind: 'azure', deployment: form.deployment, apiVersion: form.apiVersion }) }) } };
+      case 'bedrock':
+        return {
+          candidate: {
+            ...base,
+            target: Object.freeze({
+              baseUrl: form.endpointUrl, apiKey: '',
+              cloud: Object.freeze({
+                kind: 'bedrock', region: form.region, accessKeyId: form.accessKeyId, secretAccessKey: form.secretAccessKey,
+                ...(form.sessionToken ? { sessionToken: form.sessionToken } : {}), modelMap: Object.freeze({ ...form.modelMap }),
+              }),
+            }),
+          },
+        };
+      case 'vertex':
+        return {
+          candidate: { ...base, target: Object.freeze({ baseUrl: form.endpointUrl, apiKey: '', cloud: Object.freeze({ kind: 'vertex', projectId: form.projectId, region: form.region }) }) },
+          account: form.account,
+        };
+    }
+  }
+}

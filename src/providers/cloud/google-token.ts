@@ -1,0 +1,84 @@
+import { createHash, sign } from 'node:crypto';
+import { endpointOf, type UpstreamClient } from '../upstream-client.js';
+import type { ServiceAccount } from './forms.js';
+
+/** The scope Vertex AI accepts. */
+export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+/** A token is replaced this long before it expires (at most half its lifetime for short ones). */
+const REFRESH_MARGIN_S = 300;
+const ASSERTION_LIFETIME_S = 3600;
+const MAX_CACHED = 10_000;
+
+const b64url = (data: string | Buffer) => Buffer.from(data).toString('base64url');
+
+/** The RS256 JWT a service account presents to its token_uri (RFC 7523), signed with its private key. */
+export function serviceAccountAssertion(account: ServiceAccount, nowS: number, scope = CLOUD_PLATFORM_SCOPE): string {
+  const header = { alg: 'RS256', typ: 'JWT', ...(account.privateKeyId ? { kid: account.privateKeyId } : {}) };
+  const claims = { iss: account.clientEmail, scope, aud: account.tokenUri, iat: nowS, exp: nowS + ASSERTION_LIFETIME_S };
+  const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
+  return `${input}.${sign('RSA-SHA256', Buffer.from(input), account.privateKey).toString('base64url')}`;
+}
+
+export class TokenError extends Error {
+  override name = 'TokenError';
+}
+
+interface Cached { token: string; refreshAtMs: number }
+
+/**
+ * OAuth 2.0 access tokens for service accounts (the JWT bearer grant), cached per account (its
+ * email, key and token_uri) until shortly before they expire; concurrent callers share one fetch.
+ * A failed fetch is not remembered: the next call tries again.
+ */
+export class ServiceAccountTokens {
+  private readonly cache = new Map<string, Cached>();
+  private readonly inflight = new Map<string, Promise<string>>();
+
+  constructor(private readonly client: UpstreamClient, private readonly now: () => number = Date.now) {}
+
+  token(account: ServiceAccount): Promise<string> {
+    const key = createHash('sha256').update(`${account.clientEmail}\n${account.tokenUri}\n${account.privateKey}`).digest('base64url');
+    const cached = this.cache.get(key);
+    if (cached && cached.refreshAtMs > this.now()) return Promise.resolve(cached.token);
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.fetch(account).then(({ token, expiresIn }) => {
+        const lifetime = Math.max(0, expiresIn);
+        const margin = Math.min(REFRESH_MARGIN_S, lifetime / 2);
+        if (this.cache.size >= MAX_CACHED) this.cache.clear();
+        this.cache.set(key, { token, refreshAtMs: this.now() + (lifetime - margin) * 1000 });
+        return token;
+      }).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async fetch(account: ServiceAccount): Promise<{ token: string; expiresIn: number }> {
+    let assertion: string;
+    try {
+      assertion = serviceAccountAssertion(account, Math.floor(this.now() / 1000));
+    } catch (error) {
+      throw new TokenError(`the service account's private_key cannot sign: ${(error as Error).message}`);
+    }
+    const body = new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion }).toString();
+    const response = await this.client.post(endpointOf(account.tokenUri, ''), { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body)
+      .catch((error: Error) => { throw new TokenError(`the token endpoint could not be reached: ${error.message}`); });
+    const text = await response.text();
+    let answer: Record<string, unknown> = {};
+    try {
+      answer = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      // reported below
+    }
+    if (response.status !== 200) {
+      const detail = typeof answer.error_description === 'string' ? answer.error_description : typeof answer.error === 'string' ? answer.error : text.slice(0, 200);
+      throw new TokenError(`the token endpoint refused the service account (${response.status}): ${detail}`);
+    }
+    const token = answer.access_token;
+    const expiresIn = Number(answer.expires_in ?? 3600);
+    if (typeof token !== 'string' || token === '' || !Number.isFinite(expiresIn)) throw new TokenError('the token endpoint answered without an access_token');
+    return { token, expiresIn };
+  }
+}

@@ -1,0 +1,140 @@
+import { renderUsage, type NormalizedUsage } from '../usage.js';
+import type { AnswerOptions } from '../family.js';
+import { finishReasonOf, generatedOf, readGeminiUsage, readParts } from './response.js';
+import type { GeminiResponse } from './wire.js';
+
+const LF = 0x0a;
+
+interface ChoiceState {
+  started: boolean;
+  toolCalls: number;
+  finished: boolean;
+}
+
+/**
+ * Translates Gemini's `streamGenerateContent?alt=sse` (each `data:` event a whole GenerateContentResponse)
+ * into chat.completion.chunk events. Stateful: events may be split anywhere across upstream chunks.
+ * Usage is taken from the last usageMetadata once every candidate has finished; the usage chunk
+ * and `data: [DONE]` go out from `flush()`.
+ */
+export class GeminiStreamRelay {
+  usage: NormalizedUsage | undefined;
+  private carry: Buffer | undefined;
+  private lastUsage: NormalizedUsage | undefined;
+  private readonly choices = new Map<number, ChoiceState>();
+  private generated = '';
+  private readonly head: string;
+
+  constructor(modelId: string, private readonly options: AnswerOptions) {
+    this.head = `{"id":${JSON.stringify(options.id)},"object":"chat.completion.chunk","created":${options.created},"model":${JSON.stringify(modelId)},`;
+  }
+
+  push(chunk: Buffer): Buffer | undefined {
+    const data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    // Events end at a blank line; cut after the last complete line and parse whole events only.
+    const lastLine = data.lastIndexOf(LF);
+    if (lastLine === -1) {
+      this.carry = data;
+      return undefined;
+    }
+    const complete = data.subarray(0, lastLine + 1).toString('utf8');
+    const blank = lastBlankLineEnd(complete);
+    if (blank === -1) {
+      this.carry = data;
+      return undefined;
+    }
+    const rest = Buffer.byteLength(complete.slice(0, blank));
+    this.carry = rest < data.length ? Buffer.from(data.subarray(rest)) : undefined;
+    const out = this.translate(complete.slice(0, blank));
+    return out === '' ? undefined : Buffer.from(out);
+  }
+
+  flush(): Buffer | undefined {
+    const rest = this.carry?.toString('utf8') ?? '';
+    this.carry = undefined;
+    let out = rest.trim() === '' ? '' : this.translate(`${rest}\n\n`);
+    this.usage ??= this.lastUsage;
+    if (this.usage) out += `data: ${this.head}"choices":[],"usage":${JSON.stringify(renderUsage(this.usage))}}\n\n`;
+    out += 'data: [DONE]\n\n';
+    return Buffer.from(out);
+  }
+
+  generatedText(): string {
+    return this.generated;
+  }
+
+  private translate(events: string): string {
+    let out = '';
+    for (const event of events.split(/\r?\n\r?\n/)) {
+      const payload = dataOf(event);
+      if (payload === undefined) continue;
+      let response: GeminiResponse & { error?: { message?: string } };
+      try {
+        response = JSON.parse(payload);
+      } catch {
+        throw new Error('the upstream sent an event that is not JSON');
+      }
+      if (response.error) throw new Error(`the upstream failed mid-stream: ${response.error.message ?? 'unknown error'}`);
+      out += this.translateResponse(response);
+    }
+    return out;
+  }
+
+  private translateResponse(response: GeminiResponse): string {
+    let out = '';
+    const usage = readGeminiUsage(response.usageMetadata);
+    if (usage) this.lastUsage = usage;
+    const candidates = Array.isArray(response.candidates) ? response.candidates : [];
+    if (candidates.length === 0 && response.promptFeedback?.blockReason && this.choices.size === 0) {
+      this.choices.set(0, { started: true, toolCalls: 0, finished: true });
+      out += this.event(0, { role: 'assistant', content: '' }, null);
+      out += this.event(0, {}, 'content_filter');
+    }
+    candidates.forEach((candidate, position) => {
+      const index = typeof candidate?.index === 'number' ? candidate.index : position;
+      let state = this.choices.get(index);
+      if (!state) this.choices.set(index, (state = { started: false, toolCalls: 0, finished: false }));
+      const parts = readParts(candidate?.content?.parts);
+      this.generated += generatedOf(parts);
+      const delta: Record<string, unknown> = {};
+      if (!state.started) {
+        delta.role = 'assistant';
+        state.started = true;
+      }
+      if (this.options.includeReasoning && parts.thoughts !== '') delta.reasoning_content = parts.thoughts;
+      if (parts.text !== '' || delta.role) delta.content = parts.text;
+      if (parts.calls.length > 0) {
+        delta.tool_calls = parts.calls.map((call) => ({ index: state.toolCalls++, ...call }));
+      }
+      if (Object.keys(delta).length > 0) out += this.event(index, delta, null);
+      if (candidate?.finishReason && !state.finished) {
+        state.finished = true;
+        out += this.event(index, {}, finishReasonOf(candidate.finishReason, state.toolCalls > 0));
+      }
+    });
+    if (this.lastUsage && this.choices.size > 0 && [...this.choices.values()].every((s) => s.finished)) this.usage = this.lastUsage;
+    return out;
+  }
+
+  private event(index: number, delta: Record<string, unknown>, finishReason: string | null): string {
+    return `data: ${this.head}"choices":[{"index":${index},"delta":${JSON.stringify(delta)},"finish_reason":${JSON.stringify(finishReason)}}]}\n\n`;
+  }
+}
+
+/** The end of the last blank line (an event boundary) in `text`, or -1. */
+function lastBlankLineEnd(text: string): number {
+  const lf = text.lastIndexOf('\n\n');
+  const crlf = text.lastIndexOf('\r\n\r\n');
+  return Math.max(lf === -1 ? -1 : lf + 2, crlf === -1 ? -1 : crlf + 4);
+}
+
+/** The `data:` lines of one SSE event joined, or undefined when it has none. */
+function dataOf(event: string): string | undefined {
+  let data: string | undefined;
+  for (const line of event.split(/\r?\n/)) {
+    if (!line.startsWith('data:')) continue;
+    const value = line.slice(line.startsWith('data: ') ? 6 : 5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data === undefined || data.trim() === '' ? undefined : data;
+}

@@ -1,0 +1,40 @@
+import { cacheSalt, type ChatFamily } from '../family.js';
+
+/** The salt goes in as a system message: its role and framing cost a few tokens beyond its text. */
+const SALT_MESSAGE_OVERHEAD = 16;
+import { buildOpenAiChatBody, finishOpenAiCompletion } from './chat.js';
+import { OpenAiStreamRelay, generatedText } from './stream-relay.js';
+
+/** Vendors that speak OpenAI's chat completions: requests pass through nearly as sent, streams byte for byte. */
+export const openAiFamily: ChatFamily = {
+  request(request, model, stream, target, cache) {
+    const cloud = target.cloud;
+    if (cloud?.kind === 'azure') {
+      // Azure OpenAI: the deployment names the model, so the body carries none.
+      return {
+        url: `${target.baseUrl}/openai/deployments/${encodeURIComponent(cloud.deployment)}/chat/completions?api-version=${encodeURIComponent(cloud.apiVersion)}`,
+        headers: { 'api-key': target.apiKey, 'content-type': 'application/json' } as Record<string, string>,
+        body: buildOpenAiChatBody(request, model, stream, cache.partition, false),
+        addedPromptBytes: model.capabilities.promptCache === 'prefix' ? Buffer.byteLength(cacheSalt(cache.partition)) + SALT_MESSAGE_OVERHEAD : 0,
+      };
+    }
+    return {
+      url: `${target.baseUrl}/chat/completions`,
+      headers: { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' },
+      body: buildOpenAiChatBody(request, model, stream, cache.partition),
+      addedPromptBytes: model.capabilities.promptCache === 'prefix' ? Buffer.byteLength(cacheSalt(cache.partition)) + SALT_MESSAGE_OVERHEAD : 0,
+    };
+  },
+  finish(upstreamText, model, options) {
+    return finishOpenAiCompletion(upstreamText, model.id, options.includeReasoning);
+  },
+  relay(model, options) {
+    const relay = new OpenAiStreamRelay(model.id, options.includeReasoning);
+    return {
+      get usage() { return relay.usage; },
+      push: (chunk) => relay.push(chunk),
+      flush: () => relay.flush(),
+      generatedText: () => generatedText(relay.received),
+    };
+  },
+};
