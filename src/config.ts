@@ -3,7 +3,7 @@ import { isIpv4OrCidr } from './auth/ip-ranges.js';
 import { availableParallelism } from 'node:os';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'bfl'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -19,6 +19,7 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   minimax: 'https://api.minimax.io/v1',
   alibaba: 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1',
   bytedance: 'https://ark.ap-southeast.bytepluses.com/api/v3',
+  bfl: 'https://api.bfl.ai/v1',
 };
 
 // Development fallbacks so `npm start` works on a fresh machine; production refuses them.
@@ -70,6 +71,11 @@ const EnvSchema = v.object({
   MEDIA_S3_ENDPOINT: v.optional(url(/^https?:\/\//)),
   MEDIA_S3_FORCE_PATH_STYLE: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   MEDIA_S3_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^(?:[A-Za-z0-9._-]+\/)*$/, 'must be empty or end with /')), ''),
+  // Image calls: how often a submit-and-poll vendor is asked for its result; the whole wait is bounded by UPSTREAM_TIMEOUT_MS.
+  IMAGE_POLL_MS: v.optional(intFrom(10, 60_000), '1000'),
+  // URLs fetched for callers (image_urls, results to rehost): time bound, and loopback allowed (tests only).
+  FETCH_TIMEOUT_MS: v.optional(intFrom(100, 600_000), '30000'),
+  FETCH_ALLOW_LOOPBACK: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
@@ -119,6 +125,15 @@ export interface Config {
   readonly alertSweepMs: number;
   readonly usesDevSecrets: boolean;
   readonly media: MediaConfig;
+  readonly imagePollMs: number;
+  readonly fetch: FetchConfig;
+}
+
+/** Fetching URLs named by callers or returned by vendors (src/media/url-guard.ts). */
+export interface FetchConfig {
+  readonly timeoutMs: number;
+  /** Tests only (refused in production): loopback addresses, and plain http to them, are fetched. */
+  readonly allowLoopback: boolean;
 }
 
 export interface MediaConfig {
@@ -149,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
   const e = result.output;
   const production = e.NODE_ENV === 'production';
   const usesDevSecrets = e.JWT_SECRET === DEV_JWT_SECRET || e.KEY_SECRET === DEV_KEY_SECRET;
+  if (production && e.FETCH_ALLOW_LOOPBACK === 'true') throw new ConfigError('invalid FETCH_ALLOW_LOOPBACK: only for tests, never in production');
   if (production && usesDevSecrets) throw new ConfigError('invalid JWT_SECRET/KEY_SECRET: set both in production (at least 32 characters each)');
   const [requests, seconds] = e.RATE_LIMIT_DEFAULT.split('/').map(Number) as [number, number];
   if (requests < 1 || seconds < 1) throw new ConfigError('invalid RATE_LIMIT_DEFAULT: both numbers must be at least 1');
@@ -217,5 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     alertSweepMs: e.ALERT_SWEEP_MS,
     usesDevSecrets,
     media,
+    imagePollMs: e.IMAGE_POLL_MS,
+    fetch: Object.freeze({ timeoutMs: e.FETCH_TIMEOUT_MS, allowLoopback: e.FETCH_ALLOW_LOOPBACK === 'true' }),
   });
 }

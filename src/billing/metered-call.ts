@@ -1,5 +1,5 @@
 import type { Admission, Admitted } from '../admission/admission.js';
-import type { CatalogModel } from '../catalog/model.js';
+import type { CatalogModel, TokenPrices } from '../catalog/model.js';
 import type { LedgerEvent } from '../ledger/event.js';
 import type { NormalizedUsage } from '../providers/usage.js';
 import { tokenCostNano } from './pricing.js';
@@ -10,10 +10,13 @@ export const NO_USAGE: NormalizedUsage = Object.freeze({ promptTokens: 0, comple
 /** Metrics of what a settled call used and was charged. */
 export type UsageRecorder = (modelId: string, usage: NormalizedUsage, chargedNano: bigint) => void;
 
-export interface CallIdentity {
+/** A chat model (settled by tokens with `settle`) or a media model (settled by `settleCharge`). */
+type CalledModel = { readonly id: string; readonly prices?: TokenPrices };
+
+export interface CallIdentity<M extends CalledModel = CatalogModel> {
   readonly userId: string;
   readonly keyId: string;
-  readonly model: CatalogModel;
+  readonly model: M;
   readonly endpoint: string;
   readonly stream: boolean;
   /** The request id: the key of its request log and of its usage transaction. */
@@ -28,7 +31,7 @@ export interface CallIdentity {
  * One admitted inference call's money: its reservation, what it used, and its settlement, exactly
  * once. A failed call settles for nothing, which releases the whole reservation.
  */
-export class MeteredCall {
+export class MeteredCall<M extends CalledModel = CatalogModel> {
   usage: NormalizedUsage | undefined;
   status = 200;
   errorCode: string | null = null;
@@ -38,7 +41,7 @@ export class MeteredCall {
   private failed = false;
   private settled = false;
 
-  constructor(private readonly admission: Admission, private readonly admitted: Admitted, private readonly recordUsage: UsageRecorder, readonly identity: CallIdentity) {}
+  constructor(private readonly admission: Admission, private readonly admitted: Admitted, private readonly recordUsage: UsageRecorder, readonly identity: CallIdentity<M>) {}
 
   /** The upstream failed (or the call never reached it): nothing is charged. */
   fail(status: number, errorCode: string): void {
@@ -61,20 +64,34 @@ export class MeteredCall {
   settle(usage?: NormalizedUsage): void {
     if (usage) this.usage = usage;
     if (this.settled) return;
+    const billed = this.failed || !this.usage ? undefined : this.usage;
+    const prices = this.identity.model.prices;
+    if (billed && !prices) throw new Error(`${this.identity.model.id} is not priced by tokens: settle it with settleCharge`);
+    const charge = billed && prices && !this.identity.ownCredential ? tokenCostNano(prices, billed) : 0n;
+    const charged = this.close(charge, this.usage ?? NO_USAGE, billed ? billed.promptTokens + billed.completionTokens : 0);
+    if (billed && charged > 0n) this.recordUsage(this.identity.model.id, billed, charged);
+  }
+
+  /**
+   * Settles a call priced by what it delivered rather than by tokens (an image call): `chargeNano`,
+   * or nothing when the call failed. Once, like `settle`. Returns what was charged.
+   */
+  settleCharge(chargeNano: bigint): bigint {
+    if (this.settled) return 0n;
+    return this.close(this.failed || this.identity.ownCredential ? 0n : chargeNano, NO_USAGE, 0);
+  }
+
+  private close(charge: bigint, counted: NormalizedUsage, tokens: number): bigint {
     this.settled = true;
     const { keyId, model, endpoint, stream, callId, reservedNano } = this.identity;
-    const billed = this.failed || !this.usage ? undefined : this.usage;
-    const charge = billed && !this.identity.ownCredential ? tokenCostNano(model.prices, billed) : 0n;
-    const counted = this.usage ?? NO_USAGE;
     const event: LedgerEvent = {
       keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
       promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
       durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,
     };
-    const tokens = billed ? billed.promptTokens + billed.completionTokens : 0;
     const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, charge, tokens, JSON.stringify(event));
     if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
-    if (billed && charged > 0n) this.recordUsage(model.id, billed, charged);
+    return charged;
   }
 }

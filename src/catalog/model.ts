@@ -1,3 +1,5 @@
+import type { PriceSheet } from '../billing/price-sheet.js';
+
 /** Upstream wire families; adapters live in src/providers/<family>/. */
 export type Family = 'openai' | 'anthropic' | 'gemini';
 export type Modality = 'chat' | 'image' | 'video' | 'audio';
@@ -51,6 +53,23 @@ export interface CatalogModel {
   readonly prices: TokenPrices;
   readonly isPopular: boolean;
   readonly isActive: boolean;
+}
+
+/**
+ * An image, video or audio model as the call path reads it: its wire family, upstream, the
+ * capabilities that decide which request fields it takes, and its price sheet.
+ */
+export interface MediaModel {
+  readonly id: string;
+  readonly name: string;
+  readonly provider: string;
+  readonly modality: Exclude<Modality, 'chat'>;
+  /** The upstream API family (`openai-images`, `bfl`, …): the adapter that speaks it. */
+  readonly family: string;
+  readonly upstreamVendor: string;
+  readonly upstreamModel: string;
+  readonly capabilities: Readonly<Record<string, unknown>>;
+  readonly sheet: PriceSheet;
 }
 
 /** "0.075" USD per 1M -> 75_000_000n nano-USD per 1M, exactly (no float on the way). */

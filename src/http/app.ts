@@ -5,6 +5,7 @@ import { Router } from './router.js';
 import { ApiError } from './errors.js';
 import { chatCompletions } from './routes/chat-completions.js';
 import { RESPONSES_OUTPUT } from './routes/responses.js';
+import { imageGenerations } from './routes/images.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { billingRoutes } from './routes/billing.js';
 import { billingAlertRoutes } from './routes/billing-alerts.js';
@@ -55,6 +56,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   router
     .post('/v1/chat/completions', chat)
     .post('/v1/responses', (ctx) => chat(ctx, RESPONSES_OUTPUT))
+    .post('/v1/images/generations', imageGenerations(services))
     .post('/api/v1/api-keys', keys.create)
     .get('/api/v1/api-keys', keys.list)
     .put('/api/v1/api-keys/:id', keys.update)

@@ -15,7 +15,7 @@ import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { CatalogSnapshot } from '../catalog/snapshot.js';
-import { loadChatModels } from '../store/catalog.js';
+import { loadChatModels, loadMediaModels } from '../store/catalog.js';
 import { UpstreamClient } from '../providers/upstream-client.js';
 import type { UpstreamTarget } from '../providers/family.js';
 import { CHAT_FAMILIES } from '../providers/families.js';
@@ -50,9 +50,13 @@ const admission = new Admission(new ScriptBatcher(redis, keys), balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls });
 
-let catalog = new CatalogSnapshot(await loadChatModels(sql));
+const loadCatalog = async () => {
+  const [chat, media] = await Promise.all([loadChatModels(sql), loadMediaModels(sql)]);
+  return new CatalogSnapshot(chat, media);
+};
+let catalog = await loadCatalog();
 const catalogTimer = setInterval(() => {
-  loadChatModels(sql).then((models) => { catalog = new CatalogSnapshot(models); }, (error) => log.warn('catalog refresh failed', { error }));
+  loadCatalog().then((snapshot) => { catalog = snapshot; }, (error) => log.warn('catalog refresh failed', { error }));
 }, CATALOG_REFRESH_MS);
 catalogTimer.unref();
 

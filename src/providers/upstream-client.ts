@@ -12,6 +12,18 @@ export function endpointOf(baseUrl: string, path: string): UpstreamEndpoint {
   return Object.freeze({ origin: url.origin, path: url.pathname + url.search });
 }
 
+/** Parsed upstream URLs: a vendor's few endpoints are parsed once, not per call. */
+const endpoints = new Map<string, UpstreamEndpoint>();
+export function endpointFor(url: string): UpstreamEndpoint {
+  let endpoint = endpoints.get(url);
+  if (!endpoint) {
+    if (endpoints.size >= 1000) endpoints.clear();
+    endpoint = endpointOf(url, '');
+    endpoints.set(url, endpoint);
+  }
+  return endpoint;
+}
+
 /** Receives a response body as it arrives (chunked framing already removed). */
 export interface BodyConsumer {
   data(chunk: Buffer): void;
@@ -68,18 +80,28 @@ export class UpstreamClient {
   constructor(private readonly options: UpstreamClientOptions) {}
 
   post(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string, signal?: AbortSignal): Promise<UpstreamResponse> {
+    return this.request('POST', endpoint, headers, body, signal);
+  }
+
+  /** A GET (a submit-and-poll vendor's status call). */
+  get(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<UpstreamResponse> {
+    return this.request('GET', endpoint, headers, undefined, signal);
+  }
+
+  private request(method: 'GET' | 'POST', endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string | undefined, signal?: AbortSignal): Promise<UpstreamResponse> {
     if (this.closed) return Promise.reject(new UpstreamError('the upstream client is closed', 'closed'));
     let pool = this.origins.get(endpoint.origin);
     if (!pool) {
       pool = new OriginPool(new URL(endpoint.origin), this.options);
       this.origins.set(endpoint.origin, pool);
     }
-    let head = `POST ${endpoint.path} HTTP/1.1\r\nhost: ${pool.hostHeader}\r\n`;
+    let head = `${method} ${endpoint.path} HTTP/1.1\r\nhost: ${pool.hostHeader}\r\n`;
     for (const name in headers) {
       const value = headers[name]!;
       if (!HEADER_VALUE_OK.test(value)) return Promise.reject(new UpstreamError(`header ${name} holds a line break`, 'protocol'));
       head += `${name}: ${value}\r\n`;
     }
+    if (body === undefined) return pool.exchange(`${head}\r\n`, signal);
     head += `content-length: ${Buffer.byteLength(body)}\r\n\r\n`;
     return pool.exchange(head + body, signal);
   }

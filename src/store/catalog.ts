@@ -1,5 +1,5 @@
 import type { AnySql, Sql } from './db.js';
-import type { CatalogModel, ChatCapabilities, Family, Modality } from '../catalog/model.js';
+import type { CatalogModel, ChatCapabilities, Family, MediaModel, Modality } from '../catalog/model.js';
 import type { CatalogRows } from '../catalog/seed/index.js';
 import { priceSheetFromRows, tokenPricesOf, type StoredPriceRow } from '../billing/price-sheet.js';
 
@@ -79,6 +79,36 @@ export async function loadChatModels(sql: AnySql): Promise<CatalogModel[]> {
     capabilities: Object.freeze(row.capabilities), isPopular: row.is_popular, isActive: row.is_active,
     prices: tokenPricesOf(priceSheetFromRows(row.id, row.capabilities as unknown as Record<string, unknown>, row.prices ?? [])),
   }));
+}
+
+/**
+ * Active image, video and audio models with their price sheets, by id and by each deprecated
+ * `<task>_generate.<name>` alias that points at one of them.
+ */
+export async function loadMediaModels(sql: AnySql): Promise<Map<string, MediaModel>> {
+  const rows = await sql<(ModelRow & { alias_of: string | null })[]>`
+    select m.id, m.name, m.provider, m.modality, m.description, m.tags, m.family, m.upstream_vendor, m.upstream_model,
+           m.capabilities, m.is_popular, m.is_active, m.alias_of,
+           (select jsonb_agg(jsonb_build_object('component', p.component, 'tier', p.tier,
+                     'nano_usd_per_million', p.nano_usd_per_million::text, 'list_nano_usd_per_million', p.list_nano_usd_per_million::text))
+            from model_prices p where p.model_id = m.id) as prices
+    from models m
+    where m.modality <> 'chat' and m.is_active`;
+  const models = new Map<string, MediaModel>();
+  for (const row of rows) {
+    if (row.alias_of !== null) continue;
+    const capabilities = Object.freeze(row.capabilities as unknown as Record<string, unknown>);
+    models.set(row.id, Object.freeze({
+      id: row.id, name: row.name, provider: row.provider, modality: row.modality as MediaModel['modality'], family: row.family,
+      upstreamVendor: row.upstream_vendor, upstreamModel: row.upstream_model, capabilities,
+      sheet: priceSheetFromRows(row.id, capabilities, row.prices ?? []),
+    }));
+  }
+  for (const row of rows) {
+    const target = row.alias_of !== null ? models.get(row.alias_of) : undefined;
+    if (target) models.set(row.id, target);
+  }
+  return models;
 }
 
 /** A catalog entry as the catalog API reads it. */

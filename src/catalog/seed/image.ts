@@ -1,16 +1,22 @@
 import type { MediaSeed } from './types.js';
 
+/** FLUX.2 output shapes the gateway asks for (about one megapixel: the price lines are the 1 MP rates). */
+const FLUX2_ASPECT_RATIOS = ['1:1', '16:9', '9:16', '4:3', '3:4'];
+
 /**
  * Image models (shared/reference/model-catalog-facts.md §3). Price lines: component `image`, per image;
  * tiers name the request parameters that set the price (`size`, `quality`, `resolution`, `mode`).
- * `maxN` is the gateway's cap on `n` (the vendor's where known, else 1).
+ * `maxN` is the gateway's cap on `n` (the vendor's where known, else 1). The request fields a model
+ * takes follow from its capabilities: `sizes` → `size`, `qualities` → `quality`, `resolutions` →
+ * `resolution`, `aspectRatios` → `aspect_ratio`, `imageInput` → `image_urls` (at most
+ * `maxReferenceImages`, required when `requiresImage`); anything else is refused by name.
  */
 export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
   {
     id: 'openai/gpt-image-2', name: 'GPT Image 2', provider: 'OpenAI', modality: 'image',
     description: 'OpenAI GPT Image 2: text-to-image and image editing with reference images; priced per image by size and quality.',
     tags: ['image', 'text-to-image', 'edit'], family: 'openai-images', upstreamVendor: 'openai', upstreamModel: 'gpt-image-2',
-    capabilities: { maxN: 10, sizes: ['1024x1024', '1024x1536', '1536x1024'], qualities: ['low', 'medium', 'high'], imageInput: true, sync: true },
+    capabilities: { maxN: 10, sizes: ['1024x1024', '1024x1536', '1536x1024'], qualities: ['low', 'medium', 'high'], imageInput: true, maxReferenceImages: 16, sync: true },
     prices: [
       { component: 'image', tier: 'quality=low,size=1024x1024', usd: '0.006', confidence: 'B' },
       { component: 'image', tier: 'quality=medium,size=1024x1024', usd: '0.053', confidence: 'B' },
@@ -28,7 +34,7 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
     id: 'openai/gpt-image-1.5', name: 'GPT Image 1.5', provider: 'OpenAI', modality: 'image',
     description: 'OpenAI GPT Image 1.5 text-to-image and editing. Deprecated upstream: shutdown 2026-12-01.',
     tags: ['image', 'text-to-image', 'edit', 'deprecated-upstream'], family: 'openai-images', upstreamVendor: 'openai', upstreamModel: 'gpt-image-1.5',
-    capabilities: { maxN: 10, sizes: ['1024x1024', '1024x1536', '1536x1024'], qualities: ['low', 'medium', 'high'], imageInput: true, sync: true },
+    capabilities: { maxN: 10, sizes: ['1024x1024', '1024x1536', '1536x1024'], qualities: ['low', 'medium', 'high'], imageInput: true, maxReferenceImages: 16, sync: true },
     prices: [
       { component: 'image', tier: 'quality=low,size=1024x1024', usd: '0.009', confidence: 'A' },
       { component: 'image', tier: 'quality=medium,size=1024x1024', usd: '0.034', confidence: 'A' },
@@ -74,8 +80,8 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
   {
     id: 'black-forest-labs/flux-2-pro', name: 'FLUX.2 [pro]', provider: 'Black Forest Labs', modality: 'image',
     description: 'Black Forest Labs FLUX.2 [pro]: text-to-image and editing with up to 8 reference images; priced from the 1-megapixel rate.',
-    tags: ['image', 'text-to-image', 'edit', 'flux'], family: 'bfl', upstreamVendor: 'black-forest-labs', upstreamModel: 'flux-2-pro',
-    capabilities: { maxN: 1, imageInput: true, maxReferenceImages: 8, sync: false },
+    tags: ['image', 'text-to-image', 'edit', 'flux'], family: 'bfl', upstreamVendor: 'bfl', upstreamModel: 'flux-2-pro',
+    capabilities: { maxN: 1, aspectRatios: FLUX2_ASPECT_RATIOS, imageInput: true, maxReferenceImages: 8, sync: false },
     prices: [
       { component: 'image', tier: 'mode=generate', usd: '0.03', confidence: 'A' },
       { component: 'image', tier: 'mode=edit', usd: '0.045', confidence: 'A' },
@@ -85,16 +91,16 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
   {
     id: 'black-forest-labs/flux-2-max', name: 'FLUX.2 [max]', provider: 'Black Forest Labs', modality: 'image',
     description: 'Black Forest Labs FLUX.2 [max]: the highest-quality FLUX.2 for generation and editing.',
-    tags: ['image', 'text-to-image', 'edit', 'flux'], family: 'bfl', upstreamVendor: 'black-forest-labs', upstreamModel: 'flux-2-max',
-    capabilities: { maxN: 1, imageInput: true, sync: false },
+    tags: ['image', 'text-to-image', 'edit', 'flux'], family: 'bfl', upstreamVendor: 'bfl', upstreamModel: 'flux-2-max',
+    capabilities: { maxN: 1, aspectRatios: FLUX2_ASPECT_RATIOS, imageInput: true, maxReferenceImages: 8, sync: false },
     prices: [{ component: 'image', usd: '0.07', confidence: 'A' }],
     isPopular: false, source: 'docs.bfl.ai/quick_start/pricing ("from" price)',
   },
   {
     id: 'black-forest-labs/flux-kontext-pro', name: 'FLUX.1 Kontext [pro]', provider: 'Black Forest Labs', modality: 'image',
     description: 'Black Forest Labs FLUX.1 Kontext [pro]: in-context image editing model (previous generation).',
-    tags: ['image', 'edit', 'flux'], family: 'bfl', upstreamVendor: 'black-forest-labs', upstreamModel: 'flux-kontext-pro',
-    capabilities: { maxN: 1, imageInput: true, sync: false },
+    tags: ['image', 'edit', 'flux'], family: 'bfl', upstreamVendor: 'bfl', upstreamModel: 'flux-kontext-pro',
+    capabilities: { maxN: 1, aspectRatios: ['1:1', '16:9', '9:16', '4:3', '3:4', '21:9', '9:21'], imageInput: true, requiresImage: true, maxReferenceImages: 1, sync: false },
     prices: [{ component: 'image', usd: '0.04', confidence: 'A' }],
     isPopular: false, status: 'legacy', source: 'LiteLLM (bfl.ai/pricing); fal; Portkey',
   },
@@ -102,7 +108,7 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
     id: 'bytedance/seedream-4.5', name: 'Seedream 4.5', provider: 'ByteDance', modality: 'image',
     description: 'ByteDance Seedream 4.5 on BytePlus ModelArk: generation with multiple reference images.',
     tags: ['image', 'text-to-image', 'edit'], family: 'openai-images', upstreamVendor: 'bytedance', upstreamModel: 'seedream-4-5-251128',
-    capabilities: { maxN: 1, imageInput: true, sync: true },
+    capabilities: { maxN: 1, imageInput: true, maxReferenceImages: 10, sync: true },
     prices: [{ component: 'image', usd: '0.04', confidence: 'B' }],
     isPopular: false, source: 'Portkey byteplus.json',
   },
@@ -110,7 +116,7 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
     id: 'bytedance/seedream-5.0-lite', name: 'Seedream 5.0 Lite', provider: 'ByteDance', modality: 'image',
     description: 'ByteDance Seedream 5.0 Lite on BytePlus ModelArk: fast generation and editing.',
     tags: ['image', 'text-to-image', 'edit', 'cheap'], family: 'openai-images', upstreamVendor: 'bytedance', upstreamModel: 'seedream-5-0-lite-260128',
-    capabilities: { maxN: 1, imageInput: true, sync: true },
+    capabilities: { maxN: 1, imageInput: true, maxReferenceImages: 10, sync: true },
     prices: [{ component: 'image', usd: '0.035', confidence: 'B' }],
     isPopular: false, source: 'Portkey byteplus.json',
   },

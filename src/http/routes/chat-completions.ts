@@ -7,7 +7,7 @@ import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
-import { endpointOf, type UpstreamEndpoint, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { NO_BYOK, byokProviderOf } from '../../providers/byok-credentials.js';
 import type { Admitted } from '../../admission/admission.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
@@ -120,18 +120,6 @@ function promptCachePartitions(secret: string): (userId: string, callerKey: stri
     }
     return partition;
   };
-}
-
-/** Parsed upstream URLs: a vendor's few endpoints are parsed once, not per call. */
-const endpoints = new Map<string, UpstreamEndpoint>();
-function endpointFor(url: string): UpstreamEndpoint {
-  let endpoint = endpoints.get(url);
-  if (!endpoint) {
-    if (endpoints.size >= 1000) endpoints.clear();
-    endpoint = endpointOf(url, '');
-    endpoints.set(url, endpoint);
-  }
-  return endpoint;
 }
 
 /**

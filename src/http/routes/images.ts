@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import type { RequestContext } from '../router.js';
+import type { Services } from '../../services.js';
+import type { MediaModel } from '../../catalog/model.js';
+import { ApiError, badRequest } from '../errors.js';
+import { parseJsonObject, parseWith } from '../schemas/issues.js';
+import { ImageRequestSchema } from '../schemas/images.js';
+import { imageCallOf, imageJobOf, type ImageIo, type ImageJob, type ImageResult } from '../../providers/image-family.js';
+import { IMAGE_FAMILIES } from '../../providers/image-families.js';
+import { endpointFor, endpointOf, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { PricingError, actualNano, worstCaseNano, type ImageCall } from '../../billing/media-pricing.js';
+import type { PriceSheet } from '../../billing/price-sheet.js';
+import { keyLimitsOf } from '../../billing/credit-period.js';
+import { MeteredCall } from '../../billing/metered-call.js';
+import { nanoToUsd } from '../../billing/pricing.js';
+import { hostInputImage, hostResultImage, isLoopbackUrl, isPublicMediaUrl, type MediaTransit } from '../../media/rehost.js';
+import { children } from '../../metrics.js';
+
+/** Pricing fields as the caller named them. */
+const PRICED_FIELDS: Readonly<Record<string, string>> = { images: 'n', inputImages: 'image_urls' };
+
+/** The reservation of a call; a call the price sheet cannot price is the caller's 400, naming the field. */
+function reservationOf(sheet: PriceSheet, call: ImageCall): bigint {
+  try {
+    return worstCaseNano(sheet, call);
+  } catch (error) {
+    if (!(error instanceof PricingError)) throw error;
+    const field = PRICED_FIELDS[error.field] ?? error.field;
+    throw badRequest(`${error.message}.`, field, field === 'model' ? 'model_not_supported' : 'invalid_request');
+  }
+}
+
+/**
+ * What `delivered` images cost: at the tiers the request chose, or, where it left size or quality to
+ * the vendor (`auto`, unset) and the vendor says what it used, at that tier (never above the reservation:
+ * the reservation was the dearest of them).
+ */
+function chargeOf(sheet: PriceSheet, job: ImageJob, result: ImageResult, delivered: number): bigint {
+  const asked = imageCallOf(job, job.inputImages.length);
+  const outcome = { kind: 'image', images: delivered } as const;
+  const reported: ImageCall = { ...asked, size: asked.size ?? result.size, quality: asked.quality ?? result.quality };
+  try {
+    return actualNano(sheet, reported, outcome);
+  } catch (error) {
+    if (!(error instanceof PricingError)) throw error;
+    return actualNano(sheet, asked, outcome); // the vendor named a tier the sheet does not price: the reserved one
+  }
+}
+
+/**
+ * `POST /v1/images/generations`: synchronous whatever the vendor (a submit-and-poll vendor is polled
+ * until its task ends). Admission reserves `n` images at the dearest tier the request allows; the
+ * charge is for the images delivered, settled before the results are rehosted; a failure releases all.
+ */
+export function imageGenerations(services: Services) {
+  const { admission, auth, metrics, upstream, config } = services;
+  const costOf = children((model) => metrics.cost.labels(model));
+  const imagesOf = children((model, hosted) => metrics.images.labels(model, hosted));
+  const transit: MediaTransit = {
+    media: services.media,
+    maxBytes: config.media.maxBytes,
+    fetchTimeoutMs: config.fetch.timeoutMs,
+    allowLoopback: config.fetch.allowLoopback,
+    mediaIsPublic: isPublicMediaUrl(config.media.url),
+  };
+
+  /** The upstream leg for one call: transport failures as 502s, polls paced and bounded by the call's deadline. */
+  function ioFor(model: MediaModel, deadlineMs: number): ImageIo {
+    const vendor = model.upstreamVendor;
+    const reached = async (exchange: Promise<UpstreamResponse>) => {
+      try {
+        return await exchange;
+      } catch (error) {
+        metrics.upstreamErrors.inc({ vendor, reason: 'connect' });
+        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} could not be reached: ${(error as Error).message}`);
+      }
+    };
+    return {
+      post: (url, headers, body) => reached(upstream.post(endpointFor(url), headers, body)),
+      // Poll addresses hold task ids: parsed per call, not cached.
+      get: (url, headers) => reached(upstream.get(endpointOf(url, ''), headers)),
+      wait: async () => {
+        const left = deadlineMs - Date.now();
+        if (left <= 0) {
+          metrics.upstreamErrors.inc({ vendor, reason: 'timeout' });
+          throw new ApiError(504, 'upstream_timeout', `The upstream vendor ${vendor} did not finish the image within ${config.upstreamTimeoutMs} ms.`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(config.imagePollMs, left)));
+      },
+    };
+  }
+
+  return async (ctx: RequestContext): Promise<void> => {
+    const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
+      throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+    }
+    const request = parseWith(ImageRequestSchema, parseJsonObject(await ctx.body()));
+    const catalog = services.catalog();
+    const model = catalog.media(request.model);
+    if (!model) {
+      if (catalog.get(request.model)) throw badRequest(`'${request.model}' is a chat model: use POST /v1/chat/completions.`, 'model', 'model_not_supported');
+      throw new ApiError(404, 'model_not_found', `The model '${request.model}' does not exist or is not available.`, 'model');
+    }
+    if (model.modality !== 'image') throw badRequest(`'${request.model}' is a ${model.modality} model, not an image model.`, 'model', 'model_not_supported');
+    const asked = imageJobOf(request, model);
+    const family = IMAGE_FAMILIES[model.family];
+    const target = services.vendors[model.upstreamVendor];
+    if (!family || !target) {
+      throw badRequest(`The model '${model.id}' is served through the ${model.family} image API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
+    }
+    const imageUrls = request.image_urls ?? [];
+    const reservedNano = reservationOf(model.sheet, imageCallOf(asked, imageUrls.length));
+    const callId = randomUUID();
+    const admitted = await admission.admit(key.userId, key.id, reservedNano, keyLimitsOf(key.row, Date.now()), 0);
+    const call = new MeteredCall<MediaModel>(admission, admitted, () => {}, {
+      userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId, reservedNano,
+    });
+    try {
+      if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
+      const inputImages = await Promise.all(imageUrls.map((entry, index) => hostInputImage(entry, index, transit)));
+      const job: ImageJob = { ...asked, inputImages };
+      const result = await family.generate(job, target, ioFor(model, call.startedAtMs + config.upstreamTimeoutMs));
+      call.firstByte();
+      const delivered = result.images.slice(0, job.n);
+      if (delivered.length === 0) throw new ApiError(502, 'upstream_error', `The upstream vendor ${model.upstreamVendor} answered without an image.`);
+      const charged = call.settleCharge(chargeOf(model.sheet, job, result, delivered.length));
+      if (charged > 0n) costOf(model.id).inc(nanoToUsd(charged));
+      const hosted = await Promise.all(delivered.map((image) => hostResultImage(image, transit, isLoopbackUrl(target.baseUrl))));
+      for (const image of hosted) imagesOf(model.id, String(image.hosted)).inc();
+      ctx.reply.json(200, { created: Math.floor(call.startedAtMs / 1000), data: hosted.map((image) => ({ url: image.url })) },
+        { ...admitted.headers, 'x-request-id': callId });
+    } catch (error) {
+      call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
+      throw error;
+    } finally {
+      call.settleCharge(0n); // a call that did not settle above failed: its reservation goes back
+    }
+  };
+}

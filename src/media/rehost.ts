@@ -1,0 +1,110 @@
+/**
+ * Media that crosses the gateway on an image call: the caller's `image_urls` (decoded or fetched,
+ * checked to be images, hosted) and the upstream's results (hosted so links do not expire).
+ */
+import { isIP } from 'node:net';
+import { ApiError, badRequest } from '../http/errors.js';
+import type { MediaStore } from './store.js';
+import { DataUriError, decodeDataUri } from './data-uri.js';
+import { UrlGuardError, fetchGuarded, isPublicAddress } from './url-guard.js';
+import { sniffMediaType } from './sniff.js';
+import { log } from '../log.js';
+
+export interface MediaTransit {
+  /** Undefined when MEDIA_STORAGE=off: nothing is hosted, inputs go upstream inline and results as they came. */
+  readonly media: MediaStore | undefined;
+  readonly maxBytes: number;
+  readonly fetchTimeoutMs: number;
+  /** Loopback allowed for callers' URLs (tests only). */
+  readonly allowLoopback: boolean;
+  /** Whether vendors can reach MEDIA_URL; when not (a local gateway), inputs go upstream as data URIs. */
+  readonly mediaIsPublic: boolean;
+}
+
+const hostOf = (url: string) => new URL(url).hostname.replace(/^\[|\]$/g, '');
+const isLocalName = (host: string) => host === 'localhost' || host.endsWith('.localhost');
+
+/** Whether a MEDIA_URL names a host the vendors can reach (not loopback, private or `localhost`). */
+export function isPublicMediaUrl(mediaUrl: string): boolean {
+  const host = hostOf(mediaUrl);
+  if (isLocalName(host)) return false;
+  return isIP(host) === 0 || isPublicAddress(host, false);
+}
+
+/**
+ * Whether a vendor's base URL is on loopback (the built-in mock vendor, or a local proxy the operator
+ * configured): that vendor's result addresses on loopback are then fetched too.
+ */
+export function isLoopbackUrl(url: string): boolean {
+  const host = hostOf(url);
+  // A loopback address is the one kind that only the loopback allowance makes acceptable.
+  return isLocalName(host) || (isIP(host) !== 0 && isPublicAddress(host, true) && !isPublicAddress(host, false));
+}
+
+const dataUriOf = (bytes: Uint8Array, contentType: string) => `data:${contentType};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')}`;
+
+/**
+ * One entry of `image_urls` as the upstream is given it: a `data:` URI decoded in the worker pool, an
+ * https URL fetched through the URL guard; the bytes must be an image; hosted on the media host, and
+ * passed on as the hosted URL (or, when vendors cannot reach the media host, inline).
+ */
+export async function hostInputImage(entry: string, index: number, transit: MediaTransit): Promise<string> {
+  const param = `image_urls[${index}]`;
+  let bytes: Uint8Array;
+  try {
+    if (/^data:/i.test(entry)) {
+      bytes = (await decodeDataUri(entry, transit.maxBytes)).bytes;
+    } else if (/^https?:\/\//i.test(entry)) {
+      bytes = (await fetchGuarded(entry, { maxBytes: transit.maxBytes, timeoutMs: transit.fetchTimeoutMs, allowLoopback: transit.allowLoopback })).bytes;
+    } else {
+      throw badRequest(`'${param}' must be an https URL or a base64 data: URI.`, param, 'invalid_image_url');
+    }
+  } catch (error) {
+    throw inputError(error, param, transit.maxBytes);
+  }
+  const type = sniffMediaType(bytes);
+  if (!type?.contentType.startsWith('image/')) {
+    throw new ApiError(415, 'unsupported_media_type', `'${param}' is not an image (PNG, JPEG, GIF, WEBP or AVIF).`, param);
+  }
+  if (!transit.media) return dataUriOf(bytes, type.contentType);
+  const stored = await transit.media.store(bytes, param);
+  return transit.mediaIsPublic ? stored.url : dataUriOf(bytes, stored.contentType);
+}
+
+function inputError(error: unknown, param: string, maxBytes: number): unknown {
+  if (error instanceof DataUriError) {
+    if (error.reason === 'too_large') return new ApiError(413, 'payload_too_large', `'${param}' decodes to more than ${maxBytes} bytes; upload it with POST /v1/uploads.`, param);
+    return badRequest(`'${param}' is not a valid base64 data: URI: ${error.message}`, param, 'invalid_image_url');
+  }
+  if (error instanceof UrlGuardError) {
+    if (error.reason === 'too_large') return new ApiError(413, 'payload_too_large', `'${param}' is larger than ${maxBytes} bytes.`, param);
+    return badRequest(`'${param}' could not be fetched: ${error.message}`, param, 'invalid_image_url');
+  }
+  return error;
+}
+
+/** How a result reached the client: hosted, or (hosting failed or is off) as the upstream gave it. */
+export interface HostedResult {
+  readonly url: string;
+  readonly hosted: boolean;
+}
+
+/**
+ * One upstream result on the media host. When that fails (the address cannot be fetched, storage
+ * errs), the caller still gets the image as the upstream gave it: it was made and is charged.
+ */
+export async function hostResultImage(image: { b64: string } | { url: string }, transit: MediaTransit, vendorOnLoopback: boolean): Promise<HostedResult> {
+  const fallback = 'b64' in image ? `data:image/png;base64,${image.b64}` : image.url;
+  if (!transit.media) return { url: fallback, hosted: false };
+  try {
+    const bytes = 'b64' in image
+      ? (await decodeDataUri(`data:application/octet-stream;base64,${image.b64}`, transit.maxBytes)).bytes
+      // The vendor's own address: loopback only for the built-in mock vendor (or in tests).
+      : (await fetchGuarded(image.url, { maxBytes: transit.maxBytes, timeoutMs: transit.fetchTimeoutMs, allowLoopback: transit.allowLoopback || vendorOnLoopback })).bytes;
+    const stored = await transit.media.store(bytes);
+    return { url: stored.url, hosted: true };
+  } catch (error) {
+    log.warn('image result not rehosted; answering the upstream address', { error: (error as Error).message });
+    return { url: fallback, hosted: false };
+  }
+}
