@@ -1,0 +1,185 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { isLoopbackAddress, isPublicAddress } from './public-address.js';
+
+export { isPublicAddress } from './public-address.js';
+
+export interface GuardedFetchOptions {
+  /** Body limit; the fetch fails beyond it (by Content-Length up front, or while reading). */
+  readonly maxBytes: number;
+  /** The whole exchange: DNS, redirects and body. */
+  readonly timeoutMs: number;
+  /** Tests only: permits loopback addresses (127.0.0.0/8, ::1) and plain http:// to them. */
+  readonly allowLoopback?: boolean;
+  readonly maxRedirects?: number;
+  /** Aborting it rejects with its reason, as fetch does. */
+  readonly signal?: AbortSignal;
+}
+
+export interface FetchedMedia {
+  readonly bytes: Buffer;
+  readonly contentType: string | undefined;
+  readonly finalUrl: string;
+}
+
+export type UrlGuardReason = 'scheme' | 'address' | 'dns' | 'too_large' | 'timeout' | 'status' | 'redirects' | 'network' | 'url';
+
+export class UrlGuardError extends Error {
+  constructor(readonly reason: UrlGuardReason, message: string, readonly status?: number) {
+    super(message);
+    this.name = 'UrlGuardError';
+  }
+}
+
+const DEFAULT_MAX_REDIRECTS = 3;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Fetches a URL a caller chose (or an upstream returned) without letting it reach anything but the
+ * public internet: every hop is vetted (scheme, credentials, every resolved address) and the
+ * connection is pinned to the vetted addresses, so a DNS answer that changes between the check and
+ * the connect (rebinding) cannot redirect it.
+ */
+export async function fetchGuarded(url: string, options: GuardedFetchOptions): Promise<FetchedMedia> {
+  const allowLoopback = options.allowLoopback ?? false;
+  const maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new UrlGuardError('timeout', `The fetch took longer than ${options.timeoutMs} ms.`)),
+    options.timeoutMs,
+  );
+  const forwardAbort = () => controller.abort(options.signal?.reason);
+  if (options.signal?.aborted) forwardAbort();
+  options.signal?.addEventListener('abort', forwardAbort, { once: true });
+  const signal = controller.signal;
+  try {
+    let target = parseUrl(url);
+    for (let redirects = 0; ; redirects++) {
+      const addresses = await untilAborted(vet(target, allowLoopback), signal);
+      const response = await request(target, addresses, signal);
+      const status = response.statusCode ?? 0;
+      const location = response.headers.location;
+      if (REDIRECTS.has(status) && location) {
+        response.destroy();
+        if (redirects >= maxRedirects) throw new UrlGuardError('redirects', `More than ${maxRedirects} redirects.`);
+        target = parseUrl(location, target);
+        continue;
+      }
+      if (status < 200 || status > 299) {
+        response.destroy();
+        throw new UrlGuardError('status', `The server answered ${status}.`, status);
+      }
+      const bytes = await readBody(response, options.maxBytes, signal);
+      return { bytes, contentType: response.headers['content-type'], finalUrl: target.href };
+    }
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', forwardAbort);
+  }
+}
+
+function parseUrl(text: string, base?: URL): URL {
+  try {
+    return new URL(text, base);
+  } catch {
+    throw new UrlGuardError('url', 'Not a valid URL.');
+  }
+}
+
+/**
+ * The addresses a URL may be fetched from, all checked. The WHATWG parser has already turned
+ * decimal, octal and hex IPv4 forms (`https://2130706433/`) into dotted quads.
+ */
+async function vet(target: URL, allowLoopback: boolean): Promise<LookupAddress[]> {
+  const plainHttp = target.protocol === 'http:' && allowLoopback;
+  if (target.protocol !== 'https:' && !plainHttp) throw new UrlGuardError('scheme', `The scheme ${target.protocol} is not allowed; use https.`);
+  if (target.username || target.password) throw new UrlGuardError('url', 'Credentials in the URL are not allowed.');
+  const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  const family = isIP(host);
+  const addresses = family ? [{ address: host, family }] : await resolve(host);
+  for (const { address } of addresses) {
+    if (!isPublicAddress(address, allowLoopback)) throw new UrlGuardError('address', `The host ${host} is not a public address.`);
+    if (plainHttp && !isLoopbackAddress(address)) {
+      throw new UrlGuardError('scheme', 'Plain http is allowed only to loopback (tests).');
+    }
+  }
+  return addresses;
+}
+
+async function resolve(host: string): Promise<LookupAddress[]> {
+  try {
+    const addresses = await dnsLookup(host, { all: true, verbatim: true });
+    if (addresses.length > 0) return addresses;
+  } catch {
+    // Reported below: the name does not resolve.
+  }
+  throw new UrlGuardError('dns', `The host ${host} does not resolve.`);
+}
+
+/** A `lookup` for the socket that answers with the vetted addresses instead of asking DNS again. */
+function pinnedLookup(addresses: readonly LookupAddress[]) {
+  return (_host: string, options: LookupOptions, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+    const first = addresses[0]!;
+    if (options.all) callback(null, [...addresses]);
+    else callback(null, first.address, first.family);
+  };
+}
+
+function request(target: URL, addresses: readonly LookupAddress[], signal: AbortSignal): Promise<IncomingMessage> {
+  const client = target.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    // No agent: a pooled socket could outlive the vetting of the name it was opened for.
+    const outgoing = client.request(target, {
+      method: 'GET',
+      agent: false,
+      lookup: pinnedLookup(addresses),
+      headers: { 'accept-encoding': 'identity', accept: '*/*' },
+      signal,
+    });
+    outgoing.on('response', resolve);
+    outgoing.on('error', (error) => reject(signal.aborted ? signal.reason : networkError(error)));
+    outgoing.end();
+  });
+}
+
+async function readBody(response: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  const tooLarge = () => new UrlGuardError('too_large', `The body exceeds ${maxBytes} bytes.`);
+  const declared = Number(response.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    response.destroy();
+    throw tooLarge();
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (total > maxBytes) throw tooLarge();
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    response.destroy();
+    if (error instanceof UrlGuardError) throw error;
+    throw signal.aborted ? signal.reason : networkError(error);
+  }
+  // An abort that lands as the body ends must not pass a possibly cut body off as whole.
+  if (signal.aborted) throw signal.reason;
+  return Buffer.concat(chunks, total);
+}
+
+function networkError(error: unknown): UrlGuardError {
+  return new UrlGuardError('network', `The fetch failed: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+/** Stops waiting for work that cannot itself be cancelled (a DNS lookup) once the signal fires. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
