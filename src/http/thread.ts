@@ -27,6 +27,7 @@ import { configureLog, log } from '../log.js';
 import type { Services } from '../services.js';
 import type { MainToThread, ThreadToMain } from './thread-messages.js';
 import { closeTokenCounter } from '../billing/token-count.js';
+import { closeDataUriDecoder } from '../media/data-uri.js';
 import { openMediaStorage } from '../media/open.js';
 import { MediaStore } from '../media/store.js';
 
@@ -144,7 +145,7 @@ async function drain(deadlineMs: number): Promise<void> {
   // The native app has close() although the bundled typings do not declare it.
   (app as unknown as { close(): void }).close();
   clearInterval(catalogTimer);
-  await Promise.allSettled([services.upstream.close(), closeTokenCounter(), sql.end({ timeout: 5 }), redis.quit(), subscriber.quit()]);
+  await Promise.allSettled([services.upstream.close(), closeTokenCounter(), closeDataUriDecoder(), sql.end({ timeout: 5 }), redis.quit(), subscriber.quit()]);
   send({ type: 'drained', unfinished: services.inflight.count });
   port.close(); // nothing is left: the thread ends by itself
 }

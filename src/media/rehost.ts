@@ -6,7 +6,8 @@ import { isIP } from 'node:net';
 import { ApiError, badRequest } from '../http/errors.js';
 import type { MediaStore } from './store.js';
 import { DataUriError, decodeDataUri } from './data-uri.js';
-import { UrlGuardError, fetchGuarded, isPublicAddress } from './url-guard.js';
+import { UrlGuardError, fetchGuarded } from './url-guard.js';
+import { isLoopbackAddress, isPublicAddress } from './public-address.js';
 import { sniffMediaType } from './sniff.js';
 import { log } from '../log.js';
 
@@ -37,8 +38,7 @@ export function isPublicMediaUrl(mediaUrl: string): boolean {
  */
 export function isLoopbackUrl(url: string): boolean {
   const host = hostOf(url);
-  // A loopback address is the one kind that only the loopback allowance makes acceptable.
-  return isLocalName(host) || (isIP(host) !== 0 && isPublicAddress(host, true) && !isPublicAddress(host, false));
+  return isLocalName(host) || (isIP(host) !== 0 && isLoopbackAddress(host));
 }
 
 const dataUriOf = (bytes: Uint8Array, contentType: string) => `data:${contentType};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')}`;
