@@ -1,5 +1,12 @@
 // Per-request behaviour control. Tests and benchmarks embed `[[mock key=value ...]]` in the text
-// of the last user message; the mock reads it from there. Pure functions, no I/O.
+// of the last user message (the image routes: in `prompt`); the mock reads it from there. Pure
+// functions, no I/O. Chat keys: chunks, delay_ms, latency_ms, fail, disconnect_after, reasoning,
+// cached, no_usage, tool. Image keys (images.ts, bfl.ts): latency_ms, fail, images=K (deliver at
+// most K images whatever `n` asked), broken_url (the result URL 404s), and for BFL's tasks
+// polls=K (Pending answers before the final one, default 1), task_status=Error|Content_Moderated|
+// Request_Moderated (the final status instead of Ready; `_` stands for a space) and
+// poll_fail=STATUS (every get_result for the task answers that HTTP status). A flag (no_usage,
+// broken_url) may stand alone, meaning `=1`.
 
 export interface Directives {
   /** Content tokens per choice. */
@@ -20,7 +27,23 @@ export interface Directives {
   noUsage?: boolean;
   /** Answer with a call to this function (only when the request has tools). */
   tool?: string;
+  /** Image routes: deliver at most this many images, however many were asked for. */
+  images?: number;
+  /** Image routes: the result URL points at a file that is not there (404). */
+  brokenUrl?: boolean;
+  /** BFL: Pending answers to get_result before the final status. */
+  polls?: number;
+  /** BFL: the task's final status instead of Ready. */
+  taskStatus?: TaskFailure;
+  /** BFL: get_result answers this HTTP status (400..599). */
+  pollFail?: number;
 }
+
+export const TASK_FAILURES = ['Error', 'Content Moderated', 'Request Moderated'] as const;
+export type TaskFailure = (typeof TASK_FAILURES)[number];
+
+/** Keys that may stand alone (`[[mock broken_url]]`), meaning `=1`. */
+const FLAGS: ReadonlySet<string> = new Set(['no_usage', 'broken_url']);
 
 export const DIRECTIVE_MARKER = '[[mock';
 
@@ -30,6 +53,13 @@ function nonNegativeInt(value: string): number | undefined {
   return /^\d{1,9}$/.test(value) ? Number(value) : undefined;
 }
 
+function errorStatus(value: string): number | undefined {
+  const status = nonNegativeInt(value);
+  return status !== undefined && status >= 400 && status <= 599 ? status : undefined;
+}
+
+const flag = (value: string): boolean => value === '1' || value === 'true';
+
 function applyDirective(into: Directives, key: string, value: string): void {
   switch (key) {
     case 'chunks': into.chunks = nonNegativeInt(value) ?? into.chunks; break;
@@ -38,13 +68,18 @@ function applyDirective(into: Directives, key: string, value: string): void {
     case 'disconnect_after': into.disconnectAfter = nonNegativeInt(value) ?? into.disconnectAfter; break;
     case 'reasoning': into.reasoning = nonNegativeInt(value) ?? into.reasoning; break;
     case 'cached': into.cached = nonNegativeInt(value) ?? into.cached; break;
-    case 'fail': {
-      const status = nonNegativeInt(value);
-      if (status !== undefined && status >= 400 && status <= 599) into.fail = status;
+    case 'fail': into.fail = errorStatus(value) ?? into.fail; break;
+    case 'no_usage': into.noUsage = flag(value); break;
+    case 'tool': if (value !== '') into.tool = value; break;
+    case 'images': into.images = nonNegativeInt(value) ?? into.images; break;
+    case 'broken_url': into.brokenUrl = flag(value); break;
+    case 'polls': into.polls = nonNegativeInt(value) ?? into.polls; break;
+    case 'task_status': {
+      const status = TASK_FAILURES.find((s) => s === value.replaceAll('_', ' '));
+      if (status !== undefined) into.taskStatus = status;
       break;
     }
-    case 'no_usage': into.noUsage = value === '1' || value === 'true'; break;
-    case 'tool': if (value !== '') into.tool = value; break;
+    case 'poll_fail': into.pollFail = errorStatus(value) ?? into.pollFail; break;
     default: break; // unknown keys are ignored so callers can annotate freely
   }
 }
@@ -64,6 +99,7 @@ export function parseDirectives(text: string): Directives {
       for (const pair of body.trim().split(/\s+/)) {
         const eq = pair.indexOf('=');
         if (eq > 0) applyDirective(found, pair.slice(0, eq), pair.slice(eq + 1));
+        else if (FLAGS.has(pair)) applyDirective(found, pair, '1');
       }
     }
     at = text.indexOf(DIRECTIVE_MARKER, end + 2);

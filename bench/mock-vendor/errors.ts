@@ -26,6 +26,8 @@ export const missingApiKey: MockError = {
   code: 'invalid_api_key',
 };
 
+export const hasBearerToken = (authorization: string | undefined): boolean => authorization !== undefined && /^Bearer\s+\S/i.test(authorization);
+
 /** A credential the mock refuses as a real vendor refuses a revoked key (tests of credential fallback). */
 export const isRevokedCredential = (credential: string | undefined): boolean => credential !== undefined && credential.includes('revoked');
 

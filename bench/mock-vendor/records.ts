@@ -17,6 +17,8 @@ export interface MockRequestRecord {
   clientAborted: boolean;
   /** HTTP status sent; 0 until the response head is written. */
   status: number;
+  /** Image routes: the reference images the request carried (URLs or data URIs), in order. */
+  referenceImages?: string[];
 }
 
 /** A ring of the most recent records; capacity 0 keeps none (the benchmark's setting). */

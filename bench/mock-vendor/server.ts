@@ -1,16 +1,20 @@
-// The mock upstream vendor: an OpenAI Chat Completions endpoint on node:http, steered per
-// request by `[[mock ...]]` directives. Built to be cheap per request (the benchmark runs it next
-// to the gateway on a small machine): no logging, no per-chunk JSON.stringify, keep-alive on.
+// The mock upstream vendor: an OpenAI Chat Completions endpoint on node:http (the other wire
+// formats live in their own files), steered per request by `[[mock ...]]` directives. Built to be
+// cheap per request (the benchmark runs it next to the gateway on a small machine): no logging, no
+// per-chunk JSON.stringify, keep-alive on.
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ANTHROPIC_MESSAGES_SUFFIX, anthropicMessages } from './anthropic.js';
+import { BFL_PREFIX, BflTasks, bflRoute } from './bfl.js';
 import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } from './completion.js';
 import { directivesFromMessages } from './directives.js';
 import { geminiRoute, isGeminiPath } from './gemini.js';
 import { endMidBody } from './connection.js';
+import { FILES_PREFIX, FileStore, serveFile, type ImageHost } from './files.js';
+import { imageEndpoint, openaiImages } from './images.js';
 import { BEDROCK_PATH, MockCloud, TOKEN_PATH, type MockCloudOptions } from './cloud.js';
-import { badJson, errorJson, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
+import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
 import { randomId } from './ids.js';
 import { RequestLog, type MockRequestRecord } from './records.js';
 import { streamFrames, type Frame } from './stream.js';
@@ -51,7 +55,8 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const behaviour: MockBehaviour = { ...DEFAULT_BEHAVIOUR, ...opts.defaults };
   const log = new RequestLog(opts.keepRequests ?? 200);
   const cloud = new MockCloud(opts.cloud);
-  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud);
+  const images: ImageHost = { url: '', files: new FileStore(), tasks: new BflTasks() };
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud, images);
   const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
   server.keepAliveTimeout = 65_000;
@@ -68,6 +73,7 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const port = (server.address() as AddressInfo).port;
   const url = `${opts.tls ? 'https' : 'http'}://${urlHost(host)}:${port}`;
   cloud.url = url;
+  images.url = url;
   return {
     url,
     port,
@@ -91,7 +97,7 @@ function urlHost(host: string): string {
 
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud): void {
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: ImageHost): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -99,6 +105,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
     inspect(req, res, log);
     return;
   }
+  if (path.startsWith(FILES_PREFIX)) return serveFile(req, res, path, images.files);
   if (isGeminiPath(path)) return geminiRoute(req, res, behaviour, log, (authorization) => cloud.tokenValid(authorization));
   const record: MockRequestRecord = {
     id: randomId('chatcmpl-', 29),
@@ -113,6 +120,9 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   };
   log.add(record);
   const exchange = new Exchange(res, record);
+  if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, readBody, images);
+  const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
+  if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, readBody, images);
   if (req.method === 'POST' && path.endsWith(ANTHROPIC_MESSAGES_SUFFIX)) return anthropicMessages(req, exchange, behaviour, readBody);
   if (req.method === 'POST' && path === TOKEN_PATH) return cloud.token(req, exchange, readBody);
   if (req.method === 'POST' && BEDROCK_PATH.test(path)) return cloud.bedrock(req, res, exchange, behaviour, path, query === -1 ? '' : url.slice(query));
@@ -212,10 +222,6 @@ function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehavio
     else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, directives.disconnectAfter);
   };
   exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
-}
-
-function hasBearerToken(authorization: string | undefined): boolean {
-  return authorization !== undefined && /^Bearer\s+\S/i.test(authorization);
 }
 
 /**
