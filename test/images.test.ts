@@ -1,7 +1,7 @@
 // POST /v1/images/generations over real HTTP: the official OpenAI client, the OpenAI Images API and
 // the submit-and-poll FLUX API of the mock vendor, per-model validation, input images (data: URIs,
 // fetched URLs) hosted, results rehosted on the media host, and the money of every outcome.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import OpenAI from 'openai';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -54,7 +54,7 @@ function upstreamSince(mark: number) {
   return gateway.mock.requests().slice(mark).filter((r) => r.path.includes('/images/') || r.path.startsWith('/bfl/'));
 }
 
-async function fetchHosted(url: string): Promise<Buffer> {
+async function fetchHosted(t: Test, url: string): Promise<Buffer> {
   t.ok(url.startsWith(`${gateway.url}/media/`), `${url.slice(0, 60)} is on the media host`);
   t.match(url.slice(url.lastIndexOf('/') + 1), MEDIA_KEY);
   const response = await fetch(url);
@@ -69,7 +69,7 @@ t.test('the official openai client: images.generate served from the media host, 
   const result = await client.images.generate({ model: 'openai/gpt-image-2', prompt: 'a lighthouse at dawn', n: 2, size: '1024x1024', quality: 'low' });
   t.equal(result.data?.length, 2, 'two images');
   t.type(result.created, 'number');
-  const bytes = await Promise.all(result.data!.map((image) => fetchHosted(image.url!)));
+  const bytes = await Promise.all(result.data!.map((image) => fetchHosted(t, image.url!)));
   for (const image of bytes) t.same(image.subarray(0, 8), PNG_SIGNATURE, 'a PNG');
   t.not(sha(bytes[0]!), sha(bytes[1]!), 'two different images');
   const [upstream] = upstreamSince(mark);
@@ -103,13 +103,24 @@ t.test('aspect_ratio picks the size of that shape on a pixel-sized model', async
   t.equal(contradiction.body.error.param, 'aspect_ratio');
 });
 
+t.test('an OpenAI edit: input images go to /images/edits as images[].image_url', async (t) => {
+  const { user, key } = await newUser();
+  const mark = gateway.mock.requests().length;
+  const reply = await generate(key, { model: 'openai/gpt-image-2', prompt: 'add a hat', image_urls: [PNG_URI, PNG_URI], size: '1024x1024', quality: 'medium' });
+  t.equal(reply.status, 200, JSON.stringify(reply.body).slice(0, 300));
+  const [upstream] = upstreamSince(mark);
+  t.equal(upstream?.path, '/openai/v1/images/edits');
+  t.same((upstream?.body as { images?: unknown }).images, [{ image_url: PNG_URI }, { image_url: PNG_URI }]);
+  t.equal((await settled(user)).charged, NANO('0.053'), 'GPT Image prices an edit as a generation');
+});
+
 t.test('FLUX (submit and poll): waited for, rehosted, charged; an edit with a data: URI is hosted and priced as an edit', async (t) => {
   const { user, key } = await newUser();
   const mark = gateway.mock.requests().length;
   const reply = await generate(key, { model: 'black-forest-labs/flux-2-pro', prompt: 'a red bicycle [[mock polls=3]]', aspect_ratio: '16:9' });
   t.equal(reply.status, 200, JSON.stringify(reply.body).slice(0, 300));
   t.equal(reply.body.data.length, 1);
-  const image = await fetchHosted(reply.body.data[0].url);
+  const image = await fetchHosted(t, reply.body.data[0].url);
   t.same(image.subarray(0, 8), PNG_SIGNATURE);
   const calls = upstreamSince(mark);
   t.equal(calls[0]?.path, '/bfl/v1/flux-2-pro', 'submitted to the model path');
