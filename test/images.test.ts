@@ -237,6 +237,21 @@ t.test('402 when the balance does not cover n images at the dearest tier, and no
   t.equal((await settled(user)).charged, 3n * NANO('0.053'));
 });
 
+t.test('the address of an upload in image_urls is read from the media storage (no fetch, so no loopback allowance needed)', async (t) => {
+  const { user, key } = await newUser();
+  const upload = await fetch(`${gateway.v1}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: PNG });
+  t.equal(upload.status, 201);
+  const { url } = (await upload.json()) as { url: string };
+  const mark = gateway.mock.requests().length;
+  const edit = await generate(key, { model: 'black-forest-labs/flux-2-pro', prompt: 'edit', image_urls: [url] });
+  t.equal(edit.status, 200, JSON.stringify(edit.body).slice(0, 300));
+  const submit = upstreamSince(mark).find((call) => call.path === '/bfl/v1/flux-2-pro');
+  t.equal((submit?.body as { input_image?: string }).input_image, PNG_URI, 'the uploaded bytes reached the upstream');
+  const gone = await generate(key, { model: 'black-forest-labs/flux-2-pro', prompt: 'edit', image_urls: [`${gateway.url}/media/${'a'.repeat(64)}.png`] });
+  assertEnvelope(t, gone, 400, 'invalid_image_url', 'media the gateway does not have');
+  t.equal((await settled(user)).charged, NANO('0.045'), 'only the edit that ran');
+});
+
 t.test('caller URLs are fetched through the guard (loopback allowed only by the test setting) and hosted', async (t) => {
   const looseDir = await mkdtemp(join(tmpdir(), 'images-loopback-'));
   const loose = await startGateway({ mock: gateway.mock, env: { JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: looseDir, IMAGE_POLL_MS: '20', FETCH_ALLOW_LOOPBACK: 'true' } });

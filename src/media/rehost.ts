@@ -20,6 +20,8 @@ export interface MediaTransit {
   readonly allowLoopback: boolean;
   /** Whether vendors can reach MEDIA_URL; when not (a local gateway), inputs go upstream as data URIs. */
   readonly mediaIsPublic: boolean;
+  /** MEDIA_URL: addresses under it (uploads, earlier results) are read from storage, not fetched. */
+  readonly mediaUrl: string;
 }
 
 const hostOf = (url: string) => new URL(url).hostname.replace(/^\[|\]$/g, '');
@@ -45,7 +47,8 @@ const dataUriOf = (bytes: Uint8Array, contentType: string) => `data:${contentTyp
 
 /**
  * One entry of `image_urls` as the upstream is given it: a `data:` URI decoded in the worker pool, an
- * https URL fetched through the URL guard; the bytes must be an image; hosted on the media host, and
+ * address on this gateway's media host (an upload) read from storage, any other https URL fetched
+ * through the URL guard; the bytes must be an image; hosted on the media host, and
  * passed on as the hosted URL (or, when vendors cannot reach the media host, inline).
  */
 export async function hostInputImage(entry: string, index: number, transit: MediaTransit): Promise<string> {
@@ -54,6 +57,10 @@ export async function hostInputImage(entry: string, index: number, transit: Medi
   try {
     if (/^data:/i.test(entry)) {
       bytes = (await decodeDataUri(entry, transit.maxBytes)).bytes;
+    } else if (transit.media && entry.startsWith(`${transit.mediaUrl}/`)) {
+      const own = await transit.media.storage.get(entry.slice(transit.mediaUrl.length + 1));
+      if (!own?.body) throw badRequest(`'${param}' names media this gateway no longer has (unknown or expired).`, param, 'invalid_image_url');
+      bytes = own.body;
     } else if (/^https?:\/\//i.test(entry)) {
       bytes = (await fetchGuarded(entry, { maxBytes: transit.maxBytes, timeoutMs: transit.fetchTimeoutMs, allowLoopback: transit.allowLoopback })).bytes;
     } else {

@@ -62,6 +62,7 @@ export function imageGenerations(services: Services) {
     fetchTimeoutMs: config.fetch.timeoutMs,
     allowLoopback: config.fetch.allowLoopback,
     mediaIsPublic: isPublicMediaUrl(config.media.url),
+    mediaUrl: config.media.url,
   };
 
   /** The upstream leg for one call: transport failures as 502s, polls paced and bounded by the call's deadline. */
