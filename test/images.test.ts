@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, assertEnvelope, fastUser } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
 import { leasesClosed, type MoneyView } from './helpers/billing-checks.js';
 import { MEDIA_KEY } from '../src/media/storage.js';
 
@@ -269,4 +269,50 @@ t.test('caller URLs are fetched through the guard (loopback allowed only by the 
   t.equal(sent, `data:image/png;base64,${source.toString('base64')}`, 'fetched, hosted and sent inline to ModelArk as `image`');
   const missing = await postJson(`${loose.v1}/images/generations`, key, { model: 'bytedance/seedream-4.5', prompt: 'edit', image_urls: [`${loose.url}/media/${'0'.repeat(64)}.png`] });
   assertEnvelope(t, missing, 400, 'invalid_image_url', 'a URL that answers 404');
+});
+
+t.test('BYOK: the OpenAI credentials serve image calls first (uncharged), in order, with the platform as fallback', async (t) => {
+  const { user, key } = await newUser();
+  const token = mintToken(user);
+  const addCredential = async (body: Record<string, unknown>) => {
+    const response = await rawRequest(`${gateway.url}/api/v1/byok`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ provider: 'openai', ...body }),
+    });
+    t.equal(response.status, 201, 'credential created');
+    return response.body as { id: string };
+  };
+  const tried = async (body: Record<string, unknown>) => {
+    const mark = gateway.mock.requests().length;
+    const reply = await generate(key, body);
+    return { reply, tried: upstreamSince(mark).map((call) => call.authorization) };
+  };
+  const call = { model: 'openai/gpt-image-2', prompt: 'own key', size: '1024x1024', quality: 'low' };
+
+  const revoked = await addCredential({ label: 'revoked', api_key: 'sk-own-revoked-1', priority: 5 });
+  await addCredential({ label: 'good', api_key: 'sk-own-good-2', priority: 0 });
+  const own = await tried(call);
+  t.equal(own.reply.status, 200, JSON.stringify(own.reply.body).slice(0, 200));
+  t.same(own.tried, ['Bearer sk-own-revoked-1', 'Bearer sk-own-good-2'], 'priority order, each once');
+  t.equal((await settled(user)).charged, 0n, 'not charged on the caller\'s own key');
+
+  const list = await rawRequest(`${gateway.url}/api/v1/byok?provider=openai`, { headers: { authorization: `Bearer ${token}` } });
+  const good = (list.body as { id: string; label: string }[]).find((row) => row.label === 'good')!;
+  await rawRequest(`${gateway.url}/api/v1/byok/${good.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+  const phase = gateway.mock.requests().length;
+  await eventually(async () => (await tried(call)).tried.length === 2); // until the deleted row has left the cache
+  const fallback = await tried(call);
+  t.equal(fallback.reply.status, 200);
+  t.same(fallback.tried, ['Bearer sk-own-revoked-1', 'Bearer test-openai-key'], 'the platform credential after the own one failed');
+  const platformCalls = upstreamSince(phase).filter((record) => record.authorization === 'Bearer test-openai-key').length;
+  t.equal((await settled(user)).charged, BigInt(platformCalls) * NANO('0.006'), 'each platform call charged at the list price, the own ones not');
+
+  await rawRequest(`${gateway.url}/api/v1/byok/${revoked.id}`, {
+    method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ always_use: true }),
+  });
+  await eventually(async () => (await tried(call)).reply.status === 401);
+  const before = (await settled(user)).charged;
+  const refused = await tried(call);
+  assertEnvelope(t, refused.reply, 401, 'upstream_error', 'always_use: the vendor\'s answer as it was');
+  t.same(refused.tried, ['Bearer sk-own-revoked-1'], 'no fallback');
+  t.equal((await settled(user)).charged, before, 'nothing charged');
 });

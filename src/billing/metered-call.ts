@@ -4,6 +4,7 @@ import type { LedgerEvent } from '../ledger/event.js';
 import type { NormalizedUsage } from '../providers/usage.js';
 import { tokenCostNano } from './pricing.js';
 import { log } from '../log.js';
+import { ApiError } from '../http/errors.js';
 
 export const NO_USAGE: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
 
@@ -48,6 +49,18 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
     this.failed = true;
     this.status = status;
     this.errorCode = errorCode;
+  }
+
+  /** Runs `work` for this call; whatever happens, the call is settled once (a failure releases its reservation). */
+  async run(work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+    } catch (error) {
+      this.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
+      throw error;
+    } finally {
+      this.settle();
+    }
   }
 
   /** Records the first upstream byte; true the first time only. */

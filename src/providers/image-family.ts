@@ -38,6 +38,8 @@ export interface ImageResult {
 export interface ImageIo {
   post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<UpstreamResponse>;
   get(url: string, headers: Readonly<Record<string, string>>): Promise<UpstreamResponse>;
+  /** The error for a vendor's answer other than 200 (counted; ours, or the vendor's as-is on the caller's own key). */
+  refused(response: UpstreamResponse): Promise<ApiError>;
   /** Waits one poll interval; throws 504 once the call's deadline has passed. */
   wait(): Promise<void>;
 }

@@ -238,18 +238,6 @@ export function chatCompletions(services: Services) {
     return upstreamFailure(response, vendor);
   }
 
-  /** Runs `work` for `call`; whatever happens, the call is settled once (a failure releases its reservation). */
-  async function metered(call: MeteredCall, work: () => Promise<void>): Promise<void> {
-    try {
-      await work();
-    } catch (error) {
-      call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
-      throw error;
-    } finally {
-      call.settle();
-    }
-  }
-
   return async (ctx: RequestContext, output: ChatOutput = CHAT_COMPLETIONS_OUTPUT): Promise<void> => {
     const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
     if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
@@ -294,7 +282,7 @@ export function chatCompletions(services: Services) {
       const headers = { ...own.headers, 'x-request-id': callId };
       const call = new MeteredCall(admission, own, recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
       let served = false;
-      await metered(call, async () => {
+      await call.run(async () => {
         let last: ApiError | undefined;
         for (const candidate of byok.candidates) {
           checkRevoked();
@@ -337,7 +325,7 @@ export function chatCompletions(services: Services) {
     }
 
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
-    await metered(call, async () => {
+    await call.run(async () => {
       checkRevoked();
       const started = process.hrtime.bigint();
       const response = await session.send(call, platformRequest);

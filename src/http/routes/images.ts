@@ -8,6 +8,10 @@ import { ImageRequestSchema } from '../schemas/images.js';
 import { imageCallOf, imageJobOf, type ImageIo, type ImageJob, type ImageResult } from '../../providers/image-family.js';
 import { IMAGE_FAMILIES } from '../../providers/image-families.js';
 import { endpointFor, endpointOf, type UpstreamResponse } from '../../providers/upstream-client.js';
+import type { UpstreamTarget } from '../../providers/family.js';
+import { NO_BYOK, byokProviderOf } from '../../providers/byok-credentials.js';
+import { upstreamErrorAsIs, upstreamFailure } from '../../providers/upstream-errors.js';
+import type { Admitted } from '../../admission/admission.js';
 import { PricingError, actualNano, worstCaseNano, type ImageCall } from '../../billing/media-pricing.js';
 import type { PriceSheet } from '../../billing/price-sheet.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
@@ -65,8 +69,11 @@ export function imageGenerations(services: Services) {
     mediaUrl: config.media.url,
   };
 
-  /** The upstream leg for one call: transport failures as 502s, polls paced and bounded by the call's deadline. */
-  function ioFor(model: MediaModel, deadlineMs: number): ImageIo {
+  /**
+   * The upstream leg for one call: transport failures as 502s, polls paced and bounded by the call's
+   * deadline, and the vendor's error answers as `failure` makes them (ours, or as-is on the caller's own key).
+   */
+  function ioFor(model: MediaModel, deadlineMs: number, failure: (response: UpstreamResponse, vendor: string) => Promise<ApiError>): ImageIo {
     const vendor = model.upstreamVendor;
     const reached = async (exchange: Promise<UpstreamResponse>) => {
       try {
@@ -80,6 +87,10 @@ export function imageGenerations(services: Services) {
       post: (url, headers, body) => reached(upstream.post(endpointFor(url), headers, body)),
       // Poll addresses hold task ids: parsed per call, not cached.
       get: (url, headers) => reached(upstream.get(endpointOf(url, ''), headers)),
+      refused: (response) => {
+        metrics.upstreamErrors.inc({ vendor, reason: String(response.status) });
+        return failure(response, vendor);
+      },
       wait: async () => {
         const left = deadlineMs - Date.now();
         if (left <= 0) {
@@ -89,6 +100,19 @@ export function imageGenerations(services: Services) {
         await new Promise((resolve) => setTimeout(resolve, Math.min(config.imagePollMs, left)));
       },
     };
+  }
+
+  /** Charges (unless on the caller's own key), rehosts and answers the images of a successful call. */
+  async function answer(ctx: RequestContext, call: MeteredCall<MediaModel>, job: ImageJob, result: ImageResult, target: UpstreamTarget, headers: Readonly<Record<string, string>>): Promise<void> {
+    const { model } = call.identity;
+    call.firstByte();
+    const delivered = result.images.slice(0, job.n);
+    if (delivered.length === 0) throw new ApiError(502, 'upstream_error', `The upstream vendor ${model.upstreamVendor} answered without an image.`);
+    const charged = call.settleCharge(chargeOf(model.sheet, job, result, delivered.length));
+    if (charged > 0n) costOf(model.id).inc(nanoToUsd(charged));
+    const hosted = await Promise.all(delivered.map((image) => hostResultImage(image, transit, isLoopbackUrl(target.baseUrl))));
+    for (const image of hosted) imagesOf(model.id, String(image.hosted)).inc();
+    ctx.reply.json(200, { created: Math.floor(call.startedAtMs / 1000), data: hosted.map((image) => ({ url: image.url })) }, headers);
   }
 
   return async (ctx: RequestContext): Promise<void> => {
@@ -112,30 +136,76 @@ export function imageGenerations(services: Services) {
     }
     const imageUrls = request.image_urls ?? [];
     const reservedNano = reservationOf(model.sheet, imageCallOf(asked, imageUrls.length));
-    const callId = randomUUID();
-    const admitted = await admission.admit(key.userId, key.id, reservedNano, keyLimitsOf(key.row, Date.now()), 0);
-    const call = new MeteredCall<MediaModel>(admission, admitted, () => {}, {
-      userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId, reservedNano,
-    });
-    try {
+    const limits = keyLimitsOf(key.row, Date.now());
+    const identity = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: randomUUID(), reservedNano };
+    const checkRevoked = () => {
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-      const inputImages = await Promise.all(imageUrls.map((entry, index) => hostInputImage(entry, index, transit)));
-      const job: ImageJob = { ...asked, inputImages };
-      const result = await family.generate(job, target, ioFor(model, call.startedAtMs + config.upstreamTimeoutMs));
-      call.firstByte();
-      const delivered = result.images.slice(0, job.n);
-      if (delivered.length === 0) throw new ApiError(502, 'upstream_error', `The upstream vendor ${model.upstreamVendor} answered without an image.`);
-      const charged = call.settleCharge(chargeOf(model.sheet, job, result, delivered.length));
-      if (charged > 0n) costOf(model.id).inc(nanoToUsd(charged));
-      const hosted = await Promise.all(delivered.map((image) => hostResultImage(image, transit, isLoopbackUrl(target.baseUrl))));
-      for (const image of hosted) imagesOf(model.id, String(image.hosted)).inc();
-      ctx.reply.json(200, { created: Math.floor(call.startedAtMs / 1000), data: hosted.map((image) => ({ url: image.url })) },
-        { ...admitted.headers, 'x-request-id': callId });
-    } catch (error) {
-      call.fail(error instanceof ApiError ? error.status : 500, error instanceof ApiError ? error.code : 'internal_error');
-      throw error;
-    } finally {
-      call.settleCharge(0n); // a call that did not settle above failed: its reservation goes back
+    };
+    // The caller's images are fetched and hosted once, inside the first admitted call, for every attempt.
+    let job: ImageJob | undefined;
+    const jobOf = async () => {
+      job ??= { ...asked, inputImages: await Promise.all(imageUrls.map((entry, index) => hostInputImage(entry, index, transit))) };
+      return job;
+    };
+    const deadlineMs = Date.now() + config.upstreamTimeoutMs;
+
+    const provider = byokProviderOf(model.upstreamVendor);
+    const found = provider ? services.byok.forCall(key.userId, provider) : NO_BYOK;
+    const byok = found instanceof Promise ? await found : found;
+    let admitted: Admitted;
+    let platformIdentity = identity;
+    if (byok.candidates.length > 0 || byok.alwaysUse) {
+      // The caller's own credentials first, in the spec's order: rate limits apply, nothing is reserved or charged.
+      const own = await admission.admit(key.userId, key.id, 0n, limits, 0);
+      const call = new MeteredCall<MediaModel>(admission, own, NO_RECORDER, { ...identity, reservedNano: 0n, ownCredential: true });
+      let served = false;
+      await call.run(async () => {
+        let last: ApiError | undefined;
+        for (const candidate of byok.candidates) {
+          checkRevoked();
+          const unusable = candidate.problem ?? (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined);
+          if (unusable !== undefined) {
+            last = new ApiError(502, 'byok_credential_unusable', `The ${provider} credential '${candidate.label}' cannot be used: ${unusable}`);
+            services.byok.failed(candidate, `${last.status} ${last.message}`);
+            continue;
+          }
+          // A bad input image is the caller's error, whichever key would have sent it: not an attempt.
+          const ownJob = await jobOf();
+          let result: ImageResult;
+          try {
+            result = await family.generate(ownJob, candidate.target, ioFor(model, deadlineMs, upstreamErrorAsIs));
+          } catch (error) {
+            if (!(error instanceof ApiError)) throw error;
+            last = error;
+            services.byok.failed(candidate, `${last.status} ${last.message}`);
+            continue;
+          }
+          services.byok.succeeded(candidate);
+          served = true;
+          await answer(ctx, call, ownJob, result, candidate.target, { ...own.headers, 'x-request-id': identity.callId });
+          return;
+        }
+        // No fallback to the platform credential: the upstream's own status and message, as it answered.
+        if (byok.alwaysUse) throw last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`);
+        call.fail(last?.status ?? 502, 'byok_fallback');
+      });
+      if (served) return;
+      // Every own credential failed: the platform serves it, reserved and charged, counted once in the rate windows.
+      admitted = await admission.admitCredit(key.userId, key.id, reservedNano, limits, own.headers);
+      platformIdentity = { ...identity, callId: randomUUID() };
+    } else {
+      admitted = await admission.admit(key.userId, key.id, reservedNano, limits, 0);
     }
+
+    const call = new MeteredCall<MediaModel>(admission, admitted, NO_RECORDER, platformIdentity);
+    await call.run(async () => {
+      checkRevoked();
+      const platformJob = await jobOf();
+      const result = await family.generate(platformJob, target, ioFor(model, deadlineMs, upstreamFailure));
+      await answer(ctx, call, platformJob, result, target, { ...admitted.headers, 'x-request-id': platformIdentity.callId });
+    });
   };
 }
+
+/** Image calls record their cost themselves (they have no token usage). */
+const NO_RECORDER = () => {};

@@ -6,7 +6,6 @@
 import type { ImageFamily, ImageJob, ImageResult, ImageIo } from '../image-family.js';
 import type { UpstreamTarget } from '../family.js';
 import { ApiError } from '../../http/errors.js';
-import { upstreamFailure } from '../upstream-errors.js';
 
 /** FLUX.2 takes pixel dimensions (multiples of 32); these are about one megapixel, the size the catalog prices. */
 export const FLUX2_DIMENSIONS: Readonly<Record<string, readonly [number, number]>> = Object.freeze({
@@ -56,7 +55,7 @@ export const BFL_IMAGES: ImageFamily = Object.freeze({
   async generate(job: ImageJob, target: UpstreamTarget, io: ImageIo): Promise<ImageResult> {
     const headers = { 'x-key': target.apiKey, 'content-type': 'application/json', accept: 'application/json' };
     const submitted = await io.post(`${target.baseUrl}/${job.model.upstreamModel}`, headers, JSON.stringify(submitBody(job)));
-    if (submitted.status !== 200) throw await upstreamFailure(submitted, 'bfl');
+    if (submitted.status !== 200) throw await io.refused(submitted);
     const task = parse(await submitted.text());
     if (typeof task.id !== 'string' || !task.id) throw invalid();
     const poll = pollingUrl(target, task.id, task.polling_url);
@@ -64,7 +63,7 @@ export const BFL_IMAGES: ImageFamily = Object.freeze({
     for (;;) {
       await io.wait();
       const answer = await io.get(poll, pollHeaders);
-      if (answer.status !== 200) throw await upstreamFailure(answer, 'bfl');
+      if (answer.status !== 200) throw await io.refused(answer);
       const state = parse(await answer.text());
       const status = String(state.status);
       if (status === 'Ready') {

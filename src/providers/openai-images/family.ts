@@ -6,7 +6,6 @@
 import type { ImageFamily, ImageJob, ImageResult, ImageIo, GeneratedImage } from '../image-family.js';
 import type { UpstreamTarget } from '../family.js';
 import { ApiError } from '../../http/errors.js';
-import { upstreamFailure } from '../upstream-errors.js';
 
 interface ImagesResponse {
   data?: { b64_json?: unknown; url?: unknown }[];
@@ -53,7 +52,7 @@ export const OPENAI_IMAGES: ImageFamily = Object.freeze({
     const vendor = job.model.upstreamVendor;
     const { path, body } = imagesBody(job, vendor);
     const response = await io.post(target.baseUrl + path, { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' }, JSON.stringify(body));
-    if (response.status !== 200) throw await upstreamFailure(response, vendor);
+    if (response.status !== 200) throw await io.refused(response);
     return imagesOf(await response.text(), vendor);
   },
 });
