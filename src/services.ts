@@ -24,8 +24,7 @@ export interface Services {
   readonly admission: Admission;
   readonly catalog: () => CatalogSnapshot;
   readonly upstream: UpstreamClient;
-  /** By vendor name (the catalog's `upstreamVendor`). */
-  /** The platform credential and base URL of each vendor. */
+  /** The platform credential and base URL of each vendor, by name (the catalog's `upstreamVendor`). */
   readonly vendors: Readonly<Record<string, UpstreamTarget | undefined>>;
   /** Users' own upstream credentials (BYOK), as the call path reads them. */
   readonly byok: ByokCredentials;
