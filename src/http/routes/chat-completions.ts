@@ -8,8 +8,7 @@ import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
 import { endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
-import { NO_BYOK, byokProviderOf } from '../../providers/byok-credentials.js';
-import type { Admitted } from '../../admission/admission.js';
+import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
@@ -271,59 +270,24 @@ export function chatCompletions(services: Services) {
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
     };
 
-    const provider = byokProviderOf(model.upstreamVendor);
-    const found = provider ? services.byok.forCall(key.userId, provider) : NO_BYOK;
-    const byok = found instanceof Promise ? await found : found;
-    let admitted: Admitted;
-    let platformIdentity = identity;
-    if (byok.candidates.length > 0 || byok.alwaysUse) {
-      // The user's own credentials first, in the spec's order: rate limits apply, nothing is reserved or charged.
-      const own = await admission.admit(key.userId, key.id, 0n, limits, worst.prompt + worst.output);
-      const headers = { ...own.headers, 'x-request-id': callId };
-      const call = new MeteredCall(admission, own, recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
-      let served = false;
-      await call.run(async () => {
-        let last: ApiError | undefined;
-        for (const candidate of byok.candidates) {
-          checkRevoked();
-          if (candidate.problem !== undefined) {
-            // The row cannot call (no Vertex token, unreadable config): a failed attempt, recorded like any.
-            last = new ApiError(502, 'byok_credential_unusable', `The ${provider} credential '${candidate.label}' cannot be used: ${candidate.problem}`);
-            services.byok.failed(candidate, `${last.status} ${last.message}`);
-            continue;
-          }
-          const started = process.hrtime.bigint();
-          const response = await session.send(call, family.request(request, model, stream, candidate.target, cache)).catch((error: unknown) => {
-            if (call.clientAborted) throw error;
-            return error as ApiError;
-          });
-          if (response instanceof ApiError || response.status !== 200) {
-            if (!(response instanceof ApiError)) metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
-            last = response instanceof ApiError ? response : await upstreamErrorAsIs(response, model.upstreamVendor);
-            services.byok.failed(candidate, `${last.status} ${last.message}`);
-            continue;
-          }
-          services.byok.succeeded(candidate);
-          served = true;
-          await serve(ctx, call, family, request, response, started, headers, candidate.target, output);
-          return;
+    const platform = await admitOwnCredentialsFirst({
+      admission, byok: services.byok, recordUsage, identity, limits, callTokens: worst.prompt + worst.output, checkRevoked,
+      attempt: async (candidate, call) => {
+        const started = process.hrtime.bigint();
+        const response = await session.send(call, family.request(request, model, stream, candidate.target, cache)).catch((error: unknown) => {
+          if (call.clientAborted) throw error;
+          return error as ApiError;
+        });
+        if (response instanceof ApiError) return response;
+        if (response.status !== 200) {
+          metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
+          return upstreamErrorAsIs(response, model.upstreamVendor);
         }
-        if (byok.alwaysUse) {
-          // No fallback to the platform credential: the upstream's own status and message, as it answered.
-          throw last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`);
-        }
-        call.fail(last?.status ?? 502, 'byok_fallback');
-      });
-      if (served) return;
-      // Every own credential failed: the platform serves it, reserved and charged like any call,
-      // without counting the request twice in the rate windows.
-      admitted = await admission.admitCredit(key.userId, key.id, reservedNano, limits, own.headers);
-      // Its own id: the failed attempts keep theirs in the request log.
-      platformIdentity = { ...identity, callId: randomUUID() };
-    } else {
-      admitted = await admission.admit(key.userId, key.id, reservedNano, limits, worst.prompt + worst.output);
-    }
-
+        return (headers) => serve(ctx, call, family, request, response, started, headers, candidate.target, output);
+      },
+    });
+    if (!platform) return;
+    const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
     await call.run(async () => {
       checkRevoked();

@@ -9,13 +9,12 @@ import { imageCallOf, imageJobOf, type ImageIo, type ImageJob, type ImageResult 
 import { IMAGE_FAMILIES } from '../../providers/image-families.js';
 import { endpointFor, endpointOf, type UpstreamResponse } from '../../providers/upstream-client.js';
 import type { UpstreamTarget } from '../../providers/family.js';
-import { NO_BYOK, byokProviderOf } from '../../providers/byok-credentials.js';
+import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { upstreamErrorAsIs, upstreamFailure } from '../../providers/upstream-errors.js';
-import type { Admitted } from '../../admission/admission.js';
 import { PricingError, actualNano, worstCaseNano, type ImageCall } from '../../billing/media-pricing.js';
 import type { PriceSheet } from '../../billing/price-sheet.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
-import { MeteredCall } from '../../billing/metered-call.js';
+import { MeteredCall, type CallIdentity } from '../../billing/metered-call.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { hostInputImage, hostResultImage, isLoopbackUrl, isPublicMediaUrl, type MediaTransit } from '../../media/rehost.js';
 import { children } from '../../metrics.js';
@@ -137,7 +136,7 @@ export function imageGenerations(services: Services) {
     const imageUrls = request.image_urls ?? [];
     const reservedNano = reservationOf(model.sheet, imageCallOf(asked, imageUrls.length));
     const limits = keyLimitsOf(key.row, Date.now());
-    const identity = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: randomUUID(), reservedNano };
+    const identity: CallIdentity<MediaModel> = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: randomUUID(), reservedNano };
     const checkRevoked = () => {
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
     };
@@ -149,54 +148,23 @@ export function imageGenerations(services: Services) {
     };
     const deadlineMs = Date.now() + config.upstreamTimeoutMs;
 
-    const provider = byokProviderOf(model.upstreamVendor);
-    const found = provider ? services.byok.forCall(key.userId, provider) : NO_BYOK;
-    const byok = found instanceof Promise ? await found : found;
-    let admitted: Admitted;
-    let platformIdentity = identity;
-    if (byok.candidates.length > 0 || byok.alwaysUse) {
-      // The caller's own credentials first, in the spec's order: rate limits apply, nothing is reserved or charged.
-      const own = await admission.admit(key.userId, key.id, 0n, limits, 0);
-      const call = new MeteredCall<MediaModel>(admission, own, NO_RECORDER, { ...identity, reservedNano: 0n, ownCredential: true });
-      let served = false;
-      await call.run(async () => {
-        let last: ApiError | undefined;
-        for (const candidate of byok.candidates) {
-          checkRevoked();
-          const unusable = candidate.problem ?? (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined);
-          if (unusable !== undefined) {
-            last = new ApiError(502, 'byok_credential_unusable', `The ${provider} credential '${candidate.label}' cannot be used: ${unusable}`);
-            services.byok.failed(candidate, `${last.status} ${last.message}`);
-            continue;
-          }
-          // A bad input image is the caller's error, whichever key would have sent it: not an attempt.
-          const ownJob = await jobOf();
-          let result: ImageResult;
-          try {
-            result = await family.generate(ownJob, candidate.target, ioFor(model, deadlineMs, upstreamErrorAsIs));
-          } catch (error) {
-            if (!(error instanceof ApiError)) throw error;
-            last = error;
-            services.byok.failed(candidate, `${last.status} ${last.message}`);
-            continue;
-          }
-          services.byok.succeeded(candidate);
-          served = true;
-          await answer(ctx, call, ownJob, result, candidate.target, { ...own.headers, 'x-request-id': identity.callId });
-          return;
+    const platform = await admitOwnCredentialsFirst({
+      admission, byok: services.byok, recordUsage: NO_RECORDER, identity, limits, callTokens: 0, checkRevoked,
+      unusable: (candidate) => (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined),
+      attempt: async (candidate, call) => {
+        // A bad input image is the caller's error, whichever key would have sent it: not an attempt.
+        const ownJob = await jobOf();
+        try {
+          const result = await family.generate(ownJob, candidate.target, ioFor(model, deadlineMs, upstreamErrorAsIs));
+          return (headers) => answer(ctx, call, ownJob, result, candidate.target, headers);
+        } catch (error) {
+          if (error instanceof ApiError) return error;
+          throw error;
         }
-        // No fallback to the platform credential: the upstream's own status and message, as it answered.
-        if (byok.alwaysUse) throw last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`);
-        call.fail(last?.status ?? 502, 'byok_fallback');
-      });
-      if (served) return;
-      // Every own credential failed: the platform serves it, reserved and charged, counted once in the rate windows.
-      admitted = await admission.admitCredit(key.userId, key.id, reservedNano, limits, own.headers);
-      platformIdentity = { ...identity, callId: randomUUID() };
-    } else {
-      admitted = await admission.admit(key.userId, key.id, reservedNano, limits, 0);
-    }
-
+      },
+    });
+    if (!platform) return;
+    const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall<MediaModel>(admission, admitted, NO_RECORDER, platformIdentity);
     await call.run(async () => {
       checkRevoked();

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { Admission, Admitted } from '../admission/admission.js';
+import type { KeyLimits } from '../admission/scripts.js';
+import { MeteredCall, type CallIdentity, type UsageRecorder } from '../billing/metered-call.js';
+import { ApiError } from '../http/errors.js';
+import { NO_BYOK, byokProviderOf, type ByokCandidate, type ByokCredentials } from './byok-credentials.js';
+import type { TokenPrices } from '../catalog/model.js';
+
+type CalledModel = { readonly id: string; readonly upstreamVendor: string; readonly prices?: TokenPrices };
+
+export interface OwnCredentialsFirst<M extends CalledModel> {
+  readonly admission: Admission;
+  readonly byok: ByokCredentials;
+  readonly recordUsage: UsageRecorder;
+  /** The platform call's identity (its `reservedNano` is what the platform call reserves). */
+  readonly identity: CallIdentity<M>;
+  readonly limits: KeyLimits;
+  /** Worst-case tokens of the call, for the key's token budgets. */
+  readonly callTokens: number;
+  /** Throws when the key was revoked meanwhile: checked before each attempt. */
+  readonly checkRevoked: () => void;
+  /** Why a row cannot serve this kind of call at all (besides its own `problem`), or undefined. */
+  readonly unusable?: (candidate: ByokCandidate) => string | undefined;
+  /**
+   * One attempt on the caller's credential: resolves the error when the vendor refused (recorded, the
+   * next row is tried), or, when it accepted, what answers the client from its response; throws what
+   * must end the request (the client left, the caller's own input is bad).
+   */
+  readonly attempt: (candidate: ByokCandidate, call: MeteredCall<M>) => Promise<ApiError | ((headers: Readonly<Record<string, string>>) => Promise<void>)>;
+}
+
+/**
+ * The spec's BYOK selection ahead of the platform credential: the caller's rows of the model's
+ * provider, in order, each tried once on a call admitted for the rate windows only (nothing reserved
+ * or charged). Returns undefined when a row served the call; else the platform call's admission (its
+ * credit reserved, the request not counted twice) and identity (its own id: the failed attempts keep
+ * theirs in the request log). With `always_use`, the last refusal is thrown instead, as the vendor gave it.
+ */
+export async function admitOwnCredentialsFirst<M extends CalledModel>(options: OwnCredentialsFirst<M>): Promise<{ admitted: Admitted; identity: CallIdentity<M> } | undefined> {
+  const { admission, byok, identity, limits } = options;
+  const provider = byokProviderOf(identity.model.upstreamVendor);
+  const found = provider ? byok.forCall(identity.userId, provider) : NO_BYOK;
+  const choice = found instanceof Promise ? await found : found;
+  if (choice.candidates.length === 0 && !choice.alwaysUse) {
+    return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, options.callTokens), identity };
+  }
+  const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, options.callTokens);
+  const headers = { ...own.headers, 'x-request-id': identity.callId };
+  const call = new MeteredCall<M>(admission, own, options.recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
+  let served = false;
+  await call.run(async () => {
+    let last: ApiError | undefined;
+    for (const candidate of choice.candidates) {
+      options.checkRevoked();
+      // A row that cannot call (no Vertex token, unreadable config, a form for another kind of call): a failed attempt, recorded like any.
+      const problem = candidate.problem ?? options.unusable?.(candidate);
+      const outcome = problem !== undefined
+        ? new ApiError(502, 'byok_credential_unusable', `The ${provider} credential '${candidate.label}' cannot be used: ${problem}`)
+        : await options.attempt(candidate, call);
+      if (!(outcome instanceof ApiError)) {
+        byok.succeeded(candidate);
+        served = true;
+        await outcome(headers);
+        return;
+      }
+      last = outcome;
+      byok.failed(candidate, `${last.status} ${last.message}`);
+    }
+    // No fallback to the platform credential: the upstream's own status and message, as it answered.
+    if (choice.alwaysUse) throw last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`);
+    call.fail(last?.status ?? 502, 'byok_fallback');
+  });
+  if (served) return undefined;
+  return {
+    admitted: await admission.admitCredit(identity.userId, identity.keyId, identity.reservedNano, limits, own.headers),
+    identity: { ...identity, callId: randomUUID() },
+  };
+}
