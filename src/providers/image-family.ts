@@ -79,7 +79,7 @@ function oneOf(model: MediaModel, field: string, value: string, allowed: readonl
 /**
  * The request's fields checked against what `model` takes (400 naming the field, never clamped):
  * a field the model has no capability for is refused, a value outside its list too. Returns the job
- * without its input images, and how many images the caller sent.
+ * without its input images (they are fetched and hosted after admission).
  */
 export function imageJobOf(request: ImageRequest, model: MediaModel): Omit<ImageJob, 'inputImages'> {
   const caps = model.capabilities;

@@ -10,7 +10,7 @@ const choice = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be 
 /**
  * `POST /v1/images/generations`: the spec's fields plus what the OpenAI SDK sends (`size`,
  * `response_format`, `user`). Types are checked here; what each model takes is checked against its
- * capabilities (src/images/image-request.ts). Unknown fields are refused: a field the gateway does not
+ * capabilities (`imageJobOf`, src/providers/image-family.ts). Unknown fields are refused: a field the gateway does not
  * know could change what the upstream charges.
  */
 export const ImageRequestSchema = v.strictObject({
