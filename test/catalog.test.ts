@@ -265,3 +265,30 @@ t.test('authentication: API key or JWT on /api/v1, API key on /v1', async (t) =>
   }
   assertEnvelope(t, await get('/v1/models', token), 401, undefined, '/v1/models refuses a JWT');
 });
+
+t.test('a deprecated chat id is served as its current model: its upstream, its prices, its id in the answer', async (t) => {
+  const user = 'catalog-alias-caller';
+  const { key: paying } = await fastUser(gateway, user, '1');
+  const mark = gateway.mock.requests().length;
+  const client = new OpenAI({ apiKey: paying, baseURL: gateway.v1, maxRetries: 0 });
+  const completion = await client.chat.completions.create({ model: 'chat_generate.deepseek_reasoner', messages: [{ role: 'user', content: 'hi [[mock chunks=4]]' }], max_tokens: 50 });
+  t.equal(completion.model, 'deepseek/deepseek-v4-flash', 'answered as the current model');
+  const upstream = gateway.mock.requests().slice(mark).find((r) => r.path.endsWith('/chat/completions'));
+  t.equal(upstream?.path, '/deepseek/v1/chat/completions', 'sent to the current model\'s vendor');
+  t.equal((upstream?.body as { model?: string }).model, 'deepseek-v4-flash', 'under its upstream name');
+  const { prompt_tokens: prompt, completion_tokens: output } = completion.usage!;
+  // deepseek-v4-flash: 0.14 USD per 1M input tokens, 0.28 per 1M output tokens.
+  const expected = BigInt(prompt) * 140n + BigInt(output) * 280n;
+  let charged = 0n;
+  for (let tries = 0; tries < 200 && charged === 0n; tries++) {
+    const [row] = await gateway.sql<{ sum: bigint }[]>`select coalesce(-sum(credits_nano), 0)::bigint as sum from transactions where user_id = ${user} and payment_method = 'usage'`;
+    charged = row!.sum;
+    if (charged === 0n) await new Promise((r) => setTimeout(r, 50));
+  }
+  t.equal(charged, expected, 'charged at the current model\'s prices');
+  const retired = await rawRequest(`${gateway.v1}/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${paying}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'deepseek/deepseek-reasoner', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  assertEnvelope(t, retired, 404, 'model_not_found', 'a retired model is still a 404');
+});

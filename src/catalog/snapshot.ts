@@ -5,19 +5,17 @@ export class CatalogSnapshot {
   private readonly byId: ReadonlyMap<string, CatalogModel>;
   private readonly mediaById: ReadonlyMap<string, MediaModel>;
 
-  /** `media` maps current ids and deprecated alias ids alike to the current model. */
-  constructor(models: readonly CatalogModel[], media: ReadonlyMap<string, MediaModel> = new Map()) {
-    this.byId = new Map(models.map((m) => [m.id, m]));
+  /** Both maps hold current ids and deprecated alias ids alike, mapped to the current model. */
+  constructor(chat: ReadonlyMap<string, CatalogModel>, media: ReadonlyMap<string, MediaModel>) {
+    this.byId = chat;
     this.mediaById = media;
   }
+  /** An active chat model by its id or a deprecated alias of it. */
   get(id: string): CatalogModel | undefined {
     return this.byId.get(id);
   }
   /** An active image, video or audio model by its id or a deprecated alias of it. */
   media(id: string): MediaModel | undefined {
     return this.mediaById.get(id);
-  }
-  get size(): number {
-    return this.byId.size;
   }
 }

@@ -63,22 +63,39 @@ interface ModelRow {
   is_popular: boolean; is_active: boolean; prices: StoredPriceRow[] | null;
 }
 
-/** Active chat models with their token prices (not the deprecated alias ids: calls name the current model). */
-export async function loadChatModels(sql: AnySql): Promise<CatalogModel[]> {
-  const rows = await sql<ModelRow[]>`
+/**
+ * Active chat models with their token prices, by id and by each deprecated `chat_generate.<name>`
+ * alias that points at one of them (a call naming an alias is served, and answered, as the model).
+ */
+export async function loadChatModels(sql: AnySql): Promise<Map<string, CatalogModel>> {
+  const rows = await sql<(ModelRow & { alias_of: string | null })[]>`
     select m.id, m.name, m.provider, m.modality, m.description, m.tags, m.family, m.upstream_vendor, m.upstream_model,
-           m.capabilities, m.is_popular, m.is_active,
+           m.capabilities, m.is_popular, m.is_active, m.alias_of,
            (select jsonb_agg(jsonb_build_object('component', p.component, 'tier', p.tier,
                      'nano_usd_per_million', p.nano_usd_per_million::text, 'list_nano_usd_per_million', null))
             from model_prices p where p.model_id = m.id) as prices
     from models m
-    where m.modality = 'chat' and m.is_active and m.alias_of is null`;
-  return rows.map((row) => Object.freeze({
-    id: row.id, name: row.name, provider: row.provider, modality: row.modality, description: row.description,
-    tags: Object.freeze([...row.tags]), family: row.family, upstreamVendor: row.upstream_vendor, upstreamModel: row.upstream_model,
-    capabilities: Object.freeze(row.capabilities), isPopular: row.is_popular, isActive: row.is_active,
-    prices: tokenPricesOf(priceSheetFromRows(row.id, row.capabilities as unknown as Record<string, unknown>, row.prices ?? [])),
-  }));
+    where m.modality = 'chat' and m.is_active`;
+  const models = new Map<string, CatalogModel>();
+  for (const row of rows) {
+    if (row.alias_of !== null) continue;
+    models.set(row.id, Object.freeze({
+      id: row.id, name: row.name, provider: row.provider, modality: row.modality, description: row.description,
+      tags: Object.freeze([...row.tags]), family: row.family, upstreamVendor: row.upstream_vendor, upstreamModel: row.upstream_model,
+      capabilities: Object.freeze(row.capabilities), isPopular: row.is_popular, isActive: row.is_active,
+      prices: tokenPricesOf(priceSheetFromRows(row.id, row.capabilities as unknown as Record<string, unknown>, row.prices ?? [])),
+    }));
+  }
+  return withAliases(models, rows);
+}
+
+/** Adds each alias row that points at a loaded model, mapped to that model. */
+function withAliases<M>(models: Map<string, M>, rows: readonly { id: string; alias_of: string | null }[]): Map<string, M> {
+  for (const row of rows) {
+    const target = row.alias_of !== null ? models.get(row.alias_of) : undefined;
+    if (target) models.set(row.id, target);
+  }
+  return models;
 }
 
 /**
@@ -104,11 +121,7 @@ export async function loadMediaModels(sql: AnySql): Promise<Map<string, MediaMod
       sheet: priceSheetFromRows(row.id, capabilities, row.prices ?? []),
     }));
   }
-  for (const row of rows) {
-    const target = row.alias_of !== null ? models.get(row.alias_of) : undefined;
-    if (target) models.set(row.id, target);
-  }
-  return models;
+  return withAliases(models, rows);
 }
 
 /** A catalog entry as the catalog API reads it. */
