@@ -316,3 +316,20 @@ t.test('BYOK: the OpenAI credentials serve image calls first (uncharged), in ord
   t.same(refused.tried, ['Bearer sk-own-revoked-1'], 'no fallback');
   t.equal((await settled(user)).charged, before, 'nothing charged');
 });
+
+t.test('with MEDIA_STORAGE=off nothing is hosted: results come as the vendor gave them, inputs go inline', async (t) => {
+  const bare = await startGateway({ mock: gateway.mock, env: { JWT_SECRET: TEST_JWT_SECRET, MEDIA_STORAGE: 'off', IMAGE_POLL_MS: '20' } });
+  t.teardown(() => bare.close());
+  const { key } = await fastUser(bare, 'img-no-storage', '10');
+  const inline = await postJson(`${bare.v1}/images/generations`, key, { model: 'openai/gpt-image-2', prompt: 'x', size: '1024x1024', quality: 'low' });
+  t.equal(inline.status, 200);
+  const url: string = inline.body.data[0].url;
+  t.match(url, /^data:image\/png;base64,/, 'a base64 result as a data: URI');
+  t.same(Buffer.from(url.slice(url.indexOf(',') + 1), 'base64').subarray(0, 8), PNG_SIGNATURE);
+  const mark = bare.mock.requests().length;
+  const flux = await postJson(`${bare.v1}/images/generations`, key, { model: 'black-forest-labs/flux-2-pro', prompt: 'x', image_urls: [PNG_URI] });
+  t.equal(flux.status, 200);
+  t.match(flux.body.data[0].url, `${bare.mock.url}/__mock/files/`, 'the vendor\'s own address');
+  const submit = bare.mock.requests().slice(mark).find((r) => r.path === '/bfl/v1/flux-2-pro');
+  t.equal((submit?.body as { input_image?: string }).input_image, PNG_URI, 'the input sent inline');
+});
