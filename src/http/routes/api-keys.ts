@@ -10,7 +10,7 @@ import { insertApiKey, listUserKeys, revokeUserKey, updateUserKey, type ApiKeyCh
 import { nanoToUsd } from '../../billing/pricing.js';
 import { usdToNano } from '../../catalog/model.js';
 import { keyPeriodStartMs } from '../../billing/credit-period.js';
-import { keySpendSince } from '../../store/ledger.js';
+import { keyPeriodSpend } from '../../store/ledger-check.js';
 import type { Sql } from '../../store/db.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -46,10 +46,13 @@ interface KeySpend {
 }
 
 /** What a key spent in its current credit period (Postgres, so it trails live charges by the ledger writer's pace). */
-async function keySpendOf(sql: Sql, row: ApiKeyRow, nowMs: number): Promise<KeySpend> {
-  if (row.credit_limit_nano === null) return { usedNano: 0n, periodStartMs: null };
-  const periodStartMs = keyPeriodStartMs(row, nowMs);
-  return { usedNano: await keySpendSince(sql, row.id, new Date(periodStartMs)), periodStartMs };
+/** Each key's spend in its current credit period (keys without a `credit_limit`: none), in one query. */
+async function keySpendsOf(sql: Sql, rows: readonly ApiKeyRow[], nowMs: number): Promise<KeySpend[]> {
+  const periods = rows.map((row) => (row.credit_limit_nano === null ? null : { keyId: row.id, since: new Date(keyPeriodStartMs(row, nowMs)) }));
+  const spent = await keyPeriodSpend(sql, periods.filter((period) => period !== null));
+  return periods.map((period) => (period === null
+    ? { usedNano: 0n, periodStartMs: null }
+    : { usedNano: spent.get(period.keyId) ?? 0n, periodStartMs: period.since.getTime() }));
 }
 
 export function apiKeyRoutes(services: Services, box: SealedBox) {
@@ -83,7 +86,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
     const rows = await listUserKeys(sql, userId);
     const nowMs = Date.now();
-    const spends = await Promise.all(rows.map((row) => keySpendOf(sql, row, nowMs)));
+    const spends = await keySpendsOf(sql, rows, nowMs);
     ctx.reply.json(200, rows.map((row, i) => maskedKeyRecord(row, box, spends[i]!)));
   };
 
@@ -105,7 +108,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
     // Every thread's cached copy of the key goes, so `disabled` and `expires_at` apply to the next request.
     await redis.publish(keys.keyEvents(), `change:${row.public_id}`);
-    ctx.reply.json(200, maskedKeyRecord(row, box, await keySpendOf(sql, row, Date.now())));
+    ctx.reply.json(200, maskedKeyRecord(row, box, (await keySpendsOf(sql, [row], Date.now()))[0]!));
   };
 
   const revoke = async (ctx: RequestContext): Promise<void> => {
