@@ -15,7 +15,7 @@ import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { CatalogSnapshot } from '../catalog/snapshot.js';
-import { loadChatModels, loadMediaModels } from '../store/catalog.js';
+import { loadCallableModels } from '../store/catalog.js';
 import { UpstreamClient } from '../providers/upstream-client.js';
 import type { UpstreamTarget } from '../providers/family.js';
 import { CHAT_FAMILIES } from '../providers/families.js';
@@ -52,7 +52,7 @@ const admission = new Admission(new ScriptBatcher(redis, keys), balances, {
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls });
 
 const loadCatalog = async () => {
-  const [chat, media] = await Promise.all([loadChatModels(sql), loadMediaModels(sql)]);
+  const { chat, media } = await loadCallableModels(sql);
   return new CatalogSnapshot(chat, media);
 };
 let catalog = await loadCatalog();

@@ -64,45 +64,12 @@ interface ModelRow {
 }
 
 /**
- * Active chat models with their token prices, by id and by each deprecated `chat_generate.<name>`
- * alias that points at one of them (a call naming an alias is served, and answered, as the model).
+ * The active models as calls name them, in one query: chat models with their token prices and image,
+ * video and audio models with their price sheets, each by id and by every deprecated
+ * `<task>_generate.<name>` alias that points at it (a call naming an alias is served, priced and
+ * answered as the model).
  */
-export async function loadChatModels(sql: AnySql): Promise<Map<string, CatalogModel>> {
-  const rows = await sql<(ModelRow & { alias_of: string | null })[]>`
-    select m.id, m.name, m.provider, m.modality, m.description, m.tags, m.family, m.upstream_vendor, m.upstream_model,
-           m.capabilities, m.is_popular, m.is_active, m.alias_of,
-           (select jsonb_agg(jsonb_build_object('component', p.component, 'tier', p.tier,
-                     'nano_usd_per_million', p.nano_usd_per_million::text, 'list_nano_usd_per_million', null))
-            from model_prices p where p.model_id = m.id) as prices
-    from models m
-    where m.modality = 'chat' and m.is_active`;
-  const models = new Map<string, CatalogModel>();
-  for (const row of rows) {
-    if (row.alias_of !== null) continue;
-    models.set(row.id, Object.freeze({
-      id: row.id, name: row.name, provider: row.provider, modality: row.modality, description: row.description,
-      tags: Object.freeze([...row.tags]), family: row.family, upstreamVendor: row.upstream_vendor, upstreamModel: row.upstream_model,
-      capabilities: Object.freeze(row.capabilities), isPopular: row.is_popular, isActive: row.is_active,
-      prices: tokenPricesOf(priceSheetFromRows(row.id, row.capabilities as unknown as Record<string, unknown>, row.prices ?? [])),
-    }));
-  }
-  return withAliases(models, rows);
-}
-
-/** Adds each alias row that points at a loaded model, mapped to that model. */
-function withAliases<M>(models: Map<string, M>, rows: readonly { id: string; alias_of: string | null }[]): Map<string, M> {
-  for (const row of rows) {
-    const target = row.alias_of !== null ? models.get(row.alias_of) : undefined;
-    if (target) models.set(row.id, target);
-  }
-  return models;
-}
-
-/**
- * Active image, video and audio models with their price sheets, by id and by each deprecated
- * `<task>_generate.<name>` alias that points at one of them.
- */
-export async function loadMediaModels(sql: AnySql): Promise<Map<string, MediaModel>> {
+export async function loadCallableModels(sql: AnySql): Promise<{ chat: Map<string, CatalogModel>; media: Map<string, MediaModel> }> {
   const rows = await sql<(ModelRow & { alias_of: string | null })[]>`
     select m.id, m.name, m.provider, m.modality, m.description, m.tags, m.family, m.upstream_vendor, m.upstream_model,
            m.capabilities, m.is_popular, m.is_active, m.alias_of,
@@ -110,18 +77,32 @@ export async function loadMediaModels(sql: AnySql): Promise<Map<string, MediaMod
                      'nano_usd_per_million', p.nano_usd_per_million::text, 'list_nano_usd_per_million', p.list_nano_usd_per_million::text))
             from model_prices p where p.model_id = m.id) as prices
     from models m
-    where m.modality <> 'chat' and m.is_active`;
-  const models = new Map<string, MediaModel>();
+    where m.is_active`;
+  const chat = new Map<string, CatalogModel>();
+  const media = new Map<string, MediaModel>();
   for (const row of rows) {
     if (row.alias_of !== null) continue;
     const capabilities = Object.freeze(row.capabilities as unknown as Record<string, unknown>);
-    models.set(row.id, Object.freeze({
-      id: row.id, name: row.name, provider: row.provider, modality: row.modality as MediaModel['modality'], family: row.family,
-      upstreamVendor: row.upstream_vendor, upstreamModel: row.upstream_model, capabilities,
-      sheet: priceSheetFromRows(row.id, capabilities, row.prices ?? []),
-    }));
+    const sheet = priceSheetFromRows(row.id, capabilities, row.prices ?? []);
+    const common = { id: row.id, name: row.name, provider: row.provider, family: row.family, upstreamVendor: row.upstream_vendor, upstreamModel: row.upstream_model };
+    if (row.modality === 'chat') {
+      chat.set(row.id, Object.freeze({
+        ...common, modality: 'chat', description: row.description, tags: Object.freeze([...row.tags]),
+        capabilities: capabilities as unknown as ChatCapabilities, isPopular: row.is_popular, isActive: row.is_active,
+        prices: tokenPricesOf(sheet),
+      }));
+    } else {
+      media.set(row.id, Object.freeze({ ...common, modality: row.modality, capabilities, sheet }));
+    }
   }
-  return withAliases(models, rows);
+  for (const row of rows) {
+    if (row.alias_of === null) continue;
+    const chatTarget = chat.get(row.alias_of);
+    if (chatTarget) chat.set(row.id, chatTarget);
+    const mediaTarget = media.get(row.alias_of);
+    if (mediaTarget) media.set(row.id, mediaTarget);
+  }
+  return { chat, media };
 }
 
 /** A catalog entry as the catalog API reads it. */
