@@ -54,9 +54,10 @@ const dataUriOf = (bytes: Uint8Array, contentType: string) => `data:${contentTyp
 export async function hostInputImage(entry: string, index: number, transit: MediaTransit): Promise<string> {
   const param = `image_urls[${index}]`;
   let bytes: Uint8Array;
+  let sha256: string | undefined;
   try {
     if (/^data:/i.test(entry)) {
-      bytes = (await decodeDataUri(entry, transit.maxBytes)).bytes;
+      ({ bytes, sha256 } = await decodeDataUri(entry, transit.maxBytes));
     } else if (transit.media && entry.startsWith(`${transit.mediaUrl}/`)) {
       const own = await transit.media.storage.get(entry.slice(transit.mediaUrl.length + 1));
       if (!own?.body) throw badRequest(`'${param}' names media this gateway no longer has (unknown or expired).`, param, 'invalid_image_url');
@@ -74,7 +75,7 @@ export async function hostInputImage(entry: string, index: number, transit: Medi
     throw new ApiError(415, 'unsupported_media_type', `'${param}' is not an image (PNG, JPEG, GIF, WEBP or AVIF).`, param);
   }
   if (!transit.media) return dataUriOf(bytes, type.contentType);
-  const stored = await transit.media.store(bytes, param);
+  const stored = await transit.media.store(bytes, param, sha256);
   return transit.mediaIsPublic ? stored.url : dataUriOf(bytes, stored.contentType);
 }
 
@@ -104,11 +105,11 @@ export async function hostResultImage(image: { b64: string } | { url: string }, 
   const fallback = 'b64' in image ? `data:image/png;base64,${image.b64}` : image.url;
   if (!transit.media) return { url: fallback, hosted: false };
   try {
-    const bytes = 'b64' in image
-      ? (await decodeDataUri(`data:application/octet-stream;base64,${image.b64}`, transit.maxBytes)).bytes
+    const { bytes, sha256 } = 'b64' in image
+      ? await decodeDataUri(`data:application/octet-stream;base64,${image.b64}`, transit.maxBytes)
       // The vendor's own address: loopback only for the built-in mock vendor (or in tests).
-      : (await fetchGuarded(image.url, { maxBytes: transit.maxBytes, timeoutMs: transit.fetchTimeoutMs, allowLoopback: transit.allowLoopback || vendorOnLoopback })).bytes;
-    const stored = await transit.media.store(bytes);
+      : { ...(await fetchGuarded(image.url, { maxBytes: transit.maxBytes, timeoutMs: transit.fetchTimeoutMs, allowLoopback: transit.allowLoopback || vendorOnLoopback })), sha256: undefined };
+    const stored = await transit.media.store(bytes, null, sha256);
     return { url: stored.url, hosted: true };
   } catch (error) {
     log.warn('image result not rehosted; answering the upstream address', { error: (error as Error).message });

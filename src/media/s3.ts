@@ -41,8 +41,8 @@ export class S3MediaStorage implements MediaStorage {
     return new S3MediaStorage(sdk, client, options);
   }
 
-  async put(bytes: Uint8Array, contentType: string): Promise<StoredMedia> {
-    const sha256 = sha256Hex(bytes);
+  async put(bytes: Uint8Array, contentType: string, knownSha256?: string): Promise<StoredMedia> {
+    const sha256 = knownSha256 ?? sha256Hex(bytes);
     const key = mediaKey(sha256, contentType);
     await this.client.send(new this.sdk.PutObjectCommand({
       Bucket: this.options.bucket,

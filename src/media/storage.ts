@@ -36,9 +36,10 @@ export interface MediaObject {
 export interface MediaStorage {
   /**
    * Stores `bytes` of the (sniffed) `contentType` under their hash. Storing the same bytes again
-   * returns the same key and URL and restarts their retention.
+   * returns the same key and URL and restarts their retention. `sha256` is the bytes' hash when the
+   * caller already has it (computed in the worker pool), so it is not computed again here.
    */
-  put(bytes: Uint8Array, contentType: string): Promise<StoredMedia>;
+  put(bytes: Uint8Array, contentType: string, sha256?: string): Promise<StoredMedia>;
   /** The object with its bytes, or undefined when the key is malformed, unknown or expired. */
   get(key: string): Promise<MediaObject | undefined>;
   /** Like `get` without reading the bytes. */
@@ -93,8 +94,8 @@ export class LocalMediaStorage implements MediaStorage {
     return this.ready;
   }
 
-  async put(bytes: Uint8Array, contentType: string): Promise<StoredMedia> {
-    const sha256 = sha256Hex(bytes);
+  async put(bytes: Uint8Array, contentType: string, knownSha256?: string): Promise<StoredMedia> {
+    const sha256 = knownSha256 ?? sha256Hex(bytes);
     const key = mediaKey(sha256, contentType);
     const path = join(this.dir, key);
     await this.ensureDir();

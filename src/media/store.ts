@@ -14,13 +14,14 @@ export const ACCEPTED_TYPES = Object.values(MEDIA_TYPES).map((t) => t.contentTyp
 export class MediaStore {
   constructor(readonly storage: MediaStorage, readonly maxBytes: number) {}
 
-  async store(bytes: Uint8Array, param: string | null = null): Promise<StoredMedia> {
+  /** `sha256`: the bytes' hash when the caller has it (a data: URI decoded in the worker pool). */
+  async store(bytes: Uint8Array, param: string | null = null, sha256?: string): Promise<StoredMedia> {
     if (bytes.byteLength === 0) throw new ApiError(400, 'invalid_request', 'The media is empty.', param);
     if (bytes.byteLength > this.maxBytes) throw mediaTooLarge(this.maxBytes);
     const type = sniffMediaType(bytes);
     if (!type) {
       throw new ApiError(415, 'unsupported_media_type', `The bytes are not a supported media type; accepted: ${ACCEPTED_TYPES}.`, param);
     }
-    return this.storage.put(bytes, type.contentType);
+    return this.storage.put(bytes, type.contentType, sha256);
   }
 }
