@@ -68,7 +68,7 @@ function refused(model: MediaModel, field: string): ApiError {
   return badRequest(`The model ${model.id} does not take '${field}'.`, field, 'unsupported_parameter');
 }
 
-function oneOf(model: MediaModel, field: string, value: string, allowed: readonly string[], auto = false): string | undefined {
+function oneOf(model: MediaModel, field: string, value: string, allowed: readonly string[], auto = false): string {
   if (auto && value === AUTO) return AUTO;
   if (!allowed.includes(value)) {
     throw badRequest(`'${field}' ${value} is not one of the values ${model.id} takes: ${[...allowed, ...(auto ? [AUTO] : [])].join(', ')}.`, field);
@@ -87,12 +87,15 @@ export function imageJobOf(request: ImageRequest, model: MediaModel): Omit<Image
   const n = request.n ?? 1;
   if (n > maxN) throw badRequest(`'n' is ${n}; ${model.id} makes at most ${maxN} image${maxN === 1 ? '' : 's'} per call.`, 'n');
 
+  /** A field ruled by a capability list: absent, or one of the list (or `auto` where the vendor may choose). */
+  const chosen = (field: string, value: string | null | undefined, capability: string, auto = false): string | undefined => {
+    if (value == null) return undefined;
+    const allowed = listOf(caps[capability]);
+    if (!allowed) throw refused(model, field);
+    return oneOf(model, field, value, allowed, auto);
+  };
   const sizes = listOf(caps.sizes);
-  let size = request.size ?? undefined;
-  if (size !== undefined) {
-    if (!sizes) throw refused(model, 'size');
-    size = oneOf(model, 'size', size, sizes, true);
-  }
+  let size = chosen('size', request.size, 'sizes', true);
   let aspectRatio = request.aspect_ratio ?? undefined;
   if (aspectRatio !== undefined) {
     const ratios = listOf(caps.aspectRatios);
@@ -110,23 +113,9 @@ export function imageJobOf(request: ImageRequest, model: MediaModel): Omit<Image
       throw refused(model, 'aspect_ratio');
     }
   }
-  let quality = request.quality ?? undefined;
-  if (quality !== undefined) {
-    const qualities = listOf(caps.qualities);
-    if (!qualities) throw refused(model, 'quality');
-    quality = oneOf(model, 'quality', quality, qualities, true);
-  }
-  let resolution = request.resolution ?? undefined;
-  if (resolution !== undefined) {
-    const resolutions = listOf(caps.resolutions);
-    if (!resolutions) throw refused(model, 'resolution');
-    resolution = oneOf(model, 'resolution', resolution, resolutions);
-  }
-  if (request.style != null) {
-    const styles = listOf(caps.styles);
-    if (!styles) throw refused(model, 'style');
-    oneOf(model, 'style', request.style, styles);
-  }
+  const quality = chosen('quality', request.quality, 'qualities', true);
+  const resolution = chosen('resolution', request.resolution, 'resolutions');
+  chosen('style', request.style, 'styles');
   if (request.negative_prompt != null && caps.negativePrompt !== true) throw refused(model, 'negative_prompt');
 
   const images = request.image_urls?.length ?? 0;
