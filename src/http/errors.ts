@@ -46,4 +46,14 @@ export const badRequest = (message: string, param: string | null = null, code = 
 export const unauthorized = (message = 'Access is not permitted: a valid API key is required in the Authorization header (Bearer).') =>
   new ApiError(401, 'invalid_api_key', message);
 export const notFound = (message: string) => new ApiError(404, 'not_found', message);
+
+/** An inference call naming a model the catalog does not serve. */
+export const modelNotFound = (id: string) => new ApiError(404, 'model_not_found', `The model '${id}' does not exist or is not available.`, 'model');
+
+/** Inference endpoints take JSON bodies only. */
+export function requireJson(contentType: string): void {
+  if (contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
+    throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+  }
+}
 export const internalError = () => new ApiError(500, 'internal_error', 'The gateway failed to handle this request.');

@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { CatalogModel } from '../../catalog/model.js';
-import { ApiError, badRequest } from '../errors.js';
+import { ApiError, badRequest, modelNotFound, requireJson } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
@@ -239,13 +239,11 @@ export function chatCompletions(services: Services) {
 
   return async (ctx: RequestContext, output: ChatOutput = CHAT_COMPLETIONS_OUTPUT): Promise<void> => {
     const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
-    if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
-      throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
-    }
+    requireJson(ctx.headers.contentType);
     const body = await ctx.body();
     const request = output.parse(parseJsonObject(body));
     const model = services.catalog().get(request.model);
-    if (!model) throw new ApiError(404, 'model_not_found', `The model '${request.model}' does not exist or is not available.`, 'model');
+    if (!model) throw modelNotFound(request.model);
     const family = services.families[model.family];
     const target = services.vendors[model.upstreamVendor];
     if (!family || !target) {

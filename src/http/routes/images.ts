@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { MediaModel } from '../../catalog/model.js';
-import { ApiError, badRequest } from '../errors.js';
+import { ApiError, badRequest, modelNotFound, requireJson } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ImageRequestSchema } from '../schemas/images.js';
 import { imageCallOf, imageJobOf, type ImageIo, type ImageJob, type ImageResult } from '../../providers/image-family.js';
@@ -116,15 +116,13 @@ export function imageGenerations(services: Services) {
 
   return async (ctx: RequestContext): Promise<void> => {
     const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
-    if (ctx.headers.contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
-      throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
-    }
+    requireJson(ctx.headers.contentType);
     const request = parseWith(ImageRequestSchema, parseJsonObject(await ctx.body()));
     const catalog = services.catalog();
     const model = catalog.media(request.model);
     if (!model) {
       if (catalog.get(request.model)) throw badRequest(`'${request.model}' is a chat model: use POST /v1/chat/completions.`, 'model', 'model_not_supported');
-      throw new ApiError(404, 'model_not_found', `The model '${request.model}' does not exist or is not available.`, 'model');
+      throw modelNotFound(request.model);
     }
     if (model.modality !== 'image') throw badRequest(`'${request.model}' is a ${model.modality} model, not an image model.`, 'model', 'model_not_supported');
     const asked = imageJobOf(request, model);
