@@ -12,7 +12,7 @@ export const NO_USAGE: NormalizedUsage = Object.freeze({ promptTokens: 0, comple
 export type UsageRecorder = (modelId: string, usage: NormalizedUsage, chargedNano: bigint) => void;
 
 /** A chat model (settled by tokens with `settle`) or a media model (settled by `settleCharge`). */
-type CalledModel = { readonly id: string; readonly prices?: TokenPrices };
+export type CalledModel = { readonly id: string; readonly prices?: TokenPrices };
 
 export interface CallIdentity<M extends CalledModel = CatalogModel> {
   readonly userId: string;

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Admission, Admitted } from '../admission/admission.js';
 import type { KeyLimits } from '../admission/scripts.js';
-import { MeteredCall, type CallIdentity, type UsageRecorder } from '../billing/metered-call.js';
+import { MeteredCall, type CalledModel, type CallIdentity, type UsageRecorder } from '../billing/metered-call.js';
 import { ApiError } from '../http/errors.js';
 import { NO_BYOK, byokProviderOf, type ByokCandidate, type ByokCredentials } from './byok-credentials.js';
-import type { TokenPrices } from '../catalog/model.js';
 
-type CalledModel = { readonly id: string; readonly upstreamVendor: string; readonly prices?: TokenPrices };
+/** A model whose vendor may have BYOK rows. */
+type VendorModel = CalledModel & { readonly upstreamVendor: string };
 
-export interface OwnCredentialsFirst<M extends CalledModel> {
+export interface OwnCredentialsFirst<M extends VendorModel> {
   readonly admission: Admission;
   readonly byok: ByokCredentials;
   readonly recordUsage: UsageRecorder;
@@ -36,7 +36,7 @@ export interface OwnCredentialsFirst<M extends CalledModel> {
  * credit reserved, the request not counted twice) and identity (its own id: the failed attempts keep
  * theirs in the request log). With `always_use`, the last refusal is thrown instead, as the vendor gave it.
  */
-export async function admitOwnCredentialsFirst<M extends CalledModel>(options: OwnCredentialsFirst<M>): Promise<{ admitted: Admitted; identity: CallIdentity<M> } | undefined> {
+export async function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCredentialsFirst<M>): Promise<{ admitted: Admitted; identity: CallIdentity<M> } | undefined> {
   const { admission, byok, identity, limits } = options;
   const provider = byokProviderOf(identity.model.upstreamVendor);
   const found = provider ? byok.forCall(identity.userId, provider) : NO_BYOK;
