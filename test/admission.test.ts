@@ -14,6 +14,7 @@ import {
   NO_KEY_LIMITS, SCRIPT_KEY_COUNTS, credit, defineScripts, expireLease, hydrate, loadSpend, type AdmitInput, type KeyLimits, type AdmitResult, type ScriptedRedis, type SettleInput,
 } from '../src/admission/scripts.js';
 import { ScriptBatcher } from '../src/admission/script-batcher.js';
+import { RedisPipe } from '../src/store/redis-pipe.js';
 import { RedisKeys } from '../src/admission/keys.js';
 import { deleteKeysWithPrefix } from '../bench/namespaces.js';
 
@@ -146,10 +147,12 @@ t.test('Lua scripts against Redis', async (t) => {
   const prefix = `test:lua:${randomBytes(4).toString('hex')}:`;
   const redis: ScriptedRedis = defineScripts(new Redis(REDIS_URL));
   const keys = new RedisKeys(prefix);
-  const scripts = new ScriptBatcher(redis, keys);
+  const pipe = new RedisPipe(REDIS_URL);
+  const scripts = new ScriptBatcher(pipe, keys);
   t.teardown(async () => {
     await deleteKeysWithPrefix(redis, prefix);
     redis.disconnect();
+    await pipe.close();
   });
   const bal = async (user: string) => {
     const [credits, held, deposits] = await redis.hmget(keys.balance(user), 'credits', 'held', 'deposits');
@@ -317,13 +320,13 @@ t.test('Lua scripts against Redis', async (t) => {
   t.test('calls made in one turn leave in one pipeline; a failing script rejects only its own caller', async (t) => {
     const user = 'batched';
     await hydrate(redis, keys, user, 1000n, 1000n);
-    const pipeline = redis.pipeline.bind(redis);
+    const exec = pipe.exec.bind(pipe);
     let pipelines = 0;
-    redis.pipeline = ((...args: Parameters<typeof redis.pipeline>) => {
+    pipe.exec = (commands) => {
       pipelines++;
-      return pipeline(...args);
-    }) as typeof redis.pipeline;
-    t.teardown(() => { redis.pipeline = pipeline; });
+      return exec(commands);
+    };
+    t.teardown(() => { pipe.exec = exec; });
     const calls = [
       scripts.admit(admitInput(user, 'b1', 100n)),
       scripts.admit(admitInput(user, 'b2', 100n)),

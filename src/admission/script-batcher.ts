@@ -1,36 +1,44 @@
-import type { ChainableCommander } from 'ioredis';
 import type { RedisKeys } from './keys.js';
-import { admitResultOf, settleResultOf, type AdmitInput, type AdmitResult, type Reply, type ScriptedRedis, type SettleInput, type SettleResult } from './scripts.js';
+import { RespError, type RedisPipe, type RespCommand, type RespValue } from '../store/redis-pipe.js';
+import { admitResultOf, loadScript, settleResultOf, type AdmitInput, type AdmitResult, type LuaScript, type Reply, type SettleInput, type SettleResult } from './scripts.js';
 
 interface Queued {
-  readonly add: (pipeline: ChainableCommander) => void;
+  readonly script: LuaScript;
+  /** KEYS then ARGV. */
+  readonly args: readonly (string | number)[];
   readonly resolve: (reply: Reply) => void;
   readonly reject: (error: Error) => void;
 }
 
+const evalsha = (item: Queued): RespCommand => ['EVALSHA', item.script.sha, item.script.numberOfKeys, ...item.args];
+const evalSource = (item: Queued): RespCommand => ['EVAL', item.script.lua, item.script.numberOfKeys, ...item.args];
+
 /**
  * Runs admit.lua and settle.lua for the hot path. Every call made during one turn of the event loop
- * leaves in one pipeline at the end of that turn (setImmediate): one write and, under load, one read
+ * leaves in one batch at the end of that turn (setImmediate): one write and, under load, one read
  * for all of them, instead of a write and a wake-up per request. Each script stays one atomic call;
- * a lone request pays nothing extra but the rest of its own turn.
+ * a lone request pays nothing extra but the rest of its own turn. Scripts go by SHA; one Redis has
+ * not cached yet (a restart, SCRIPT FLUSH) is sent again with its source.
  */
 export class ScriptBatcher {
   private queue: Queued[] = [];
   private dirtyUsers = new Set<string>();
   private scheduled = false;
+  private readonly admitScript = loadScript('admit');
+  private readonly settleScript = loadScript('settle');
 
-  constructor(private readonly redis: ScriptedRedis, private readonly keys: RedisKeys) {}
+  constructor(private readonly redis: RedisPipe, private readonly keys: RedisKeys) {}
 
   admit(input: AdmitInput): Promise<AdmitResult> {
     const { keys } = this;
     const { userId, keyId, keyLimits: limits } = input;
-    return this.enqueue((pipeline) => pipeline.admit(
+    return this.enqueue(this.admitScript, [
       keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.keySpend(userId, keyId), keys.keyTokens(userId, keyId),
       input.leaseId, input.callNano.toString(), input.wantCreditNano.toString(), input.wantSlots, input.limit, input.windowMs, input.ttlMs, input.leaseLifeMs,
       limits.rpm ?? -1, limits.capNano === null ? -1 : limits.capNano.toString(), limits.periodStartMs, limits.tph ?? -1, limits.tpd ?? -1,
       input.callTokens,
-    )).then((reply) => admitResultOf(reply, input.limit));
+    ]).then((reply) => admitResultOf(reply, input.limit));
   }
 
   /** settle.lua, and the user marked for the ledger writer (once per batch, whatever the number of calls). */
@@ -38,19 +46,19 @@ export class ScriptBatcher {
     const { keys } = this;
     const { userId, keyId } = input;
     if (input.calls.length > 0) this.dirtyUsers.add(userId);
-    const argv: (string | number)[] = [
+    const args: (string | number)[] = [
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.ledger(userId),
       keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.leaseBatches(userId), keys.expiredLeases(userId),
       keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId), keys.keySpend(userId, keyId), keys.keyTokens(userId, keyId),
       input.leaseId, input.batch, input.ttlMs, input.close ? 1 : 0, input.unusedSlots, input.releaseNano.toString(), input.epoch,
     ];
-    for (const call of input.calls) argv.push(call.callId, call.chargeNano.toString(), call.tokens, call.event);
-    return this.enqueue((pipeline) => pipeline.settle(...argv)).then(settleResultOf);
+    for (const call of input.calls) args.push(call.callId, call.chargeNano.toString(), call.tokens, call.event);
+    return this.enqueue(this.settleScript, args).then(settleResultOf);
   }
 
-  private enqueue(add: (pipeline: ChainableCommander) => void): Promise<Reply> {
+  private enqueue(script: LuaScript, args: readonly (string | number)[]): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
-      this.queue.push({ add, resolve, reject });
+      this.queue.push({ script, args, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -61,19 +69,35 @@ export class ScriptBatcher {
   private flush(): void {
     this.scheduled = false;
     const batch = this.queue;
-    const dirty = [...this.dirtyUsers];
     this.queue = [];
+    const commands = batch.map(evalsha);
+    const markDirty: RespCommand[] = this.dirtyUsers.size > 0 ? [['SADD', this.keys.ledgerDirty(), ...this.dirtyUsers]] : [];
     this.dirtyUsers.clear();
-    const pipeline = this.redis.pipeline();
-    for (const item of batch) item.add(pipeline);
-    if (dirty.length > 0) pipeline.sadd(this.keys.ledgerDirty(), ...dirty);
-    pipeline.exec().then(
-      (results) => batch.forEach((item, i) => {
-        const [error, reply] = results?.[i] ?? [new Error('no reply from Redis'), null];
-        if (error) item.reject(error);
-        else item.resolve(reply as Reply);
-      }),
+    commands.push(...markDirty);
+    this.redis.exec(commands).then(
+      (replies) => {
+        const uncached: Queued[] = [];
+        batch.forEach((item, i) => {
+          const reply = replies[i];
+          if (reply instanceof RespError && reply.message.startsWith('NOSCRIPT')) uncached.push(item);
+          else settleItem(item, reply);
+        });
+        if (uncached.length > 0) {
+          // The script was not run: running it now by its source is the same single atomic call.
+          // The users are marked again after it, so the ledger writer cannot miss what it appends.
+          this.redis.exec([...uncached.map(evalSource), ...markDirty]).then(
+            (again) => uncached.forEach((item, i) => settleItem(item, again[i])),
+            (error: Error) => uncached.forEach((item) => item.reject(error)),
+          );
+        }
+      },
       (error: Error) => batch.forEach((item) => item.reject(error)),
     );
   }
+}
+
+function settleItem(item: Queued, reply: RespValue | undefined): void {
+  if (reply instanceof RespError) item.reject(reply);
+  else if (!Array.isArray(reply)) item.reject(new Error(`a Lua script answered ${JSON.stringify(reply)}, not an array`));
+  else item.resolve(reply as Reply);
 }

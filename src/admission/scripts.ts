@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from './keys.js';
@@ -17,17 +18,23 @@ interface ScriptCommands {
 }
 export type ScriptedRedis = Redis & ScriptCommands;
 
-declare module 'ioredis' {
-  interface ChainableCommander {
-    admit(...keysThenArgv: (string | number)[]): ChainableCommander;
-    settle(...keysThenArgv: (string | number)[]): ChainableCommander;
-  }
+/** A Lua script as Redis runs it: by its SHA-1, or by its source when Redis does not have it cached. */
+export interface LuaScript {
+  readonly lua: string;
+  readonly sha: string;
+  readonly numberOfKeys: number;
+}
+
+export function loadScript(name: ScriptName): LuaScript {
+  const lua = readFileSync(new URL(`${name}.lua`, LUA_DIR), 'utf8');
+  return Object.freeze({ lua, sha: createHash('sha1').update(lua).digest('hex'), numberOfKeys: SCRIPT_KEY_COUNTS[name] });
 }
 
 /** Registers the Lua scripts as ioredis commands (EVALSHA, falling back to EVAL once per connection). */
 export function defineScripts(redis: Redis): ScriptedRedis {
-  for (const [name, numberOfKeys] of Object.entries(SCRIPT_KEY_COUNTS)) {
-    redis.defineCommand(name, { numberOfKeys, lua: readFileSync(new URL(`${name}.lua`, LUA_DIR), 'utf8') });
+  for (const name of Object.keys(SCRIPT_KEY_COUNTS) as ScriptName[]) {
+    const { lua, numberOfKeys } = loadScript(name);
+    redis.defineCommand(name, { numberOfKeys, lua });
   }
   return redis as ScriptedRedis;
 }

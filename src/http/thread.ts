@@ -14,6 +14,7 @@ import { Authenticator } from '../auth/authenticator.js';
 import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
+import { RedisPipe } from '../store/redis-pipe.js';
 import { CatalogSnapshot } from '../catalog/snapshot.js';
 import { loadCallableModels } from '../store/catalog.js';
 import { UpstreamClient } from '../providers/upstream-client.js';
@@ -47,7 +48,9 @@ const keys = new RedisKeys(config.redisPrefix);
 const metrics = createMetrics();
 const auth = new Authenticator(sql, config.keySecret, config.keyPrefix);
 const balances = new Balances(sql, redis, keys);
-const admission = new Admission(new ScriptBatcher(redis, keys), balances, {
+// The hot path's script calls go over their own lean connection (see RedisPipe).
+const scriptPipe = new RedisPipe(config.redisUrl);
+const admission = new Admission(new ScriptBatcher(scriptPipe, keys), balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls });
 
@@ -145,7 +148,7 @@ async function drain(deadlineMs: number): Promise<void> {
   // The native app has close() although the bundled typings do not declare it.
   (app as unknown as { close(): void }).close();
   clearInterval(catalogTimer);
-  await Promise.allSettled([services.upstream.close(), closeTokenCounter(), closeDataUriDecoder(), sql.end({ timeout: 5 }), redis.quit(), subscriber.quit()]);
+  await Promise.allSettled([services.upstream.close(), closeTokenCounter(), closeDataUriDecoder(), sql.end({ timeout: 5 }), redis.quit(), scriptPipe.close(), subscriber.quit()]);
   send({ type: 'drained', unfinished: services.inflight.count });
   port.close(); // nothing is left: the thread ends by itself
 }
