@@ -71,8 +71,8 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
   }
 
   /**
-   * Settles the call (once; later calls do nothing). Callers settle before the response's last
-   * bytes, so the charge leaves for Redis with this turn's batch; nobody waits for it.
+   * Settles the call (once; later calls do nothing). Callers settle in the turn the response's last
+   * bytes are written, so the charge leaves for Redis with that turn's batch; nobody waits for it.
    */
   settle(usage?: NormalizedUsage): void {
     if (usage) this.usage = usage;

@@ -121,12 +121,18 @@ class OriginPool {
   private readonly idle: Connection[] = [];
   private readonly waiting: (() => void)[] = [];
   private open = 0;
+  private readonly idleMs: number;
+  /** Closes connections idle for `idleMs`: one timer per origin instead of re-arming each socket's per call. */
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(url: URL, private readonly options: UpstreamClientOptions) {
     this.secure = url.protocol === 'https:';
     this.host = url.hostname.replace(/^\[|\]$/g, '');
     this.port = Number(url.port || (this.secure ? 443 : 80));
     this.hostHeader = url.host;
+    this.idleMs = options.idleMs ?? 4000;
+    this.sweeper = setInterval(() => this.closeIdle(Date.now()), Math.max(50, this.idleMs / 4));
+    this.sweeper.unref();
   }
 
   async exchange(request: string, signal?: AbortSignal): Promise<UpstreamResponse> {
@@ -147,7 +153,8 @@ class OriginPool {
     for (;;) {
       const connection = this.idle.pop();
       if (connection) {
-        if (connection.usable) return connection.take();
+        if (connection.usable && Date.now() - connection.idleSinceMs < this.idleMs) return connection.take();
+        connection.destroy();
         continue;
       }
       if (this.open < (this.options.maxConnectionsPerOrigin ?? 256)) {
@@ -189,8 +196,8 @@ class OriginPool {
   /** A connection finished its exchange and may carry another. */
   release(connection: Connection): void {
     const next = this.waiting.shift();
+    connection.idleSinceMs = Date.now();
     this.idle.push(connection);
-    connection.idleFor(this.options.idleMs ?? 4000);
     next?.();
   }
 
@@ -206,7 +213,13 @@ class OriginPool {
     return this.options.timeoutMs;
   }
 
+  /** Idle connections sit oldest first (the newest is taken first). */
+  private closeIdle(nowMs: number): void {
+    while (this.idle.length > 0 && nowMs - this.idle[0]!.idleSinceMs >= this.idleMs) this.idle[0]!.destroy();
+  }
+
   close(): void {
+    clearInterval(this.sweeper);
     for (const connection of this.idle.splice(0)) connection.destroy();
   }
 }
@@ -219,8 +232,13 @@ class Connection {
   private reused = false;
   private gone = false;
 
+  /** When it last finished an exchange (the pool closes it after its idle time). */
+  idleSinceMs = 0;
+
   constructor(private readonly socket: net.Socket, private readonly pool: OriginPool) {
     socket.setNoDelay(true);
+    // Set once: socket activity re-arms it, so it bounds the wait for the head and each body gap; idle sockets it just closes.
+    socket.setTimeout(pool.timeoutMs);
     socket.on('timeout', () => this.fail(new UpstreamError(`the upstream sent nothing for ${pool.timeoutMs} ms`, 'timeout')));
     socket.on('error', (error) => this.fail(error));
     socket.on('close', () => this.fail(new UpstreamError('the upstream closed the connection', 'closed')));
@@ -236,12 +254,7 @@ class Connection {
 
   take(): Connection {
     this.reused = true;
-    this.socket.setTimeout(0);
     return this;
-  }
-
-  idleFor(ms: number): void {
-    this.socket.setTimeout(ms);
   }
 
   send(request: string, signal?: AbortSignal): Promise<UpstreamResponse> {
@@ -253,7 +266,6 @@ class Connection {
         signal.addEventListener('abort', onAbort, { once: true });
         exchange.cleanup = () => signal.removeEventListener('abort', onAbort);
       }
-      this.socket.setTimeout(this.pool.timeoutMs);
       this.socket.write(request);
     });
   }
