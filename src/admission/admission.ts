@@ -271,6 +271,7 @@ export class Admission {
     setImmediate(() => {
       this.flushScheduled = false;
       for (const waiting of this.flushing) this.send(waiting);
+      this.scripts.flush();
     });
   }
 

@@ -66,8 +66,13 @@ export class ScriptBatcher {
     });
   }
 
-  private flush(): void {
+  /**
+   * Sends what is queued now. The end-of-turn flush calls it; so does admission's own end-of-turn
+   * pass, whose settlements would otherwise wait one more loop iteration (and an extra epoll call).
+   */
+  flush(): void {
     this.scheduled = false;
+    if (this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
     const commands = batch.map(evalsha);

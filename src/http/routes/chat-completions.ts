@@ -3,7 +3,7 @@ import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { CatalogModel } from '../../catalog/model.js';
 import { ApiError, badRequest, modelNotFound, requireJson } from '../errors.js';
-import { parseJsonObject, parseWith } from '../schemas/issues.js';
+import { parseJsonObject, presentFieldsParser } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
@@ -46,7 +46,7 @@ export interface OutputRelay extends ChatStreamRelay {
 
 export const CHAT_COMPLETIONS_OUTPUT: ChatOutput = Object.freeze({
   endpoint: 'chat.completions',
-  parse: (body: Record<string, unknown>) => parseWith(ChatRequestSchema, body),
+  parse: presentFieldsParser(ChatRequestSchema),
 });
 
 /** Runs `check`, naming the fields of its 400 as the endpoint's callers know them. */
