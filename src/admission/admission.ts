@@ -109,6 +109,17 @@ export class Admission {
    * Admits a call of worst-case cost `callNano` and worst-case `callTokens` for a key with its own
    * `limits`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
    */
+  /** Admits the call from this thread's current lease if it can take it now; undefined otherwise (then `admit`). */
+  admitFromLease(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS): Admitted | undefined {
+    const slot = this.slots.get(slotId(userId, keyId));
+    const lease = slot?.lease;
+    if (!slot || !lease || !sameKeyLimits(lease.keyLimits, limits)) return undefined;
+    const nowMs = Date.now();
+    if (!lease.take(callNano, nowMs, this.policy.lifeMs)) return undefined;
+    slot.lastUsedAtMs = nowMs;
+    return { lease, headers: rateLimitHeaders(lease.rateWindow(nowMs)) };
+  }
+
   async admit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS, callTokens = 1): Promise<Admitted> {
     const id = slotId(userId, keyId);
     let slot = this.slots.get(id);

@@ -4,7 +4,7 @@ import type { Sql } from '../store/db.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import { ensureAccount } from '../store/accounts.js';
 import { findActiveKeyByPublicId, type ApiKeyRow } from '../store/api-keys.js';
-import { parseApiKey, secretMatches } from './api-key-format.js';
+import { parseApiKey, secretMatches, type ParsedApiKey } from './api-key-format.js';
 import { verifyJwt } from './jwt.js';
 
 export interface AuthenticatedKey {
@@ -79,12 +79,20 @@ export class Authenticator {
     return this.revoked.has(publicId);
   }
 
-  /** The key of an inference or billing request from `clientAddress`, or 401/403. */
-  async apiKey(authorization: string, clientAddress: string): Promise<AuthenticatedKey> {
+  /**
+   * The key of an inference or billing request from `clientAddress`, or 401/403. A cached key is
+   * checked and returned at once (no promise on the hot path); an unknown one is read from Postgres.
+   */
+  apiKey(authorization: string, clientAddress: string): AuthenticatedKey | Promise<AuthenticatedKey> {
     const token = bearerToken(authorization);
     const parsed = token ? parseApiKey(token) : undefined;
     if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
-    const entry = await this.lookup(parsed.publicId);
+    const cached = this.cache.get(parsed.publicId);
+    if (cached && cached.until > Date.now()) return this.check(cached, parsed, clientAddress);
+    return this.lookup(parsed.publicId).then((entry) => this.check(entry, parsed, clientAddress));
+  }
+
+  private check(entry: CacheEntry, parsed: ParsedApiKey, clientAddress: string): AuthenticatedKey {
     const key = entry.key;
     if (!key || key.isProvisioning !== parsed.provisioning) throw unauthorized();
     const { row } = key;

@@ -42,7 +42,9 @@ export async function admitOwnCredentialsFirst<M extends VendorModel>(options: O
   const found = provider ? byok.forCall(identity.userId, provider) : NO_BYOK;
   const choice = found instanceof Promise ? await found : found;
   if (choice.candidates.length === 0 && !choice.alwaysUse) {
-    return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, options.callTokens), identity };
+    const admitted = admission.admitFromLease(identity.userId, identity.keyId, identity.reservedNano, limits)
+      ?? await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, options.callTokens);
+    return { admitted, identity };
   }
   const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, options.callTokens);
   const headers = { ...own.headers, 'x-request-id': identity.callId };

@@ -138,7 +138,7 @@ class OriginPool {
   async exchange(request: string, signal?: AbortSignal): Promise<UpstreamResponse> {
     if (signal?.aborted) throw new UpstreamError('aborted', 'aborted');
     for (let attempt = 0; ; attempt++) {
-      const connection = await this.acquire();
+      const connection = this.takeIdle() ?? await this.acquire();
       try {
         return await connection.send(request, signal);
       } catch (error) {
@@ -149,14 +149,19 @@ class OriginPool {
     }
   }
 
+  /** A kept-alive connection still fit for use, if there is one (the newest first); stale ones are closed. */
+  private takeIdle(): Connection | undefined {
+    for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) {
+      if (connection.usable && Date.now() - connection.idleSinceMs < this.idleMs) return connection.take();
+      connection.destroy();
+    }
+    return undefined;
+  }
+
   private async acquire(): Promise<Connection> {
     for (;;) {
-      const connection = this.idle.pop();
-      if (connection) {
-        if (connection.usable && Date.now() - connection.idleSinceMs < this.idleMs) return connection.take();
-        connection.destroy();
-        continue;
-      }
+      const connection = this.takeIdle();
+      if (connection) return connection;
       if (this.open < (this.options.maxConnectionsPerOrigin ?? 256)) {
         this.open++;
         return this.connect();

@@ -239,7 +239,8 @@ export function chatCompletions(services: Services) {
   }
 
   return async (ctx: RequestContext, output: ChatOutput = CHAT_COMPLETIONS_OUTPUT): Promise<void> => {
-    const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    const found = auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    const key = found instanceof Promise ? await found : found;
     requireJson(ctx.headers.contentType);
     const body = await ctx.body();
     const request = output.parse(parseJsonObject(body));
