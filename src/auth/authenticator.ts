@@ -17,6 +17,13 @@ export interface AuthenticatedKey {
   readonly allowedAddresses: IpRanges;
 }
 
+/** Who sent a request, as authentication needs it (a RequestContext is one). */
+export interface Caller {
+  readonly headers: { readonly authorization: string };
+  /** Read only for a key with an ip_whitelist. */
+  readonly clientAddress: string;
+}
+
 interface CacheEntry {
   until: number;
   /** Undefined for a public id that names no live key (remembered briefly too). */
@@ -83,16 +90,16 @@ export class Authenticator {
    * The key of an inference or billing request from `clientAddress`, or 401/403. A cached key is
    * checked and returned at once (no promise on the hot path); an unknown one is read from Postgres.
    */
-  apiKey(authorization: string, clientAddress: string): AuthenticatedKey | Promise<AuthenticatedKey> {
-    const token = bearerToken(authorization);
+  apiKey(caller: Caller): AuthenticatedKey | Promise<AuthenticatedKey> {
+    const token = bearerToken(caller.headers.authorization);
     const parsed = token ? parseApiKey(token) : undefined;
     if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
     const cached = this.cache.get(parsed.publicId);
-    if (cached && cached.until > Date.now()) return this.check(cached, parsed, clientAddress);
-    return this.lookup(parsed.publicId).then((entry) => this.check(entry, parsed, clientAddress));
+    if (cached && cached.until > Date.now()) return this.check(cached, parsed, caller);
+    return this.lookup(parsed.publicId).then((entry) => this.check(entry, parsed, caller));
   }
 
-  private check(entry: CacheEntry, parsed: ParsedApiKey, clientAddress: string): AuthenticatedKey {
+  private check(entry: CacheEntry, parsed: ParsedApiKey, caller: Caller): AuthenticatedKey {
     const key = entry.key;
     if (!key || key.isProvisioning !== parsed.provisioning) throw unauthorized();
     const { row } = key;
@@ -104,8 +111,9 @@ export class Authenticator {
     }
     if (row.disabled) throw new ApiError(403, 'key_disabled', 'This API key is disabled.');
     if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new ApiError(403, 'key_expired', 'This API key has expired.');
-    if (!key.allowedAddresses.empty && !key.allowedAddresses.contains(clientAddress)) {
-      throw new ApiError(403, 'ip_not_allowed', `This API key may not be used from ${clientAddress}: the address is not in its ip_whitelist.`);
+    // Only a key with an ip_whitelist asks for the address (reading it costs a system call).
+    if (!key.allowedAddresses.empty && !key.allowedAddresses.contains(caller.clientAddress)) {
+      throw new ApiError(403, 'ip_not_allowed', `This API key may not be used from ${caller.clientAddress}: the address is not in its ip_whitelist.`);
     }
     return key;
   }
@@ -150,7 +158,8 @@ export class Authenticator {
   }
 
   /** JWT or API key (billing, catalog); returns the account id. */
-  async jwtOrApiKey(authorization: string, jwtSecret: string, clientAddress: string): Promise<string> {
-    return looksLikeApiKey(bearerToken(authorization)) ? (await this.apiKey(authorization, clientAddress)).userId : this.jwt(authorization, jwtSecret);
+  async jwtOrApiKey(caller: Caller, jwtSecret: string): Promise<string> {
+    const authorization = caller.headers.authorization;
+    return looksLikeApiKey(bearerToken(authorization)) ? (await this.apiKey(caller)).userId : this.jwt(authorization, jwtSecret);
   }
 }

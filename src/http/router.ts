@@ -75,6 +75,9 @@ export class Router {
       const params: string[] = [];
       for (let i = 0; i < paramCount; i++) params.push(decodeParameter(req.getParameter(i)));
       const declared = req.getHeader('content-length');
+      const forwardedFor = req.getHeader('x-forwarded-for');
+      const trustedProxies = this.options.trustedProxies;
+      let address: string | undefined;
       const methodName = req.getMethod();
       const bodyPromise = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
         ? readBody(res, reply, maxBodyBytes, declared ? Number(declared) : undefined)
@@ -90,7 +93,12 @@ export class Router {
           contentType: req.getHeader('content-type'),
           userAgent: req.getHeader('user-agent'),
         },
-        clientAddress: clientAddress(decoder.decode(res.getRemoteAddressAsText()), req.getHeader('x-forwarded-for'), this.options.trustedProxies),
+        // Read when first asked (most requests never are): the peer address is a system call. uWS
+        // discards the response once it is aborted or ended; by then nobody needs the address.
+        get clientAddress() {
+          address ??= reply.open ? clientAddress(decoder.decode(res.getRemoteAddressAsText()), forwardedFor, trustedProxies) : '';
+          return address;
+        },
         reply,
         startedAt: process.hrtime.bigint(),
         body: () => bodyPromise,

@@ -3,7 +3,8 @@ import type { Admission, Admitted } from '../admission/admission.js';
 import type { KeyLimits } from '../admission/scripts.js';
 import { MeteredCall, type CalledModel, type CallIdentity, type UsageRecorder } from '../billing/metered-call.js';
 import { ApiError } from '../http/errors.js';
-import { NO_BYOK, byokProviderOf, type ByokCandidate, type ByokCredentials } from './byok-credentials.js';
+import { NO_BYOK, byokProviderOf, type ByokCandidate, type ByokChoice, type ByokCredentials } from './byok-credentials.js';
+import type { ByokProvider } from '../store/byok.js';
 
 /** A model whose vendor may have BYOK rows. */
 type VendorModel = CalledModel & { readonly upstreamVendor: string };
@@ -36,15 +37,25 @@ export interface OwnCredentialsFirst<M extends VendorModel> {
  * credit reserved, the request not counted twice) and identity (its own id: the failed attempts keep
  * theirs in the request log). With `always_use`, the last refusal is thrown instead, as the vendor gave it.
  */
-export async function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCredentialsFirst<M>): Promise<{ admitted: Admitted; identity: CallIdentity<M> } | undefined> {
+export function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCredentialsFirst<M>): PlatformCall<M> | undefined | Promise<PlatformCall<M> | undefined> {
   const { admission, byok, identity, limits } = options;
   const provider = byokProviderOf(identity.model.upstreamVendor);
   const found = provider ? byok.forCall(identity.userId, provider) : NO_BYOK;
+  // The common case, no BYOK row and a lease with room, is decided without a promise.
+  if (!(found instanceof Promise) && found.candidates.length === 0 && !found.alwaysUse) {
+    const admitted = admission.admitFromLease(identity.userId, identity.keyId, identity.reservedNano, limits);
+    if (admitted) return { admitted, identity };
+  }
+  return withOwnCredentials(options, provider, found);
+}
+
+type PlatformCall<M extends VendorModel> = { admitted: Admitted; identity: CallIdentity<M> };
+
+async function withOwnCredentials<M extends VendorModel>(options: OwnCredentialsFirst<M>, provider: ByokProvider | undefined, found: ByokChoice | Promise<ByokChoice>): Promise<PlatformCall<M> | undefined> {
+  const { admission, byok, identity, limits } = options;
   const choice = found instanceof Promise ? await found : found;
   if (choice.candidates.length === 0 && !choice.alwaysUse) {
-    const admitted = admission.admitFromLease(identity.userId, identity.keyId, identity.reservedNano, limits)
-      ?? await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, options.callTokens);
-    return { admitted, identity };
+    return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, options.callTokens), identity };
   }
   const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, options.callTokens);
   const headers = { ...own.headers, 'x-request-id': identity.callId };

@@ -37,6 +37,8 @@ export interface UpstreamResponse {
   readonly headers: Readonly<Record<string, string>>;
   /** The whole body as UTF-8 text. */
   text(): Promise<string>;
+  /** The whole body, when it has all arrived already and nothing consumed it (no promise turn); else undefined. */
+  receivedText(): string | undefined;
   /** Delivers the body to `consumer` from now on (what arrived before is delivered first). */
   consume(consumer: BodyConsumer): void;
   /** Back-pressure: stop reading from the upstream socket until `resume`. */
@@ -527,6 +529,14 @@ class Exchange implements UpstreamResponse {
     for (const chunk of this.early.splice(0)) if (!this.feed(consumer, chunk)) return;
     if (this.failure) consumer.error(this.failure);
     else if (this.done) consumer.end();
+  }
+
+  receivedText(): string | undefined {
+    if (!this.done || this.failure || this.consumer) return undefined;
+    const chunks = this.early;
+    this.early = [];
+    this.consumer = { data: () => {}, end: () => {}, error: () => {} }; // consumed: nothing more is delivered
+    return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
   }
 
   text(): Promise<string> {

@@ -41,7 +41,7 @@ export function billingAlertRoutes(services: Services) {
   const { auth, config, sql } = services;
 
   const create = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const input = parseWith(CreateAlertSchema, parseJsonObject(await ctx.body()), 422);
     const email = input.email ?? (v.is(Email, userId) ? userId : undefined);
     if (email === undefined) {
@@ -55,13 +55,13 @@ export function billingAlertRoutes(services: Services) {
   };
 
   const list = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const rows = await listUserAlerts(sql, userId);
     ctx.reply.json(200, { data: rows.map(alertRecord), total: rows.length });
   };
 
   const remove = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const id = ctx.params[0] ?? '';
     // Another user's alert and a missing one look the same: never reveal which ids exist.
     const deleted = UUID.test(id) && (await deleteUserAlert(sql, userId, id));

@@ -31,13 +31,13 @@ export function billingRoutes(services: Services) {
   const { auth, config, balances, sql } = services;
 
   const balance = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const { credits, held } = await balances.get(userId);
     ctx.reply.json(200, { credits: nanoToUsd(credits), held: nanoToUsd(held), available: nanoToUsd(credits - held), currency: 'USD' });
   };
 
   const transactions = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const { page, perPage } = pageOf(ctx.query);
     const { rows, total } = await listTransactions(sql, userId, page, perPage);
     ctx.reply.json(200, {
@@ -56,7 +56,7 @@ export function billingRoutes(services: Services) {
   };
 
   const redeem = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const { code } = parseWith(RedeemSchema, parseJsonObject(await ctx.body()));
     const result = await redeemCoupon(sql, code, userId, randomUUID());
     if (result.kind === 'unknown') throw new ApiError(404, 'coupon_not_found', 'This coupon code is not valid.', 'code');

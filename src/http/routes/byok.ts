@@ -50,7 +50,7 @@ function providerFilter(query: string): ByokProvider | undefined {
 
 export function byokRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql, redis, keys } = services;
-  const caller = (ctx: RequestContext) => auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+  const caller = (ctx: RequestContext) => auth.jwtOrApiKey(ctx, config.jwtSecret);
   // Call-path caches of the user's candidates drop them at once, on every thread of every process.
   // This thread forgets the user's rows at once (the caller's next request may come straight back
   // here, before the pub/sub message); the message tells every other thread and process.

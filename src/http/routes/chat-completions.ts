@@ -135,7 +135,7 @@ export function chatCompletions(services: Services) {
   /** Non-streaming: the whole completion, rewritten; the call settles right after it is written (same turn, same batch). */
   async function complete(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, headers: Readonly<Record<string, string>>, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
-    const text = await response.text();
+    const text = response.receivedText() ?? await response.text();
     call.firstByte();
     let finished: FinishedCompletion;
     try {
@@ -239,7 +239,7 @@ export function chatCompletions(services: Services) {
   }
 
   return async (ctx: RequestContext, output: ChatOutput = CHAT_COMPLETIONS_OUTPUT): Promise<void> => {
-    const found = auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    const found = auth.apiKey(ctx);
     const key = found instanceof Promise ? await found : found;
     requireJson(ctx.headers.contentType);
     const body = await ctx.body();
@@ -270,7 +270,7 @@ export function chatCompletions(services: Services) {
       if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
     };
 
-    const platform = await admitOwnCredentialsFirst({
+    const admitting = admitOwnCredentialsFirst({
       admission, byok: services.byok, recordUsage, identity, limits, callTokens: worst.prompt + worst.output, checkRevoked,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
@@ -286,6 +286,7 @@ export function chatCompletions(services: Services) {
         return (headers) => serve(ctx, call, family, request, response, started, headers, candidate.target, output);
       },
     });
+    const platform = admitting instanceof Promise ? await admitting : admitting;
     if (!platform) return;
     const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);

@@ -115,7 +115,7 @@ export function imageGenerations(services: Services) {
   }
 
   return async (ctx: RequestContext): Promise<void> => {
-    const key = await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    const key = await auth.apiKey(ctx);
     requireJson(ctx.headers.contentType);
     const request = parseWith(ImageRequestSchema, parseJsonObject(await ctx.body()));
     const catalog = services.catalog();

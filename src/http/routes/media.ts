@@ -28,7 +28,7 @@ export function mediaRoutes(services: Services) {
 
   /** Raw body (any declared type; the sniffed type wins) or multipart/form-data with one `file` field. */
   const upload = async (ctx: RequestContext): Promise<void> => {
-    await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    await auth.apiKey(ctx);
     if (!media) throw storageOff();
     let boundary: string | undefined;
     try {

@@ -67,7 +67,7 @@ const groupPrices = (rows: readonly ModelPriceRow[]) => {
 
 export function modelRoutes(services: Services) {
   const { auth, config, sql } = services;
-  const management = (ctx: RequestContext) => auth.jwtOrApiKey(ctx.headers.authorization, config.jwtSecret, ctx.clientAddress);
+  const management = (ctx: RequestContext) => auth.jwtOrApiKey(ctx, config.jwtSecret);
 
   const list = async (ctx: RequestContext): Promise<void> => {
     await management(ctx);
@@ -116,13 +116,13 @@ export function modelRoutes(services: Services) {
 
   /** OpenAI-compatible `GET /v1/models`: active current models of every modality. */
   const v1List = async (ctx: RequestContext): Promise<void> => {
-    await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    await auth.apiKey(ctx);
     ctx.reply.json(200, { object: 'list', data: (await activeModels(sql)).map(openAiModel) });
   };
 
   /** OpenAI-compatible `GET /v1/models/{id}`: an active model (or alias), else 404 in the error envelope. */
   const v1One = async (ctx: RequestContext): Promise<void> => {
-    await auth.apiKey(ctx.headers.authorization, ctx.clientAddress);
+    await auth.apiKey(ctx);
     const id = idAfter(ctx.path, V1_MODELS_PREFIX);
     const entry = id ? await getModelEntry(sql, id) : undefined;
     if (!entry || !entry.is_active) throw new ApiError(404, 'model_not_found', `The model '${id}' does not exist.`, 'model');
