@@ -105,21 +105,24 @@ export class Admission {
     return false;
   }
 
-  /**
-   * Admits a call of worst-case cost `callNano` and worst-case `callTokens` for a key with its own
-   * `limits`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
-   */
   /** Admits the call from this thread's current lease if it can take it now; undefined otherwise (then `admit`). */
   admitFromLease(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS): Admitted | undefined {
     const slot = this.slots.get(slotId(userId, keyId));
     const lease = slot?.lease;
     if (!slot || !lease || !sameKeyLimits(lease.keyLimits, limits)) return undefined;
-    const nowMs = Date.now();
+    return this.takeFrom(slot, lease, callNano, Date.now());
+  }
+
+  private takeFrom(slot: LeaseSlot, lease: Lease, callNano: bigint, nowMs: number): Admitted | undefined {
     if (!lease.take(callNano, nowMs, this.policy.lifeMs)) return undefined;
     slot.lastUsedAtMs = nowMs;
     return { lease, headers: rateLimitHeaders(lease.rateWindow(nowMs)) };
   }
 
+  /**
+   * Admits a call of worst-case cost `callNano` and worst-case `callTokens` for a key with its own
+   * `limits`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
+   */
   async admit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS, callTokens = 1): Promise<Admitted> {
     const id = slotId(userId, keyId);
     let slot = this.slots.get(id);
@@ -136,7 +139,8 @@ export class Admission {
         this.retire(current, nowMs);
         current = undefined;
       }
-      if (current?.take(callNano, nowMs, this.policy.lifeMs)) return { lease: current, headers: rateLimitHeaders(current.rateWindow(nowMs)) };
+      const taken = current && this.takeFrom(slot, current, callNano, nowMs);
+      if (taken) return taken;
       if (slot.opening) {
         // One lease opens at a time per key and thread; the calls behind it try it first, and if it
         // cannot take them, the next of them opens one sized for all that still wait.

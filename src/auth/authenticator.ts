@@ -87,7 +87,7 @@ export class Authenticator {
   }
 
   /**
-   * The key of an inference or billing request from `clientAddress`, or 401/403. A cached key is
+   * The key of an inference or billing request from `caller`, or 401/403. A cached key is
    * checked and returned at once (no promise on the hot path); an unknown one is read from Postgres.
    */
   apiKey(caller: Caller): AuthenticatedKey | Promise<AuthenticatedKey> {
@@ -118,10 +118,10 @@ export class Authenticator {
     return key;
   }
 
+  /** Reads a key that is not cached (or whose entry expired) from Postgres. */
   private async lookup(publicId: string): Promise<CacheEntry> {
     const now = Date.now();
     const cached = this.cache.get(publicId);
-    if (cached && cached.until > now) return cached;
     let row: ApiKeyRow | undefined;
     try {
       row = await withTimeout(findActiveKeyByPublicId(this.sql, publicId), LOOKUP_TIMEOUT_MS);
