@@ -107,7 +107,7 @@ export class RedisPipe {
     if (this.closed) return Promise.reject(new Error('the Redis connection is closed'));
     let socket = this.socket;
     if (!socket) {
-      if (Date.now() < this.retryAtMs) return Promise.reject(new Error('Redis is unreachable; retrying shortly'));
+      if (Date.now() < this.retryAtMs) return Promise.reject(new Error('Redis is unreachable'));
       socket = this.connect();
     }
     const payload = encodeCommands(commands);
