@@ -222,7 +222,7 @@ class OriginPool {
 
   /** Idle connections sit oldest first (the newest is taken first). */
   private closeIdle(nowMs: number): void {
-    while (this.idle.length > 0 && nowMs - this.idle[0]!.idleSinceMs >= this.idleMs) this.idle[0]!.destroy();
+    while (this.idle.length > 0 && nowMs - this.idle[0]!.idleSinceMs >= this.idleMs) this.idle.shift()!.destroy();
   }
 
   close(): void {

@@ -105,6 +105,7 @@ export class RedisPipe {
   /** Sends `commands` in one write; resolves their replies in order (error replies as RespError values). */
   exec(commands: readonly RespCommand[]): Promise<RespValue[]> {
     if (this.closed) return Promise.reject(new Error('the Redis connection is closed'));
+    if (commands.length === 0) return Promise.resolve([]);
     let socket = this.socket;
     if (!socket) {
       if (Date.now() < this.retryAtMs) return Promise.reject(new Error('Redis is unreachable'));
