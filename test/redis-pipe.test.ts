@@ -2,6 +2,7 @@
 // replies that fail only their own command, replies split across reads, a lost connection, an
 // unreachable server, a database in the URL, and Lua scripts Redis has not cached.
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { Redis } from 'ioredis';
@@ -81,6 +82,17 @@ t.test('an unreachable server rejects at once, and again without hammering it', 
   await t.rejects(pipe.exec([['PING']]), 'refused');
   await t.rejects(pipe.exec([['PING']]), 'refused again');
   await t.rejects(pipe.exec([['PING']]), /unreachable/, 'within the pause after repeated failures, no new connection');
+});
+
+t.test('a server that accepts and never answers fails the batch after the reply timeout, not never', async (t) => {
+  const silent = net.createServer((socket) => socket.on('data', () => {}));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => silent.close(() => resolve())));
+  const pipe = new RedisPipe(`redis://127.0.0.1:${(silent.address() as net.AddressInfo).port}`, { replyTimeoutMs: 300 });
+  t.teardown(() => pipe.close(0));
+  const started = Date.now();
+  await t.rejects(pipe.exec([['PING']]), /did not answer within 300 ms/);
+  t.ok(Date.now() - started < 2_000, 'soon after the timeout');
 });
 
 t.test('the database in the URL is selected before any command', async (t) => {

@@ -12,6 +12,7 @@ export type RespCommand = readonly (string | number)[];
 
 interface Exchange {
   readonly expected: number;
+  readonly sentAtMs: number;
   readonly replies: RespValue[];
   readonly resolve: (replies: RespValue[]) => void;
   readonly reject: (error: Error) => void;
@@ -75,6 +76,8 @@ export function encodeCommands(commands: readonly RespCommand[]): string {
 export interface RedisPipeOptions {
   /** A connection attempt that has not succeeded by then fails the commands waiting on it. */
   readonly connectTimeoutMs?: number;
+  /** A batch with no reply by then ends the connection (a Redis that hangs must not hang requests). */
+  readonly replyTimeoutMs?: number;
 }
 
 /**
@@ -113,7 +116,7 @@ export class RedisPipe {
     }
     const payload = encodeCommands(commands);
     return new Promise<RespValue[]>((resolve, reject) => {
-      this.waiting.push({ expected: commands.length, replies: [], resolve, reject });
+      this.waiting.push({ expected: commands.length, sentAtMs: Date.now(), replies: [], resolve, reject });
       if (this.held === undefined) socket.write(payload);
       else this.held += payload;
     });
@@ -147,11 +150,20 @@ export class RedisPipe {
       clearTimeout(connectTimer);
       this.failures = 0;
     });
+    // One check per interval of the oldest waiting batch, rather than a timer per batch.
+    const replyTimeoutMs = this.options.replyTimeoutMs ?? 10_000;
+    const watchdog = setInterval(() => {
+      const oldest = this.waiting[this.head];
+      if (oldest && Date.now() - oldest.sentAtMs > replyTimeoutMs) socket.destroy(new Error(`Redis did not answer within ${replyTimeoutMs} ms`));
+    }, Math.max(50, replyTimeoutMs / 4));
+    watchdog.unref();
+    let failure: Error | undefined;
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
-    socket.on('error', () => {}); // 'close' follows and fails what waits
+    socket.on('error', (error) => { failure = error; }); // 'close' follows and fails what waits
     socket.on('close', () => {
       clearTimeout(connectTimer);
-      if (this.socket === socket) this.lost(new Error('the Redis connection was lost'));
+      clearInterval(watchdog);
+      if (this.socket === socket) this.lost(new Error(`the Redis connection was lost${failure ? ` (${failure.message})` : ''}`));
     });
     const hello = this.handshake();
     this.held = undefined;
@@ -159,7 +171,7 @@ export class RedisPipe {
       // Commands wait for the answers: none may run unauthenticated or in another database.
       this.held = '';
       this.waiting.push({
-        expected: hello.length, replies: [],
+        expected: hello.length, sentAtMs: Date.now(), replies: [],
         resolve: (replies) => {
           // As ioredis does, a password given to a Redis that has none is not an error.
           const refused = replies.find((reply) => reply instanceof RespError && !/without any password|no password is set/i.test(reply.message));
