@@ -1,23 +1,12 @@
-import { Piscina } from 'piscina';
+import { OnDemandWorkerPool } from '../worker-pool.js';
 import type { ChatMessage } from '../http/schemas/chat.js';
 import type { CountTokensInput } from '../../workers/count-tokens.js';
 
-let pool: Piscina<CountTokensInput, number[]> | undefined;
+// Only calls without upstream usage need it: the worker starts on first use.
+const counter = new OnDemandWorkerPool<CountTokensInput, number[]>(new URL('../../workers/count-tokens.js', import.meta.url));
 
-/** One small worker pool per HTTP thread, started on first use (only calls without upstream usage need it). */
-function counter(): Piscina<CountTokensInput, number[]> {
-  pool ??= new Piscina({
-    filename: new URL('../../workers/count-tokens.js', import.meta.url).href,
-    minThreads: 0,
-    maxThreads: 1,
-    idleTimeout: 60_000,
-  });
-  return pool;
-}
-
-export async function closeTokenCounter(): Promise<void> {
-  await pool?.destroy();
-  pool = undefined;
+export function closeTokenCounter(): Promise<void> {
+  return counter.close();
 }
 
 /** Tokens an image part is counted at when the upstream reported no usage (the low-detail floor). */
@@ -47,7 +36,7 @@ export function promptTexts(messages: readonly ChatMessage[]): { texts: string[]
 /** Prompt and completion tokens counted in one trip to the worker. */
 export async function countTokens(messages: readonly ChatMessage[], completionText: string): Promise<{ promptTokens: number; completionTokens: number }> {
   const { texts, fixedTokens } = promptTexts(messages);
-  const counts = await counter().run({ texts: [completionText, ...texts] });
+  const counts = await counter.run({ texts: [completionText, ...texts] });
   const [completionTokens = 0, ...promptCounts] = counts;
   return { promptTokens: fixedTokens + promptCounts.reduce((a, b) => a + b, 0), completionTokens };
 }

@@ -1,4 +1,4 @@
-import { Piscina } from 'piscina';
+import { OnDemandWorkerPool } from '../worker-pool.js';
 import type { DecodeDataUriInput, DecodeDataUriOutput } from '../../workers/decode-data-uri.js';
 
 export interface DecodedDataUri {
@@ -18,22 +18,11 @@ export class DataUriError extends Error {
   }
 }
 
-let pool: Piscina<DecodeDataUriInput, DecodeDataUriOutput> | undefined;
+// Most requests carry no data: URI: the worker starts on first use.
+const decoder = new OnDemandWorkerPool<DecodeDataUriInput, DecodeDataUriOutput>(new URL('../../workers/decode-data-uri.js', import.meta.url));
 
-/** One small worker pool per HTTP thread, started on first use (most requests carry no data: URI). */
-function decoder(): Piscina<DecodeDataUriInput, DecodeDataUriOutput> {
-  pool ??= new Piscina({
-    filename: new URL('../../workers/decode-data-uri.js', import.meta.url).href,
-    minThreads: 0,
-    maxThreads: 1,
-    idleTimeout: 60_000,
-  });
-  return pool;
-}
-
-export async function closeDataUriDecoder(): Promise<void> {
-  await pool?.destroy();
-  pool = undefined;
+export function closeDataUriDecoder(): Promise<void> {
+  return decoder.close();
 }
 
 /**
@@ -47,7 +36,7 @@ export async function decodeDataUri(uri: string, maxBytes: number): Promise<Deco
   if (mostDecodedBytes(uri, comma + 1) > maxBytes) {
     throw new DataUriError('too_large', `The data: URI's content exceeds ${maxBytes} bytes.`);
   }
-  const result = await decoder().run({ uri });
+  const result = await decoder.run({ uri });
   if (!result.ok) throw new DataUriError('malformed', `Malformed data: URI: ${result.reason}.`);
   const { bytes } = result;
   return { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), mediaType: result.mediaType, sha256: result.sha256 };
