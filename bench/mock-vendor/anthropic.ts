@@ -7,7 +7,7 @@ import type { MockBehaviour } from './completion.js';
 import { directivesFromMessages, type Directives } from './directives.js';
 import type { MockError } from './errors.js';
 import { randomId } from './ids.js';
-import type { MockRequestRecord } from './records.js';
+import { recordBody, type MockRequestRecord } from './records.js';
 import type { Frame, FrameKind } from './stream.js';
 import { textTokens } from './usage.js';
 import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENTS, TOOL_ARGUMENT_FRAGMENTS } from './words.js';
@@ -44,12 +44,7 @@ export function anthropicMessages(req: http.IncomingMessage, exchange: MockExcha
   const version = req.headers['anthropic-version'];
   readBody(req, (err, text) => {
     if (err) return sendError(exchange, err.status, err.message);
-    try {
-      record.body = JSON.parse(text);
-    } catch {
-      record.body = text;
-      if (apiKey) return sendError(exchange, 400, 'There was an issue with the request body: not valid JSON.');
-    }
+    if (recordBody(record, text) !== undefined && apiKey) return sendError(exchange, 400, 'There was an issue with the request body: not valid JSON.');
     if (typeof apiKey !== 'string' || apiKey === '') return sendError(exchange, 401, 'x-api-key header is required');
     if (typeof version !== 'string' || version === '') return sendError(exchange, 400, 'anthropic-version: header is required');
     const request = record.body as AnthropicRequest;

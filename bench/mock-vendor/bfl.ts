@@ -13,6 +13,7 @@ import { fileUrlPath, type ImageHost } from './files.js';
 import { randomId } from './ids.js';
 import type { ImageExchange } from './images.js';
 import { mockPng } from './png.js';
+import { recordBody } from './records.js';
 
 export const BFL_PREFIX = '/bfl/v1/';
 const RESULT_PATH = '/bfl/v1/get_result';
@@ -96,13 +97,7 @@ export function bflRoute(req: http.IncomingMessage, exchange: ImageExchange, pat
   record.id = randomUUID();
   readBody(req, (err, text) => {
     if (err) return sendDetail(exchange, err.status, err.message);
-    let parsed = true;
-    try {
-      record.body = JSON.parse(text);
-    } catch {
-      record.body = text;
-      parsed = false;
-    }
+    const parsed = recordBody(record, text) === undefined;
     if (!authorized) return sendDetail(exchange, 403, 'Not authenticated');
     if (!parsed) return sendDetail(exchange, 422, jsonDecodeError);
     const request = parseBflRequest(record.body);

@@ -15,7 +15,7 @@ import { fileUrlPath, type ImageHost } from './files.js';
 import { randomId } from './ids.js';
 import { isGptImage, parseImageRequest, type ImageEndpoint, type ImageRequest } from './image-request.js';
 import { mockPng } from './png.js';
-import type { MockRequestRecord } from './records.js';
+import { recordBody, type MockRequestRecord } from './records.js';
 import { textTokens } from './usage.js';
 
 /** What the route hands over: server.ts's Exchange, seen structurally. */
@@ -48,13 +48,7 @@ export function openaiImages(req: http.IncomingMessage, exchange: ImageExchange,
   record.id = randomId('img_', 24);
   readBody(req, (err, text) => {
     if (err) return exchange.sendError(err);
-    let parseError: string | undefined;
-    try {
-      record.body = JSON.parse(text);
-    } catch (e) {
-      record.body = text;
-      parseError = (e as Error).message;
-    }
+    const parseError = recordBody(record, text);
     // As the chat route: the credential is checked before the body is looked at.
     if (!hasBearerToken(record.authorization)) return exchange.sendError(missingApiKey);
     if (isRevokedCredential(record.authorization)) return exchange.sendError(simulatedFailure(401));

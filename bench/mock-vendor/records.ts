@@ -21,6 +21,17 @@ export interface MockRequestRecord {
   referenceImages?: string[];
 }
 
+/** Records a request body as its JSON, or as the raw text when it is not JSON; returns the parse error's message then. */
+export function recordBody(record: MockRequestRecord, text: string): string | undefined {
+  try {
+    record.body = JSON.parse(text);
+    return undefined;
+  } catch (error) {
+    record.body = text;
+    return (error as Error).message;
+  }
+}
+
 /** A ring of the most recent records; capacity 0 keeps none (the benchmark's setting). */
 export class RequestLog {
   private records: MockRequestRecord[] = [];

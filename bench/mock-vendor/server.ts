@@ -16,7 +16,7 @@ import { imageEndpoint, openaiImages } from './images.js';
 import { BEDROCK_PATH, MockCloud, TOKEN_PATH, type MockCloudOptions } from './cloud.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
 import { randomId } from './ids.js';
-import { RequestLog, type MockRequestRecord } from './records.js';
+import { RequestLog, recordBody, type MockRequestRecord } from './records.js';
 import { streamFrames, type Frame } from './stream.js';
 
 export type { MockBehaviour } from './completion.js';
@@ -186,13 +186,7 @@ function readBody(req: http.IncomingMessage, done: (err: MockError | undefined, 
 
 function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehaviour, azureDeployment?: string): void {
   const record = exchange.record;
-  let parseError: string | undefined;
-  try {
-    record.body = JSON.parse(text);
-  } catch (err) {
-    record.body = text;
-    parseError = (err as Error).message;
-  }
+  const parseError = recordBody(record, text);
   // Like OpenAI: authentication is checked before the body is looked at (Azure: an `api-key`).
   if (azureDeployment === undefined ? !hasBearerToken(record.authorization) : !record.authorization) {
     exchange.sendError(azureDeployment === undefined ? missingApiKey : { status: 401, message: 'Access denied due to missing subscription key. Make sure to include subscription key when making requests to an API.', type: 'invalid_request_error', code: '401' });
