@@ -81,9 +81,9 @@ export class Authenticator {
     this.cache.clear();
   }
 
-  /** Checked before each upstream call of a request that was authenticated earlier. */
-  isRevoked(publicId: string): boolean {
-    return this.revoked.has(publicId);
+  /** Checked before each upstream call of a request that was authenticated earlier: 401 once the key was revoked. */
+  requireNotRevoked(key: AuthenticatedKey): void {
+    if (this.revoked.has(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
   }
 
   /**

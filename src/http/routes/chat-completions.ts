@@ -266,9 +266,7 @@ export function chatCompletions(services: Services) {
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano };
     const session = new UpstreamSession(ctx, stream);
     // A key revoked while this request waited must not reach the upstream, at any attempt.
-    const checkRevoked = () => {
-      if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-    };
+    const checkRevoked = () => auth.requireNotRevoked(key);
 
     const admitting = admitOwnCredentialsFirst({
       admission, byok: services.byok, recordUsage, identity, limits, callTokens: worst.prompt + worst.output, checkRevoked,

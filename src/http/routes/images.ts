@@ -135,9 +135,7 @@ export function imageGenerations(services: Services) {
     const reservedNano = reservationOf(model.sheet, imageCallOf(asked, imageUrls.length));
     const limits = keyLimitsOf(key.row, Date.now());
     const identity: CallIdentity<MediaModel> = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: randomUUID(), reservedNano };
-    const checkRevoked = () => {
-      if (auth.isRevoked(key.publicId)) throw new ApiError(401, 'key_revoked', 'This API key was revoked.');
-    };
+    const checkRevoked = () => auth.requireNotRevoked(key);
     // The caller's images are fetched and hosted once, inside the first admitted call, for every attempt.
     let job: ImageJob | undefined;
     const jobOf = async () => {
