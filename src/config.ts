@@ -1,6 +1,8 @@
 import * as v from 'valibot';
 import { isIpv4OrCidr } from './auth/ip-ranges.js';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
 export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'bfl'] as const;
@@ -49,6 +51,9 @@ const EnvSchema = v.object({
   RESERVATION_TTL_SECONDS: v.optional(intFrom(1, 86400), '900'),
   RESERVATION_JANITOR_SECONDS: v.optional(intFrom(1, 3600), '30'),
   ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
+  SETTLE_FLUSH_MS: v.optional(intFrom(0, 1000), '5'),
+  SETTLE_JOURNAL_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), join(tmpdir(), 'model-gateway-settlements')),
+  SETTLE_JOURNAL_STALE_SECONDS: v.optional(intFrom(2, 3600), '30'),
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
@@ -109,6 +114,12 @@ export interface Config {
   readonly reservationJanitorMs: number;
   /** Most calls one admission lease may admit; 1 admits call by call. */
   readonly leaseMaxCalls: number;
+  /** How long settlements may wait to leave for Redis together (0: at the end of their turn). */
+  readonly settleFlushMs: number;
+  /** The settlement journals of this Redis and prefix (SETTLE_JOURNAL_DIR has one folder per pair). */
+  readonly settleJournalDir: string;
+  /** A journal untouched this long belongs to a dead HTTP thread and is replayed. */
+  readonly settleJournalStaleMs: number;
   readonly upstreamTimeoutMs: number;
   readonly shutdownDrainMs: number;
   readonly mockVendor: 'auto' | 'off';
@@ -219,6 +230,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     reservationTtlMs: e.RESERVATION_TTL_SECONDS * 1000,
     reservationJanitorMs: e.RESERVATION_JANITOR_SECONDS * 1000,
     leaseMaxCalls: e.ADMISSION_LEASE_CALLS,
+    settleFlushMs: e.SETTLE_FLUSH_MS,
+    settleJournalDir: join(e.SETTLE_JOURNAL_DIR, journalNamespace(e.REDIS_URL, e.REDIS_PREFIX)),
+    settleJournalStaleMs: e.SETTLE_JOURNAL_STALE_SECONDS * 1000,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     mockVendor: e.MOCK_VENDOR,
@@ -236,4 +250,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     imagePollMs: e.IMAGE_POLL_MS,
     fetch: Object.freeze({ timeoutMs: e.FETCH_TIMEOUT_MS, allowLoopback: e.FETCH_ALLOW_LOOPBACK === 'true' }),
   });
+}
+
+/** A journal is replayed only into the Redis database and prefix it was written for (no password in the name). */
+function journalNamespace(redisUrl: string, prefix: string): string {
+  const url = new URL(redisUrl);
+  return createHash('sha256').update(`${url.hostname}:${url.port}${url.pathname}\n${prefix}`).digest('hex').slice(0, 16);
 }

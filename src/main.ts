@@ -14,6 +14,10 @@ import { ensureRequestLogPartitions, dropExpiredRequestLogPartitions } from './s
 import { HttpThreadPool } from './http/thread-pool.js';
 import { defineScripts } from './admission/scripts.js';
 import { ReservationJanitor } from './admission/janitor.js';
+import { replayJournals } from './admission/journal-replay.js';
+import { ScriptBatcher } from './admission/script-batcher.js';
+import { RedisPipe } from './store/redis-pipe.js';
+import { Balances } from './billing/balances.js';
 import { AlertMonitor } from './billing/alerts.js';
 import { OutboxSender } from './mail/outbox-sender.js';
 import { openMediaStorage } from './media/open.js';
@@ -97,6 +101,23 @@ async function main(): Promise<void> {
   }, (error) => log.error('reservation janitor pass failed', { error }));
   reservations.start(config.reservationJanitorMs);
 
+  // Settlements a dead HTTP thread (of any process on this host) journaled and Redis never applied:
+  // once before serving, then at every janitor pass.
+  const replayPipe = new RedisPipe(config.redisUrl);
+  const replayScripts = new ScriptBatcher(replayPipe, keys);
+  const replayBalances = new Balances(sql, redis, keys);
+  let replaying: Promise<unknown> | undefined;
+  const replay = () => {
+    replaying ??= replayJournals(config.settleJournalDir, replayScripts, replayBalances, config.reservationTtlMs, config.settleJournalStaleMs)
+      .then((report) => { if (report.batches > 0) mainMetrics.journalBatchesReplayed.inc(report.batches); })
+      .catch((error) => log.error('settlement journal replay failed; retried at the next pass', { error }))
+      .finally(() => { replaying = undefined; });
+    return replaying;
+  };
+  await replay();
+  const journalJanitor = setInterval(replay, config.reservationJanitorMs);
+  journalJanitor.unref();
+
   const janitor = setInterval(() => {
     Promise.all([ensureRequestLogPartitions(sql), dropExpiredRequestLogPartitions(sql)])
       .then(([, dropped]) => dropped.length && log.info('request log partitions dropped', { dropped }))
@@ -155,9 +176,11 @@ async function main(): Promise<void> {
     await mail?.stop();
     await threads!.stop();
     clearInterval(janitor);
+    clearInterval(journalJanitor);
+    await replaying;
     await reservations.stop();
     await mediaJanitor?.stop();
-    await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), mock?.close()]);
+    await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close()]);
     log.info('stopped');
     process.exit(code);
   }

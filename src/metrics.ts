@@ -41,6 +41,7 @@ export function createMainMetrics(registry: Registry) {
   return {
     ledgerEvents: new Counter({ name: 'gateway_ledger_events_written_total', help: 'Ledger events drained from Redis into Postgres.', registers }),
     ledgerErrors: new Counter({ name: 'gateway_ledger_write_errors_total', help: 'Failed ledger drain passes (retried).', registers }),
+    journalBatchesReplayed: new Counter({ name: 'gateway_settlement_journal_batches_replayed_total', help: 'Settlement batches sent to Redis from the journal of a dead HTTP thread.', registers }),
     reservationsExpired: new Counter({ name: 'gateway_reservations_expired_total', help: 'Leases released by the janitor at their deadline (their gateway died or lost touch).', registers }),
     ledgerUnreadable: new Counter({ name: 'gateway_ledger_unreadable_events_total', help: 'Ledger events that could not be read (their charge is still written).', registers }),
     alertMailsSent: new Counter({ name: 'gateway_alert_mails_sent_total', help: 'Balance-alert mails accepted by the SMTP relay.', registers }),

@@ -8,6 +8,7 @@ import { log } from '../log.js';
 import { Lease } from './lease.js';
 import { NO_KEY_LIMITS, type KeyLimits, type LeaseGrant, type RateLimitName, type RateWindow } from './scripts.js';
 import type { ScriptBatcher } from './script-batcher.js';
+import type { SettlementJournal } from './settlement-journal.js';
 
 export interface AdmissionLimits {
   readonly requests: number;
@@ -28,6 +29,19 @@ export interface LeasePolicy {
 }
 
 export const DEFAULT_LEASE_POLICY: LeasePolicy = Object.freeze({ maxCalls: 256, lifeMs: 1000, idleMs: 250, minWindowLimit: 100 });
+
+/**
+ * When settlements leave for Redis: `flushMs` 0 sends them at the end of the turn they happen in;
+ * above 0 they wait up to that long to leave together, recorded first in `journal` so that a crash
+ * in the wait loses none (see SettlementJournal). Either way they leave ahead of this thread's next
+ * admit.lua, so no admission here sees a balance, spend or token budget without them.
+ */
+export interface SettlementPolicy {
+  readonly flushMs: number;
+  readonly journal?: SettlementJournal;
+}
+
+export const IMMEDIATE_SETTLEMENT: SettlementPolicy = Object.freeze({ flushMs: 0 });
 
 /** The key's rate window in the headers OpenAI clients know (`x-ratelimit-*-requests`). */
 export function rateLimitHeaders(window: RateWindow): Record<string, string> {
@@ -91,7 +105,9 @@ export class Admission {
     private readonly limits: AdmissionLimits,
     private readonly metrics: Metrics,
     private readonly policy: LeasePolicy = DEFAULT_LEASE_POLICY,
+    private readonly settlement: SettlementPolicy = IMMEDIATE_SETTLEMENT,
   ) {
+    if (settlement.flushMs > 0 && !settlement.journal) throw new Error('settlements that wait to leave need a journal');
     this.admitDuration = metrics.scriptDuration.labels('admit');
     this.settleDuration = metrics.scriptDuration.labels('settle');
     this.sweepTimer = setInterval(() => this.sweep(Date.now()), Math.max(10, policy.idleMs / 2));
@@ -183,11 +199,12 @@ export class Admission {
    * Returns what is charged.
    */
   settle(lease: Lease, callId: string, callNano: bigint, chargeNano: bigint, tokens: number, event: string): bigint {
-    const charged = lease.settleCall(callId, callNano, chargeNano, tokens, event);
+    const settled = lease.settleCall(callId, callNano, chargeNano, tokens, event);
+    this.settlement.journal?.call(lease, settled);
     // A one-call lease (or one that cannot admit the next call) is done: close it with this batch.
     if (lease.slotsLeft === 0 || lease.creditLeft === 0n) this.retire(lease, Date.now());
     this.queueFlush(lease);
-    return charged;
+    return settled.chargeNano;
   }
 
   /** Retires every lease and waits (at most `timeoutMs`) until all are closed in Redis. */
@@ -206,6 +223,8 @@ export class Admission {
     const calls = wantCalls === 0 ? 0 : smallWindow ? 1 : Math.min(this.policy.maxCalls, wantCalls);
     // At most three round trips: the balance and the key's spend may each need loading first.
     for (let attempt = 0; attempt < 3; attempt++) {
+      // Settlements waiting to leave go first, in the same write: this admission must see them.
+      this.sendWaiting();
       const leaseId = leaseIdFor(keyId);
       // The lease's life counts from before the round trip: Redis scored its slots no earlier.
       const sentAtMs = Date.now();
@@ -283,11 +302,18 @@ export class Admission {
     this.flushing.add(lease);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      for (const waiting of this.flushing) this.send(waiting);
+    const flush = () => {
+      this.sendWaiting();
       this.scripts.flush();
-    });
+    };
+    if (this.settlement.flushMs > 0) setTimeout(flush, this.settlement.flushMs);
+    else setImmediate(flush);
+  }
+
+  /** Queues the next batch of every lease with settlements or a release waiting. */
+  private sendWaiting(): void {
+    this.flushScheduled = false;
+    for (const waiting of this.flushing) this.send(waiting);
   }
 
   /** Sends the lease's next batch unless one is already on its way (batches of a lease go in order). */
@@ -309,6 +335,7 @@ export class Admission {
       userId: lease.userId, keyId: lease.keyId, leaseId: lease.id, epoch: lease.epoch, batch, ttlMs: this.limits.reservationTtlMs,
       close, unusedSlots: close ? lease.slotsLeft : 0, releaseNano, calls,
     };
+    const journaled = this.settlement.journal?.batch(lease, batch, calls, releaseNano, close, input.unusedSlots);
     const attempt = (tries: number): void => {
       this.scripts.settle(input).then(async (result) => {
         this.settleDuration.observe(seconds(started));
@@ -328,11 +355,15 @@ export class Admission {
           log.error('settlement batch for a lease Redis says was closed; not charged', { leaseId: lease.id, userId: lease.userId, batch, calls: calls.length });
           this.retire(lease, Date.now());
         }
+        if (journaled) this.settlement.journal!.acknowledged(journaled);
         lease.batch = batch;
         lease.sending = false;
         if (close) {
           lease.closed = true;
           this.flushing.delete(lease);
+        } else if (this.settlement.flushMs > 0) {
+          // What settled meanwhile waits for the next flush too, not just for this reply.
+          this.queueFlush(lease);
         } else {
           this.send(lease);
         }

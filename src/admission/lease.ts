@@ -69,13 +69,14 @@ export class Lease {
   }
 
   /** A call admitted from this lease settled for `chargeNano` (at most its worst case `callNano`). */
-  settleCall(callId: string, callNano: bigint, chargeNano: bigint, tokens: number, event: string): bigint {
+  settleCall(callId: string, callNano: bigint, chargeNano: bigint, tokens: number, event: string): SettledCall {
     const charge = chargeNano > callNano ? callNano : chargeNano < 0n ? 0n : chargeNano;
     this.inFlight--;
     if (this.accepting) this.creditLeft += callNano - charge;
     else this.releaseNano += callNano - charge;
-    this.pending.push({ callId, chargeNano: charge, tokens, event });
-    return charge;
+    const settled = { callId, chargeNano: charge, tokens, event };
+    this.pending.push(settled);
+    return settled;
   }
 
   /** Retired with no call in flight: the next batch closes it. */

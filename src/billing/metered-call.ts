@@ -71,8 +71,9 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
   }
 
   /**
-   * Settles the call (once; later calls do nothing). Callers settle in the turn the response's last
-   * bytes are written, so the charge leaves for Redis with that turn's batch; nobody waits for it.
+   * Settles the call (once; later calls do nothing). Callers settle before the response's last bytes
+   * are written, so the charge is journaled (or queued for this turn's batch) before the client has
+   * its answer; nobody waits for Redis.
    */
   settle(usage?: NormalizedUsage): void {
     if (usage) this.usage = usage;
@@ -82,7 +83,8 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
     if (billed && !prices) throw new Error(`${this.identity.model.id} is not priced by tokens: settle it with settleCharge`);
     const charge = billed && prices && !this.identity.ownCredential ? tokenCostNano(prices, billed) : 0n;
     const charged = this.close(charge, this.usage ?? NO_USAGE, billed ? billed.promptTokens + billed.completionTokens : 0);
-    if (billed && charged > 0n) this.recordUsage(this.identity.model.id, billed, charged);
+    // Metrics once the caller has written the response (settle comes just before it): off the latency path.
+    if (billed && charged > 0n) queueMicrotask(() => this.recordUsage(this.identity.model.id, billed, charged));
   }
 
   /**

@@ -3,6 +3,7 @@
  * Postgres connections, caches and upstream pools. Talks to the main thread only for /metrics and shutdown.
  */
 import { parentPort, workerData, threadId } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { loadUws, type us_listen_socket } from './uws.js';
@@ -14,6 +15,7 @@ import { Authenticator } from '../auth/authenticator.js';
 import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
+import { SettlementJournal } from '../admission/settlement-journal.js';
 import { RedisPipe } from '../store/redis-pipe.js';
 import { CatalogSnapshot } from '../catalog/snapshot.js';
 import { loadCallableModels } from '../store/catalog.js';
@@ -50,9 +52,11 @@ const auth = new Authenticator(sql, config.keySecret, config.keyPrefix);
 const balances = new Balances(sql, redis, keys);
 // The hot path's script calls go over their own lean connection (see RedisPipe).
 const scriptPipe = new RedisPipe(config.redisUrl);
+// A random owner: a restarted process (even with a reused pid) never takes a dead thread's journal for its own.
+const journal = config.settleFlushMs > 0 ? new SettlementJournal(config.settleJournalDir, `${randomBytes(6).toString('hex')}.${threadId}`) : undefined;
 const admission = new Admission(new ScriptBatcher(scriptPipe, keys), balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
-}, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls });
+}, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls }, { flushMs: config.settleFlushMs, journal });
 
 const loadCatalog = async () => {
   const { chat, media } = await loadCallableModels(sql);
@@ -144,6 +148,7 @@ async function drain(deadlineMs: number): Promise<void> {
   }
   // Every lease's last settlements and unused credit go back to Redis before the connection closes.
   await admission.closeAll(Math.max(1000, until - Date.now()));
+  journal?.close();
   // Idle keep-alive connections would keep this thread's loop alive (and abort Node at exit): close them all.
   // The native app has close() although the bundled typings do not declare it.
   (app as unknown as { close(): void }).close();

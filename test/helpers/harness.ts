@@ -7,6 +7,9 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
 import { startMockVendor, type MockVendor } from '../../bench/mock-vendor/server.js';
@@ -21,6 +24,9 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const VENDOR_ENV_NAMES = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'DEEPSEEK', 'XAI', 'MISTRAL', 'MOONSHOT', 'ZHIPU', 'MINIMAX', 'ALIBABA', 'BYTEDANCE', 'BFL'];
 
 export { freePort };
+
+/** The settlement journals of gateways sharing a Redis prefix, deleted with that prefix. */
+export const journalDirOf = (prefix: string) => join(tmpdir(), 'gateway-test-journals', prefix.replaceAll(':', '_'));
 
 export interface GatewayOptions {
   readonly env?: Record<string, string>;
@@ -135,6 +141,7 @@ export class Gateway {
     await this.stop();
     if (this.ownsMock) await this.mock.close();
     if (this.ownsState) await deleteKeysWithPrefix(this.redis, this.prefix);
+    if (this.ownsState) rmSync(journalDirOf(this.prefix), { recursive: true, force: true });
     await this.sql.end({ timeout: 5 });
     this.redis.disconnect();
     if (this.ownsState) await dropDatabase(PG_BASE, this.database);
@@ -164,6 +171,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     MOCK_VENDOR: 'off',
     LOG_LEVEL: 'warn',
     SHUTDOWN_DRAIN_MS: '10000',
+    SETTLE_JOURNAL_DIR: journalDirOf(prefix),
     ...Object.fromEntries(VENDOR_ENV_NAMES.map((name) => [`${name}_BASE_URL`, `${mock.url}/${name.toLowerCase()}/v1`])),
     ...Object.fromEntries(VENDOR_ENV_NAMES.map((name) => [`${name}_API_KEY`, `test-${name.toLowerCase()}-key`])),
     ...options.env,

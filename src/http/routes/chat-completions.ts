@@ -132,7 +132,7 @@ export function chatCompletions(services: Services) {
   const recordUsage = usageRecorder(metrics);
   const cachePartition = promptCachePartitions(services.config.keySecret);
 
-  /** Non-streaming: the whole completion, rewritten; the call settles right after it is written (same turn, same batch). */
+  /** Non-streaming: the whole completion, rewritten; the call settles (and is journaled) just before it is written. */
   async function complete(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, headers: Readonly<Record<string, string>>, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
     const text = response.receivedText() ?? await response.text();
@@ -146,8 +146,8 @@ export function chatCompletions(services: Services) {
     }
     const usage = finished.usage ?? (await countedUsage(request, finished.generated));
     const body = output.render ? output.render(finished.body, usage, call, request) : finished.body;
-    ctx.reply.send(200, body, 'application/json', headers);
     call.settle(usage);
+    ctx.reply.send(200, body, 'application/json', headers);
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */

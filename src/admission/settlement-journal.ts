@@ -1,0 +1,178 @@
+import { closeSync, ftruncateSync, futimesSync, mkdirSync, openSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SettledCall } from './scripts.js';
+import { log } from '../log.js';
+
+/** How often a live journal's files are touched: a file left untouched far longer has no owner. */
+export const JOURNAL_HEARTBEAT_MS = 1000;
+/** Past this size the next records go to a new file, and the old one is deleted once acknowledged. */
+const ROTATE_BYTES = 4 * 1024 * 1024;
+/** A sole file whose every record is acknowledged is emptied past this size (low load never rotates). */
+const EMPTY_BYTES = 64 * 1024;
+
+/** The lease fields a journal record needs to settle its calls again without the process that served them. */
+export interface JournalLease {
+  readonly id: string;
+  readonly userId: string;
+  readonly keyId: string;
+  readonly epoch: string;
+  /** Number of the last batch Redis applied. */
+  readonly batch: number;
+  /** A batch (number `batch + 1`) is on its way. */
+  readonly sending: boolean;
+}
+
+/** `settle-<owner>-<sequence>.jsonl`: owner is `<instance>.<thread>`, sequence orders one owner's files. */
+export const JOURNAL_FILE = /^settle-([A-Za-z0-9]+\.[0-9]+)-([0-9]+)\.jsonl$/;
+
+interface JournalFile {
+  readonly path: string;
+  readonly fd: number;
+  bytes: number;
+  /** Calls and batches recorded in this file whose batch Redis has not acknowledged yet. */
+  open: number;
+}
+
+/** A batch as recorded: the files holding its records, each freed by the batch's acknowledgement. */
+export interface JournaledBatch {
+  readonly leaseId: string;
+  readonly batch: number;
+  readonly files: readonly JournalFile[];
+}
+
+/**
+ * The write-ahead record of one HTTP thread's settlements, so they may wait a few milliseconds to
+ * leave for Redis together (see Admission's `flushMs`) without a crash losing them. Each settled call
+ * is written when it settles (before the response's last bytes) and each batch before it is sent, one
+ * `write` each into the page cache; that Redis applied a batch is written at the end of the turn (a
+ * lost acknowledgement only makes a replay send an applied batch again, which changes nothing). A
+ * process that dies leaves its files behind, and `replayJournals` sends whatever they hold that Redis
+ * did not acknowledge; settle.lua's batch numbers make a resent batch change nothing. A file is deleted
+ * once everything in it and in every older file is acknowledged: a live journal holds the last few
+ * milliseconds.
+ */
+export class SettlementJournal {
+  /** Oldest first; the last one is written to. */
+  private readonly files: JournalFile[] = [];
+  private readonly fileOfCall = new Map<string, JournalFile>();
+  /** Acknowledgements of this turn, written at its end. */
+  private acknowledgements = '';
+  private scheduled = false;
+  private sequence = 0;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(private readonly dir: string, readonly owner: string) {
+    mkdirSync(dir, { recursive: true });
+    this.startFile();
+    this.heartbeat = setInterval(() => this.touch(), JOURNAL_HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  /** Records a settled call of `lease`. */
+  call(lease: JournalLease, call: SettledCall): void {
+    const file = this.current;
+    file.open++;
+    this.fileOfCall.set(call.callId, file);
+    // Every batch this lease sent so far is numbered at most `after`: a replay numbers its own above it.
+    const head = JSON.stringify({ type: 'call', lease: lease.id, user: lease.userId, key: lease.keyId, epoch: lease.epoch, after: lease.batch + (lease.sending ? 1 : 0), call: call.callId, charge: call.chargeNano.toString(), tokens: call.tokens });
+    // The event is JSON already: it goes in as a value, not escaped again as a string.
+    this.write(`${head.slice(0, -1)},"event":${call.event}}\n`);
+  }
+
+  /** Records batch `batch` of `lease` before it is sent. */
+  batch(lease: JournalLease, batch: number, calls: readonly SettledCall[], releaseNano: bigint, close: boolean, unusedSlots: number): JournaledBatch {
+    const files: JournalFile[] = [];
+    for (const call of calls) {
+      const file = this.fileOfCall.get(call.callId);
+      if (file) files.push(file);
+      this.fileOfCall.delete(call.callId);
+    }
+    const file = this.current;
+    file.open++;
+    files.push(file);
+    this.write(`${JSON.stringify({
+      type: 'batch', lease: lease.id, user: lease.userId, key: lease.keyId, epoch: lease.epoch, batch,
+      calls: calls.map((call) => call.callId), release: releaseNano.toString(), close, unusedSlots,
+    })}\n`);
+    return { leaseId: lease.id, batch, files };
+  }
+
+  /** Redis applied `entry` (or had before): a replay need not send it, and its records may go. */
+  acknowledged(entry: JournaledBatch): void {
+    for (const file of entry.files) file.open--;
+    this.acknowledgements += `${JSON.stringify({ type: 'ack', lease: entry.leaseId, batch: entry.batch })}\n`;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Writes this turn's acknowledgements, then deletes the files nothing needs any more. */
+  flush(): void {
+    this.scheduled = false;
+    if (this.acknowledgements) {
+      this.write(this.acknowledgements);
+      this.acknowledgements = '';
+    }
+    this.prune();
+    const only = this.files.length === 1 ? this.current : undefined;
+    if (only && only.open === 0 && only.bytes >= EMPTY_BYTES) {
+      ftruncateSync(only.fd, 0);
+      only.bytes = 0;
+    }
+  }
+
+  /** Shutdown, once every lease is closed: deletes the files if Redis acknowledged everything in them. */
+  close(): void {
+    clearInterval(this.heartbeat);
+    this.flush();
+    const settled = this.files.every((file) => file.open === 0);
+    for (const file of this.files.splice(0)) {
+      closeSync(file.fd);
+      if (settled) unlinkSync(file.path);
+    }
+    if (!settled) {
+      log.warn('settlements not acknowledged by Redis at shutdown stay in the journal for the next start', { dir: this.dir, owner: this.owner });
+      return;
+    }
+    try {
+      rmdirSync(this.dir);
+    } catch {
+      // Another thread's journal is still in it.
+    }
+  }
+
+  private get current(): JournalFile {
+    return this.files[this.files.length - 1]!;
+  }
+
+  private write(text: string): void {
+    const file = this.current;
+    try {
+      writeSync(file.fd, text);
+      file.bytes += text.length;
+    } catch (error) {
+      // The settlements still leave for Redis; only a crash before they arrive would lose them now.
+      log.error('settlement journal write failed', { file: file.path, error });
+    }
+    if (file.bytes >= ROTATE_BYTES) this.startFile();
+  }
+
+  private startFile(): void {
+    const path = join(this.dir, `settle-${this.owner}-${++this.sequence}.jsonl`);
+    this.files.push({ path, fd: openSync(path, 'a'), bytes: 0, open: 0 });
+  }
+
+  /** Oldest first, so what survives is self-contained: a batch's calls are in its file or an older one. */
+  private prune(): void {
+    while (this.files.length > 1 && this.files[0]!.open === 0) {
+      const file = this.files.shift()!;
+      closeSync(file.fd);
+      unlinkSync(file.path);
+    }
+  }
+
+  private touch(): void {
+    const now = new Date();
+    for (const file of this.files) futimesSync(file.fd, now, now);
+  }
+}
