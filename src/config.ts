@@ -51,7 +51,7 @@ const EnvSchema = v.object({
   RESERVATION_TTL_SECONDS: v.optional(intFrom(1, 86400), '900'),
   RESERVATION_JANITOR_SECONDS: v.optional(intFrom(1, 3600), '30'),
   ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
-  SETTLE_FLUSH_MS: v.optional(intFrom(0, 1000), '5'),
+  SETTLE_FLUSH_MS: v.optional(intFrom(0, 1000), '20'),
   SETTLE_JOURNAL_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), join(tmpdir(), 'model-gateway-settlements')),
   SETTLE_JOURNAL_STALE_SECONDS: v.optional(intFrom(2, 3600), '30'),
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),

@@ -95,28 +95,19 @@ async function main(): Promise<void> {
   });
   ledger.start();
 
-  const reservations = new ReservationJanitor(redis, keys, (leaseId, userId, releasedNano) => {
-    mainMetrics.reservationsExpired.inc();
-    log.warn('lease released at its deadline (its gateway died or lost touch); late calls on it are still charged', { leaseId, userId, released_nano: String(releasedNano) });
-  }, (error) => log.error('reservation janitor pass failed', { error }));
-  reservations.start(config.reservationJanitorMs);
-
-  // Settlements a dead HTTP thread (of any process on this host) journaled and Redis never applied:
-  // once before serving, then at every janitor pass.
+  // Settlements that dead HTTP threads (of any process on this host) journaled and Redis never applied.
   const replayPipe = new RedisPipe(config.redisUrl);
   const replayScripts = new ScriptBatcher(replayPipe, keys);
   const replayBalances = new Balances(sql, redis, keys);
-  let replaying: Promise<unknown> | undefined;
-  const replay = () => {
-    replaying ??= replayJournals(config.settleJournalDir, replayScripts, replayBalances, config.reservationTtlMs, config.settleJournalStaleMs)
-      .then((report) => { if (report.batches > 0) mainMetrics.journalBatchesReplayed.inc(report.batches); })
-      .catch((error) => log.error('settlement journal replay failed; retried at the next pass', { error }))
-      .finally(() => { replaying = undefined; });
-    return replaying;
-  };
-  await replay();
-  const journalJanitor = setInterval(replay, config.reservationJanitorMs);
-  journalJanitor.unref();
+  const reservations = new ReservationJanitor(redis, keys, (leaseId, userId, releasedNano) => {
+    mainMetrics.reservationsExpired.inc();
+    log.warn('lease released at its deadline (its gateway died or lost touch); late calls on it are still charged', { leaseId, userId, released_nano: String(releasedNano) });
+  }, (error) => log.error('reservation janitor pass failed', { error }), async () => {
+    const { batches } = await replayJournals(config.settleJournalDir, replayScripts, replayBalances, config.reservationTtlMs, config.settleJournalStaleMs);
+    if (batches > 0) mainMetrics.journalBatchesReplayed.inc(batches);
+  });
+  await reservations.pass(); // before serving: what dead threads left is charged first
+  reservations.start(config.reservationJanitorMs);
 
   const janitor = setInterval(() => {
     Promise.all([ensureRequestLogPartitions(sql), dropExpiredRequestLogPartitions(sql)])
@@ -176,8 +167,6 @@ async function main(): Promise<void> {
     await mail?.stop();
     await threads!.stop();
     clearInterval(janitor);
-    clearInterval(journalJanitor);
-    await replaying;
     await reservations.stop();
     await mediaJanitor?.stop();
     await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close()]);

@@ -56,7 +56,11 @@ t.test('candidates in order (priority, then newest), each tried once; failures r
 
   const answer = await chat(key);
   t.equal(answer.status, 200, 'served');
-  await eventually(async () => Boolean((await credentials(token)).get('old-good').last_used_at));
+  // The three records are written without the answer waiting, each on its own connection: wait for all of them.
+  await eventually(async () => {
+    const recorded = await credentials(token);
+    return Boolean(recorded.get('old-good').last_used_at && recorded.get('high-revoked').last_error && recorded.get('new-revoked').last_error);
+  });
   t.same(answer.tried, ['Bearer sk-high-revoked-0003', 'Bearer sk-new-revoked-0002', 'Bearer sk-old-good-0001'],
     'priority first, then the newer of equal priority; the disabled row never tried; the platform key not used');
   const rows = await credentials(token);

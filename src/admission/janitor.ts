@@ -3,7 +3,9 @@ import { expireLease, type ScriptedRedis } from './scripts.js';
 import { keyIdOfLease } from './admission.js';
 
 /**
- * Releases leases past their deadline: a gateway that died (or lost Redis for longer than the
+ * Cleans up after gateways that died: each pass first runs `settleDead` (the replay of dead
+ * threads' settlement journals, which charges what they served and closes their leases), then
+ * releases leases past their deadline: a gateway that died (or lost Redis for longer than the
  * reservation TTL) leaves credit held that nobody will settle. Every process runs one; expire.lua
  * re-checks the deadline on the Redis clock, so two janitors, or a settlement that extended the
  * lease meanwhile, never release anything twice.
@@ -17,13 +19,20 @@ export class ReservationJanitor {
     private readonly keys: RedisKeys,
     private readonly onReleased: (leaseId: string, userId: string, releasedNano: bigint) => void,
     private readonly onError: (error: unknown) => void,
+    private readonly settleDead: () => Promise<void> = async () => {},
   ) {}
 
   start(intervalMs: number): void {
-    this.timer = setInterval(() => {
-      this.running ??= this.sweep().catch(this.onError).finally(() => { this.running = undefined; });
-    }, intervalMs);
+    this.timer = setInterval(() => void this.pass(), intervalMs);
     this.timer.unref();
+  }
+
+  /** One pass (or the one already running); failures go to `onError` and the next pass tries again. */
+  pass(): Promise<unknown> {
+    this.running ??= this.settleDead().catch(this.onError)
+      .then(() => this.sweep()).catch(this.onError)
+      .finally(() => { this.running = undefined; });
+    return this.running;
   }
 
   async stop(): Promise<void> {

@@ -178,9 +178,7 @@ export async function replayJournals(dir: string, scripts: ScriptBatcher, balanc
 
 async function settleReplayed(scripts: ScriptBatcher, balances: Balances, input: SettleInput): Promise<void> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const sent = scripts.settle(input);
-    scripts.flush();
-    const result = await sent;
+    const result = await scripts.settle(input);
     if (result.kind !== 'not_loaded') return;
     await balances.load(input.userId);
   }
