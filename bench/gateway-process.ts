@@ -32,6 +32,8 @@ export interface GatewayOptions {
   readonly threads: number;
   /** Extra node flags for the gateway (e.g. --cpu-prof), for profiling runs. */
   readonly nodeArgs?: string[];
+  /** The gateway's entry point, when not this build's (bench/ab.ts runs another checkout's build beside it). */
+  readonly main?: string;
 }
 
 export async function startGatewayProcess(options: GatewayOptions): Promise<GatewayProcess> {
@@ -59,7 +61,7 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
     // Lift the per-key rate limit: the load is far above the product default.
     RATE_LIMIT_DEFAULT: '1000000000/10',
   };
-  const child = spawnNode('gateway', GATEWAY_MAIN, env, options.nodeArgs);
+  const child = spawnNode('gateway', options.main ?? GATEWAY_MAIN, env, options.nodeArgs);
   const url = `http://127.0.0.1:${port}`;
   await waitUntil(child, 'readiness', async () => (await request(`${url}/readyz`)).statusCode === 200);
   const jwt = await cli(env, 'token', '--user', BENCH_USER);

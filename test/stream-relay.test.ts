@@ -1,5 +1,6 @@
 import t from 'tap';
 import { OpenAiStreamRelay, generatedText } from '../src/providers/openai/stream-relay.js';
+import { pipeEvents } from '../src/http/sse.js';
 
 const chunk = (fields: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini-2024-07-18', ...fields })}\n\n`;
 const delta = (content: string) => chunk({ choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null });
@@ -57,4 +58,39 @@ t.test('generatedText collects content, reasoning and tool-call arguments, ignor
   const reasoning = chunk({ choices: [{ index: 0, delta: { reasoning_content: 'hmm' } }] });
   const text = generatedText([Buffer.from(delta('one ') + reasoning + tool), Buffer.from(delta('two').slice(0, 30))]);
   t.equal(text, 'one hmmget{"a":');
+});
+
+t.test('a push carrying the usage event says where it starts in what it returned', async (t) => {
+  for (const crlf of [false, true]) {
+    const frame = (text: string) => (crlf ? text.replace(/\n\n$/, '\r\n\r\n') : text);
+    const relay = new OpenAiStreamRelay('m/x', true);
+    const first = relay.push(Buffer.from(frame(delta(' a'))))!;
+    t.equal(relay.usageEventAt, undefined, 'no usage yet');
+    t.match(first.toString(), /"model":"m\/x"/);
+    const out = relay.push(Buffer.from([delta(' b'), delta(' c'), usageChunk, 'data: [DONE]\n\n'].map(frame).join('')))!.toString();
+    const at = relay.usageEventAt!;
+    t.ok(at > 0, `found (${crlf ? 'CRLF' : 'LF'})`);
+    t.equal(out.slice(0, at).split(crlf ? '\r\n\r\n' : '\n\n').length - 1, 2, 'the two deltas come before it');
+    t.match(out.slice(at), /^data: \{[^\n]*"usage":\{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13\}\}\n\ndata: \[DONE\]/, 'the usage event and [DONE] after it');
+    t.notMatch(out, /gpt-4o-mini-2024-07-18/);
+    relay.push(Buffer.from(frame(': keep-alive\n\n')));
+    t.equal(relay.usageEventAt, undefined, 'a later push clears it');
+  }
+});
+
+t.test('pipeEvents writes the bytes before the usage event, then settles, then writes the rest', async (t) => {
+  const relay = new OpenAiStreamRelay('m/x', true);
+  const log: string[] = [];
+  const upstream = {
+    consume(consumer: { data(chunk: Buffer): void; end(): void }) {
+      consumer.data(Buffer.from(delta(' a')));
+      consumer.data(Buffer.from([delta(' b'), usageChunk, 'data: [DONE]\n\n'].join('')));
+      consumer.end();
+    },
+    pause() {},
+    resume() {},
+  };
+  const reply = { write: (chunk: Buffer) => log.push(chunk.toString().includes('"usage":{') ? 'write usage' : chunk.toString().includes(' b') ? 'write b' : 'write a') > 0, whenWritable() {} };
+  await pipeEvents(upstream as never, reply as never, relay, () => log.push(relay.usage ? 'settle' : 'first byte'));
+  t.same(log, ['write a', 'first byte', 'write b', 'settle', 'write usage']);
 });

@@ -9,22 +9,40 @@ export function sseErrorEvent(code: string, message: string): string {
 }
 
 export interface EventRelay {
+  /** Set once the upstream reported usage. */
+  readonly usage: unknown;
+  /** See ChatStreamRelay.usageEventAt. */
+  readonly usageEventAt?: number | undefined;
   /** Takes an upstream chunk; returns the bytes to forward now, if any. */
   push(chunk: Buffer): Buffer | undefined;
 }
 
 /**
  * Pipes an upstream event stream through `relay` to the client, pausing the upstream while the
- * client is slow (uWS buffered a write) and resuming once it drained. Resolves when the upstream
- * ends; rejects when it breaks or is aborted.
+ * client is slow (uWS buffered a write) and resuming once it drained. `afterChunk` runs after each
+ * chunk's bytes are written, except the bytes that carry the usage and what follows them: those go
+ * out after it, so the call it settles is journaled before the client has the end of the stream.
+ * Resolves when the upstream ends; rejects when it breaks or is aborted.
  */
 export function pipeEvents(body: UpstreamResponse, reply: Reply, relay: EventRelay, afterChunk: () => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     body.consume({
       data: (chunk) => {
+        const hadUsage = relay.usage !== undefined;
         const out = relay.push(chunk);
-        afterChunk();
-        if (out && !reply.write(out)) {
+        let writable = true;
+        if (out && (hadUsage || relay.usage === undefined)) {
+          writable = reply.write(out);
+          afterChunk();
+        } else if (out) {
+          const at = relay.usageEventAt ?? 0;
+          if (at > 0) writable = reply.write(out.subarray(0, at));
+          afterChunk();
+          writable = reply.write(at > 0 ? out.subarray(at) : out) && writable;
+        } else {
+          afterChunk();
+        }
+        if (!writable) {
           body.pause();
           reply.whenWritable(() => body.resume());
         }

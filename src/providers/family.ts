@@ -81,6 +81,12 @@ export interface FinishedCompletion {
 export interface ChatStreamRelay {
   /** Set once the upstream reported usage. */
   readonly usage: NormalizedUsage | undefined;
+  /**
+   * Set by the push that found the usage, when it can tell: where, in the bytes that push returned,
+   * the event carrying the usage starts. What comes before it is sent before the call settles, so a
+   * stream's first bytes never wait for the settlement; without it, the whole push waits.
+   */
+  readonly usageEventAt?: number | undefined;
   /** Takes an upstream chunk; returns the bytes to send to the client now (complete SSE events only). */
   push(chunk: Buffer): Buffer | undefined;
   /** The upstream ended: whatever is left to send (for translated families the usage chunk and `data: [DONE]`). */

@@ -412,8 +412,20 @@ class Exchange implements UpstreamResponse {
     this.dechunk(chunk);
   }
 
-  /** Chunked transfer coding, across arbitrary splits of the byte stream. */
+  /**
+   * Chunked transfer coding, across arbitrary splits of the byte stream. What one read carries is
+   * delivered as one piece, however many chunks framed it: a relay then writes once per read, not
+   * once per upstream chunk (a vendor that flushes each token as its own chunk sends dozens per read).
+   */
   private dechunk(chunk: Buffer): void {
+    const pieces: Buffer[] = [];
+    const ended = this.dechunkInto(chunk, pieces);
+    if (pieces.length > 0) this.deliver(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
+    if (ended) this.complete();
+  }
+
+  /** Appends the body bytes of `chunk` to `pieces`; true once the last chunk and the trailers have arrived. */
+  private dechunkInto(chunk: Buffer, pieces: Buffer[]): boolean {
     let at = 0;
     while (at < chunk.length && !this.done) {
       switch (this.chunkState) {
@@ -422,18 +434,21 @@ class Exchange implements UpstreamResponse {
           const newline = chunk.indexOf(10, at);
           if (newline < 0) {
             this.line += chunk.toString('latin1', at);
-            if (this.line.length > 4096) return this.abortAndClose(new UpstreamError('the upstream sent an endless chunk header', 'protocol'));
-            return;
+            if (this.line.length > 4096) this.abortAndClose(new UpstreamError('the upstream sent an endless chunk header', 'protocol'));
+            return false;
           }
           const line = (this.line + chunk.toString('latin1', at, newline)).replace(/\r$/, '');
           this.line = '';
           at = newline + 1;
           if (this.chunkState === 'trailers') {
-            if (line === '') this.complete();
+            if (line === '') return true;
             continue;
           }
           const size = parseInt(line.split(';', 1)[0]!.trim(), 16);
-          if (!Number.isFinite(size) || size < 0) return this.abortAndClose(new UpstreamError(`the upstream sent a bad chunk size: ${JSON.stringify(line.slice(0, 20))}`, 'protocol'));
+          if (!Number.isFinite(size) || size < 0) {
+            this.abortAndClose(new UpstreamError(`the upstream sent a bad chunk size: ${JSON.stringify(line.slice(0, 20))}`, 'protocol'));
+            return false;
+          }
           if (size === 0) this.chunkState = 'trailers';
           else {
             this.remaining = size;
@@ -443,7 +458,7 @@ class Exchange implements UpstreamResponse {
         }
         case 'data': {
           const take = Math.min(this.remaining, chunk.length - at);
-          this.deliver(chunk.subarray(at, at + take));
+          pieces.push(chunk.subarray(at, at + take));
           at += take;
           this.remaining -= take;
           if (this.remaining === 0) {
@@ -461,6 +476,7 @@ class Exchange implements UpstreamResponse {
         }
       }
     }
+    return false;
   }
 
   private deliver(chunk: Buffer): void {
@@ -525,8 +541,10 @@ class Exchange implements UpstreamResponse {
 
   consume(consumer: BodyConsumer): void {
     this.consumer = consumer;
-    // A chunk the consumer could not read has already been reported to it as the failure.
-    for (const chunk of this.early.splice(0)) if (!this.feed(consumer, chunk)) return;
+    // What arrived before is handed on as one piece; a piece the consumer could not read has already been reported to it as the failure.
+    const early = this.early;
+    this.early = [];
+    if (early.length > 0 && !this.feed(consumer, early.length === 1 ? early[0]! : Buffer.concat(early))) return;
     if (this.failure) consumer.error(this.failure);
     else if (this.done) consumer.end();
   }

@@ -15,6 +15,7 @@ const REASONING_KEY = Buffer.from('"reasoning');
  */
 export class OpenAiStreamRelay {
   usage: NormalizedUsage | undefined;
+  usageEventAt: number | undefined;
   /** Every upstream chunk as received, kept (not copied) so an aborted stream can be counted. */
   readonly received: Buffer[] = [];
   private carry: Buffer | undefined;
@@ -28,6 +29,7 @@ export class OpenAiStreamRelay {
 
   /** Takes an upstream chunk; returns the bytes to forward now (complete events only). */
   push(chunk: Buffer): Buffer | undefined {
+    this.usageEventAt = undefined;
     this.received.push(chunk);
     const data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
     const lf = data.lastIndexOf(LF2);
@@ -52,8 +54,20 @@ export class OpenAiStreamRelay {
 
   private transform(events: Buffer): Buffer {
     if (!this.modelNeedle) this.learnModelNeedle(events);
-    const special = hasUsageObject(events) || (!this.includeReasoning && events.includes(REASONING_KEY));
-    return special ? this.transformEvents(events) : this.replaceModel(events);
+    if (!this.includeReasoning && events.includes(REASONING_KEY)) return this.transformEvents(events);
+    const usageAt = usageObjectAt(events);
+    if (usageAt === -1) return this.replaceModel(events);
+    // Only the event carrying the usage is parsed; the events around it take the fast path.
+    const start = Math.max(0, past(events.lastIndexOf(LF2, usageAt), 2), past(events.lastIndexOf(CRLF2, usageAt), 4));
+    const lf = events.indexOf(LF2, usageAt);
+    const crlf = events.indexOf(CRLF2, usageAt);
+    const end = Math.min(lf === -1 ? events.length : lf + 2, crlf === -1 ? events.length : crlf + 4);
+    const before = this.replaceModel(events.subarray(0, start));
+    const hadUsage = this.usage !== undefined;
+    const usageEvent = Buffer.from(this.transformEvent(events.toString('utf8', start, end)));
+    if (!hadUsage && this.usage) this.usageEventAt = before.length;
+    const after = end < events.length ? this.transform(events.subarray(end)) : undefined;
+    return after ? Buffer.concat([before, usageEvent, after]) : Buffer.concat([before, usageEvent]);
   }
 
   /** The upstream answers with its own (often dated) model name; remember its exact bytes once. */
@@ -127,15 +141,18 @@ export class OpenAiStreamRelay {
   }
 }
 
-/** True when some `"usage"` key holds an object (not the `null` every chunk but the last carries). */
-function hasUsageObject(events: Buffer): boolean {
+/** Where the first `"usage"` key holding an object is (not the `null` every chunk but the last carries), or -1. */
+function usageObjectAt(events: Buffer): number {
   for (let at = events.indexOf(USAGE_KEY); at !== -1; at = events.indexOf(USAGE_KEY, at + USAGE_KEY.length)) {
     let i = at + USAGE_KEY.length;
     while (events[i] === 0x20 || events[i] === 0x3a) i++; // spaces and the colon
-    if (events[i] === 0x7b) return true; // {
+    if (events[i] === 0x7b) return at; // {
   }
-  return false;
+  return -1;
 }
+
+/** The offset just past a separator of `length` bytes found at `at`; -1 when none was found. */
+const past = (at: number, length: number) => (at === -1 ? -1 : at + length);
 
 /** The text an OpenAI-wire stream generated so far (content, reasoning, tool-call arguments), for counting after an abort. */
 export function generatedText(received: readonly Buffer[]): string {

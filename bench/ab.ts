@@ -1,0 +1,117 @@
+// `node dist/bench/ab.js <other checkout>`: this build of the gateway against another build (a
+// worktree of an earlier commit, built), both in front of one mock vendor, in one run. Blocks of the
+// same load go to the mock directly (D) and to each gateway (A: this build, B: the other), the order
+// rotated every round, so the machine's drift (±30 % over minutes here) hits all three alike: a change
+// smaller than the drift between two separate `npm run bench` runs still shows. Prints one JSON line
+// per scenario (A and B figures and B/A ratios); progress goes to stderr.
+// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS.
+import path from 'node:path';
+import { installSignalHandlers, runCleanup } from './cleanup.js';
+import { chatCalls } from './calls.js';
+import { SETTLE_MS } from './compare.js';
+import { startGatewayProcess } from './gateway-process.js';
+import { connect, runLoad, SideResult, type Call, type LoadPlan, type Target } from './load.js';
+import { startMockProcess } from './mock-process.js';
+import { processCpuMicros } from './proc-cpu.js';
+import { percentile, round } from './stats.js';
+import { warmUpServers } from './warmup.js';
+
+interface AbScenario {
+  readonly calls: { direct: Call; gateway: Call };
+  readonly block: LoadPlan;
+  /** What a block's figures are per: requests, or streamed events. */
+  readonly unit: 'req' | 'chunk';
+}
+
+const SCENARIOS: Record<string, AbScenario> = {
+  nonstream_c1: { calls: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }), block: { concurrency: 1, requests: 1500 }, unit: 'req' },
+  nonstream_c32: { calls: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }), block: { concurrency: 32, requests: 8000 }, unit: 'req' },
+  stream_ttfb_c1: { calls: chatCalls({ prompt: 'Stream a short answer. [[mock chunks=16 delay_ms=0]]', stream: true, maxTokens: 64 }), block: { concurrency: 1, requests: 800 }, unit: 'req' },
+  stream_c64: { calls: chatCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512 }), block: { concurrency: 64, requests: Number.MAX_SAFE_INTEGER, durationMs: 2500 }, unit: 'chunk' },
+};
+
+const note = (message: string) => process.stderr.write(`ab: ${message}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type SideName = 'D' | 'A' | 'B';
+
+function figures(side: SideResult, unit: 'req' | 'chunk'): Record<string, number> {
+  const units = unit === 'req' ? side.requests : side.events;
+  return {
+    p50_ms: round(percentile(side.latenciesMs, 50)),
+    ttfb_p50_ms: round(percentile(side.ttfbMs, 50)),
+    per_s: round(units / side.seconds, 0),
+    [`server_cpu_us_per_${unit}`]: round(side.serverCpuUs / units, 2),
+  };
+}
+
+async function main(): Promise<number> {
+  const other = process.argv[2];
+  if (!other) throw new Error('usage: node dist/bench/ab.js <path of another built checkout>');
+  const scenarios = (process.env.AB_SCENARIOS || Object.keys(SCENARIOS).join(',')).split(',').filter(Boolean);
+  for (const name of scenarios) if (!SCENARIOS[name]) throw new Error(`AB_SCENARIOS: unknown ${name}`);
+  const rounds = Number(process.env.AB_ROUNDS || '6');
+  const threads = Number(process.env.BENCH_THREADS || '2');
+  installSignalHandlers();
+
+  const mock = await startMockProcess();
+  const a = await startGatewayProcess({ mockUrl: mock.url, threads });
+  const b = await startGatewayProcess({ mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js') });
+  const targets: Record<SideName, Target> = {
+    D: { side: 'direct', origin: mock.url, path: '/openai/v1/chat/completions', apiKey: 'bench' },
+    A: { side: 'gateway', origin: a.url, path: '/v1/chat/completions', apiKey: a.apiKey },
+    B: { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
+  };
+  const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
+  note(`mock ${mock.url}, A (this build) ${a.url}, B (${other}) ${b.url}`);
+  const warmupErrors = await warmUpServers(Object.values(targets), 1);
+  if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
+
+  let failed = false;
+  for (const name of scenarios) {
+    const scenario = SCENARIOS[name]!;
+    const sides: SideName[] = ['D', 'A', 'B'];
+    const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targets[s], scenario.block.concurrency)]));
+    const results = Object.fromEntries(sides.map((s) => [s, new SideResult()])) as Record<SideName, SideResult>;
+    const call = (s: SideName) => scenario.calls[s === 'D' ? 'direct' : 'gateway'];
+    for (const s of sides) await runLoad(dispatchers[s]!, targets[s], call(s), { ...scenario.block, requests: Math.min(scenario.block.requests, 2000), durationMs: 1000 });
+    await sleep(SETTLE_MS);
+    for (let r = 0; r < rounds; r++) {
+      // Every side goes first, second and third equally often over three rounds.
+      const order = [...sides.slice(r % 3), ...sides.slice(0, r % 3)];
+      for (const s of order) {
+        const before = processCpuMicros(pids[s]);
+        const result = await runLoad(dispatchers[s]!, targets[s], call(s), scenario.block);
+        if (s !== 'D') await sleep(SETTLE_MS); // settlement and the ledger writer finish inside the gateway's figure
+        result.serverCpuUs = processCpuMicros(pids[s]) - before;
+        results[s].merge(result);
+      }
+    }
+    await Promise.all(Object.values(dispatchers).map((d) => d!.close()));
+    const f = Object.fromEntries(sides.map((s) => [s, figures(results[s], scenario.unit)])) as Record<SideName, Record<string, number>>;
+    const cpuKey = `server_cpu_us_per_${scenario.unit}`;
+    process.stdout.write(`${JSON.stringify({
+      scenario: name, rounds, direct: f.D, a: f.A, b: f.B,
+      added_p50_ms: { a: round(f.A.p50_ms! - f.D.p50_ms!), b: round(f.B.p50_ms! - f.D.p50_ms!) },
+      added_ttfb_p50_ms: { a: round(f.A.ttfb_p50_ms! - f.D.ttfb_p50_ms!), b: round(f.B.ttfb_p50_ms! - f.D.ttfb_p50_ms!) },
+      per_s_vs_direct: { a: round(f.A.per_s! / f.D.per_s!, 4), b: round(f.B.per_s! / f.D.per_s!, 4) },
+      cpu_b_over_a: round(f.B[cpuKey]! / f.A[cpuKey]!, 4),
+      errors: { D: results.D.errors, A: results.A.errors, B: results.B.errors },
+    })}\n`);
+    for (const s of sides) if (results[s].errors > 0) {
+      failed = true;
+      note(`${name} ${s}: ${results[s].errorSamples.join('; ')}`);
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+let exitCode = 1;
+try {
+  exitCode = await main();
+} catch (error) {
+  note(`failed: ${(error as Error).stack ?? String(error)}`);
+} finally {
+  await runCleanup();
+}
+process.exit(exitCode);
