@@ -4,7 +4,10 @@
 // rotated every round, so the machine's drift (±30 % over minutes here) hits all three alike: a change
 // smaller than the drift between two separate `npm run bench` runs still shows. Prints one JSON line
 // per scenario (A and B figures and B/A ratios); progress goes to stderr.
-// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS.
+// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS,
+// AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
+// the other checkout may then be this one).
+
 import path from 'node:path';
 import { installSignalHandlers, runCleanup } from './cleanup.js';
 import { chatCalls } from './calls.js';
@@ -29,6 +32,13 @@ const SCENARIOS: Record<string, AbScenario> = {
   stream_ttfb_c1: { calls: chatCalls({ prompt: 'Stream a short answer. [[mock chunks=16 delay_ms=0]]', stream: true, maxTokens: 64 }), block: { concurrency: 1, requests: 800 }, unit: 'req' },
   stream_c64: { calls: chatCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512 }), block: { concurrency: 64, requests: Number.MAX_SAFE_INTEGER, durationMs: 2500 }, unit: 'chunk' },
 };
+
+/** "NAME=value,NAME=value" from the environment variable `name`. */
+function envOption(name: string): Record<string, string> {
+  const pairs = (process.env[name] ?? '').split(',').filter(Boolean).map((pair) => pair.split('=', 2) as [string, string | undefined]);
+  for (const [key, value] of pairs) if (value === undefined) throw new Error(`${name}: "${key}" is not NAME=value`);
+  return Object.fromEntries(pairs) as Record<string, string>;
+}
 
 const note = (message: string) => process.stderr.write(`ab: ${message}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -55,15 +65,15 @@ async function main(): Promise<number> {
   installSignalHandlers();
 
   const mock = await startMockProcess();
-  const a = await startGatewayProcess({ mockUrl: mock.url, threads });
-  const b = await startGatewayProcess({ mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js') });
+  const a = await startGatewayProcess({ mockUrl: mock.url, threads, env: envOption('AB_A_ENV') });
+  const b = await startGatewayProcess({ mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'), env: envOption('AB_B_ENV') });
   const targets: Record<SideName, Target> = {
     D: { side: 'direct', origin: mock.url, path: '/openai/v1/chat/completions', apiKey: 'bench' },
     A: { side: 'gateway', origin: a.url, path: '/v1/chat/completions', apiKey: a.apiKey },
     B: { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
   };
   const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
-  note(`mock ${mock.url}, A (this build) ${a.url}, B (${other}) ${b.url}`);
+  note(`mock ${mock.url}, A (this build${process.env.AB_A_ENV ? `, ${process.env.AB_A_ENV}` : ''}) ${a.url}, B (${other}${process.env.AB_B_ENV ? `, ${process.env.AB_B_ENV}` : ''}) ${b.url}`);
   const warmupErrors = await warmUpServers(Object.values(targets), 1);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 

@@ -34,6 +34,8 @@ export interface GatewayOptions {
   readonly nodeArgs?: string[];
   /** The gateway's entry point, when not this build's (bench/ab.ts runs another checkout's build beside it). */
   readonly main?: string;
+  /** Extra environment for the gateway (bench/ab.ts compares settings this way). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export async function startGatewayProcess(options: GatewayOptions): Promise<GatewayProcess> {
@@ -60,6 +62,7 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
     LOG_LEVEL: 'warn',
     // Lift the per-key rate limit: the load is far above the product default.
     RATE_LIMIT_DEFAULT: '1000000000/10',
+    ...options.env,
   };
   const child = spawnNode('gateway', options.main ?? GATEWAY_MAIN, env, options.nodeArgs);
   const url = `http://127.0.0.1:${port}`;

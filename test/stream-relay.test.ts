@@ -1,6 +1,7 @@
 import t from 'tap';
 import { OpenAiStreamRelay, generatedText } from '../src/providers/openai/stream-relay.js';
 import { pipeEvents } from '../src/http/sse.js';
+import { openAiFamily } from '../src/providers/openai/family.js';
 
 const chunk = (fields: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini-2024-07-18', ...fields })}\n\n`;
 const delta = (content: string) => chunk({ choices: [{ index: 0, delta: { content }, finish_reason: null }], usage: null });
@@ -90,7 +91,14 @@ t.test('pipeEvents writes the bytes before the usage event, then settles, then w
     pause() {},
     resume() {},
   };
-  const reply = { write: (chunk: Buffer) => log.push(chunk.toString().includes('"usage":{') ? 'write usage' : chunk.toString().includes(' b') ? 'write b' : 'write a') > 0, whenWritable() {} };
+  const reply = { write: (chunk: Buffer) => log.push(chunk.toString().includes('"usage":{') ? 'write usage' : chunk.toString().includes(' b') ? 'write b' : 'write a') > 0, whenWritable() {}, sendHead() {} };
   await pipeEvents(upstream as never, reply as never, relay, () => log.push(relay.usage ? 'settle' : 'first byte'));
   t.same(log, ['write a', 'first byte', 'write b', 'settle', 'write usage']);
+});
+
+t.test("the OpenAI family's stream relay is the relay itself, so pipeEvents sees where the usage event starts", async (t) => {
+  const relay = openAiFamily.relay({ id: 'm/x' } as never, { includeReasoning: true, id: 'chatcmpl-1', created: 1 });
+  relay.push(Buffer.from([delta(' a'), usageChunk, 'data: [DONE]\n\n'].join('')));
+  t.ok((relay.usageEventAt ?? 0) > 0);
+  t.equal(relay.generatedText(), ' a');
 });

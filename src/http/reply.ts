@@ -41,6 +41,7 @@ export class Reply {
     this.status = status;
     if (!this.open) return;
     this.finished = true;
+    this.pendingHead = undefined; // a stream that never wrote answers as a whole response instead
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       if (status !== 204) this.res.writeHeader('content-type', contentType);
@@ -71,14 +72,18 @@ export class Reply {
     this.send(error.status, errorBody(error), 'application/json', error.headers);
   }
 
-  /** Starts a streamed response (status and headers now, body by `write`). */
+  /**
+   * Starts a streamed response: status and headers leave with the first `write`, or at `sendHead`,
+   * whichever comes first (one send instead of two when body bytes are at hand already).
+   */
   beginStream(status: number, headers: Readonly<Record<string, string>>): void {
     this.status = status;
-    if (!this.open) return;
-    this.res.cork(() => {
-      this.res.writeStatus(statusLine(status));
-      for (const name in headers) this.res.writeHeader(name, headers[name]!);
-    });
+    if (this.open) this.pendingHead = headers;
+  }
+
+  /** Sends a streamed response's status and headers if no `write` took them yet. */
+  sendHead(): void {
+    if (this.pendingHead && this.open) this.res.cork(() => this.writeHead());
   }
 
   /** Writes a chunk; false means the client is slow (uWS buffered it) and the caller should pause. */
@@ -86,9 +91,20 @@ export class Reply {
     if (!this.open) return true;
     let ok = true;
     this.res.cork(() => {
+      if (this.pendingHead) this.writeHead();
       ok = this.res.write(chunk);
     });
     return ok;
+  }
+
+  private pendingHead: Readonly<Record<string, string>> | undefined;
+
+  /** Inside a cork: the status and headers `beginStream` left pending. */
+  private writeHead(): void {
+    const headers = this.pendingHead!;
+    this.pendingHead = undefined;
+    this.res.writeStatus(statusLine(this.status));
+    for (const name in headers) this.res.writeHeader(name, headers[name]!);
   }
 
   /** Calls `resume` once the client has drained what uWS buffered. */
@@ -104,6 +120,7 @@ export class Reply {
     if (!this.open) return;
     this.finished = true;
     this.res.cork(() => {
+      if (this.pendingHead) this.writeHead();
       this.res.end(chunk ?? '');
     });
   }

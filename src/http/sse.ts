@@ -50,5 +50,7 @@ export function pipeEvents(body: UpstreamResponse, reply: Reply, relay: EventRel
       end: resolve,
       error: reject,
     });
+    // What came with the upstream's head went out with the response head; with nothing yet, the head goes alone now.
+    reply.sendHead();
   });
 }

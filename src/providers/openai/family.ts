@@ -3,7 +3,7 @@ import { cacheSalt, type ChatFamily } from '../family.js';
 /** The salt goes in as a system message: its role and framing cost a few tokens beyond its text. */
 const SALT_MESSAGE_OVERHEAD = 16;
 import { buildOpenAiChatBody, finishOpenAiCompletion } from './chat.js';
-import { OpenAiStreamRelay, generatedText } from './stream-relay.js';
+import { OpenAiStreamRelay } from './stream-relay.js';
 
 /** Vendors that speak OpenAI's chat completions: requests pass through nearly as sent, streams byte for byte. */
 export const openAiFamily: ChatFamily = {
@@ -29,12 +29,6 @@ export const openAiFamily: ChatFamily = {
     return finishOpenAiCompletion(upstreamText, model.id, options.includeReasoning);
   },
   relay(model, options) {
-    const relay = new OpenAiStreamRelay(model.id, options.includeReasoning);
-    return {
-      get usage() { return relay.usage; },
-      push: (chunk) => relay.push(chunk),
-      flush: () => relay.flush(),
-      generatedText: () => generatedText(relay.received),
-    };
+    return new OpenAiStreamRelay(model.id, options.includeReasoning);
   },
 };

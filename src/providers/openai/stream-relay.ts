@@ -1,3 +1,4 @@
+import type { ChatStreamRelay } from '../family.js';
 import { readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
 
 const LF2 = Buffer.from('\n\n');
@@ -13,7 +14,7 @@ const REASONING_KEY = Buffer.from('"reasoning');
  * the usage-bearing one (billing, and usage as the spec words it) and, with include_reasoning false,
  * events carrying reasoning.
  */
-export class OpenAiStreamRelay {
+export class OpenAiStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
   usageEventAt: number | undefined;
   /** Every upstream chunk as received, kept (not copied) so an aborted stream can be counted. */
@@ -43,6 +44,10 @@ export class OpenAiStreamRelay {
     }
     this.carry = boundary < data.length ? data.subarray(boundary) : undefined;
     return this.transform(boundary < data.length ? data.subarray(0, boundary) : data);
+  }
+
+  generatedText(): string {
+    return generatedText(this.received);
   }
 
   /** Whatever is left when the upstream ends (an unterminated last event). */
