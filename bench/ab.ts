@@ -6,7 +6,7 @@
 // per scenario (A and B figures and B/A ratios); progress goes to stderr.
 // Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS,
 // AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
-// the other checkout may then be this one).
+// the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
 
 import path from 'node:path';
 import { installSignalHandlers, runCleanup } from './cleanup.js';
@@ -65,15 +65,18 @@ async function main(): Promise<number> {
   installSignalHandlers();
 
   const mock = await startMockProcess();
-  const a = await startGatewayProcess({ mockUrl: mock.url, threads, env: envOption('AB_A_ENV') });
-  const b = await startGatewayProcess({ mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'), env: envOption('AB_B_ENV') });
+  const nodeArgs = (name: string) => (process.env[name] ?? '').split(/\s+/).filter(Boolean);
+  const a = await startGatewayProcess({ mockUrl: mock.url, threads, env: envOption('AB_A_ENV'), nodeArgs: nodeArgs('AB_A_NODE_ARGS') });
+  const b = await startGatewayProcess({
+    mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'), env: envOption('AB_B_ENV'), nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
+  });
   const targets: Record<SideName, Target> = {
     D: { side: 'direct', origin: mock.url, path: '/openai/v1/chat/completions', apiKey: 'bench' },
     A: { side: 'gateway', origin: a.url, path: '/v1/chat/completions', apiKey: a.apiKey },
     B: { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
   };
   const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
-  note(`mock ${mock.url}, A (this build${process.env.AB_A_ENV ? `, ${process.env.AB_A_ENV}` : ''}) ${a.url}, B (${other}${process.env.AB_B_ENV ? `, ${process.env.AB_B_ENV}` : ''}) ${b.url}`);
+  note(`mock ${mock.url}, A (this build ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${other} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}) ${b.url}`);
   const warmupErrors = await warmUpServers(Object.values(targets), 1);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 

@@ -95,7 +95,9 @@ export class LedgerWriter {
         const userEntries = found as StreamEntry[];
         if (userEntries.length === 0) return;
         for (const entry of userEntries) entries.push({ userId: userIds[index]!, entry });
-        deletions.xdel(this.keys.ledger(userIds[index]!), ...userEntries.map(([id]) => id));
+        // What was read is the stream's oldest entries (ids only grow): trimming below the next id takes
+        // exactly those, and a writer in another process that read more trims more, after writing them too.
+        deletions.xtrim(this.keys.ledger(userIds[index]!), 'MINID', idAfter(userEntries[userEntries.length - 1]![0]));
         if (userEntries.length === PER_USER) again.push(userIds[index]!);
       });
       if (entries.length === 0) return 0;
@@ -126,47 +128,51 @@ export class LedgerWriter {
   }
 
   private async write(entries: { userId: string; entry: StreamEntry }[]): Promise<void> {
-    const records = new UsageRecords();
-    const { charges, logs } = records;
+    const r = new UsageRecords();
     for (const { userId, entry: [streamId, fields] } of entries) {
+      // settle.lua writes the fields in this order; anything else is looked up by name.
+      const inOrder = fields[0] === 'r' && fields[2] === 'c' && fields[4] === 'e';
       const field = (name: string) => fields[fields.indexOf(name) + 1]!;
-      const reservationId = field('r');
-      const charged = field('c');
-      const event = parseEvent(field('e'));
+      const event = parseEvent(inOrder ? fields[5]! : field('e'));
       // The charge lives in the entry itself, not in the event: it is written whatever the event holds.
-      if (charged !== '0') {
-        charges.id.push(reservationId);
-        charges.userId.push(userId);
-        charges.creditsNano.push(`-${charged}`);
-        charges.apiKeyId.push(event ? event.keyId : null);
-        charges.model.push(event ? event.model : 'unknown');
-        charges.createdAt.push(new Date(event ? event.startedAtMs + event.durationMs : Date.now()).toISOString());
-      }
+      r.id.push(inOrder ? fields[1]! : field('r'));
+      r.userId.push(userId);
+      r.costNano.push(inOrder ? fields[3]! : field('c'));
+      r.readable.push(event !== undefined);
       if (!event) {
         this.options.onUnreadable?.({ userId, streamId });
+        r.apiKeyId.push('NULL');
+        r.model.push('unknown');
+        r.startedAtMs.push(Date.now());
+        for (const column of [r.durationMs, r.stream, r.status, r.promptTokens, r.completionTokens, r.cachedTokens, r.reasoningTokens, r.reservedNano, r.ttfbMs, r.clientAborted]) column.push('NULL');
+        r.endpoint.push(null);
+        r.errorCode.push(null);
         continue;
       }
-      logs.id.push(reservationId);
-      logs.createdAt.push(new Date(event.startedAtMs).toISOString());
-      logs.userId.push(userId);
-      logs.apiKeyId.push(event.keyId);
-      logs.model.push(event.model);
-      logs.endpoint.push(event.endpoint);
-      logs.stream.push(String(event.stream));
-      logs.status.push(String(event.status));
-      logs.errorCode.push(event.errorCode);
-      logs.promptTokens.push(String(event.promptTokens));
-      logs.completionTokens.push(String(event.completionTokens));
-      logs.cachedTokens.push(String(event.cachedTokens));
-      logs.reasoningTokens.push(String(event.reasoningTokens));
-      logs.costNano.push(charged);
-      logs.reservedNano.push(event.reservedNano);
-      logs.durationMs.push(String(event.durationMs));
-      logs.ttfbMs.push(event.ttfbMs === null ? null : String(event.ttfbMs));
-      logs.clientAborted.push(String(event.clientAborted));
+      r.apiKeyId.push(event.keyId);
+      r.model.push(event.model);
+      r.startedAtMs.push(event.startedAtMs);
+      r.durationMs.push(event.durationMs);
+      r.endpoint.push(event.endpoint);
+      r.stream.push(event.stream);
+      r.status.push(event.status);
+      r.errorCode.push(event.errorCode);
+      r.promptTokens.push(event.promptTokens);
+      r.completionTokens.push(event.completionTokens);
+      r.cachedTokens.push(event.cachedTokens);
+      r.reasoningTokens.push(event.reasoningTokens);
+      r.reservedNano.push(event.reservedNano);
+      r.ttfbMs.push(event.ttfbMs === null ? 'NULL' : event.ttfbMs);
+      r.clientAborted.push(event.clientAborted);
     }
-    await this.sql.begin((tx) => insertUsageRecords(tx, records));
+    await insertUsageRecords(this.sql, r);
   }
+}
+
+/** The stream id right after `id` (`<ms>-<seq>`). */
+function idAfter(id: string): string {
+  const dash = id.indexOf('-');
+  return `${id.slice(0, dash)}-${BigInt(id.slice(dash + 1)) + 1n}`;
 }
 
 const isCount = (value: unknown) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;

@@ -1,62 +1,85 @@
 import type { AnySql } from './db.js';
 
-/**
- * A Postgres array literal, built here rather than by the driver's per-element serializer (the
- * ledger writer's main cost under load). Numbers, booleans, uuids and timestamps need no quoting;
- * text is quoted with its quotes and backslashes escaped; null is NULL.
- */
-function arrayLiteral(values: readonly (string | null)[], quoted: boolean): string {
-  let literal = '{';
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
-    if (i > 0) literal += ',';
-    if (value === null || value === undefined) literal += 'NULL';
-    else if (quoted) literal += `"${value.replace(/["\\]/g, '\\$&')}"`;
-    else literal += value;
-  }
-  return `${literal}}`;
+const NEEDS_ESCAPE = /["\\]/;
+
+/** A Postgres array literal of values that need no quoting (numbers, booleans, uuids; NULL as written). */
+const plainLiteral = (values: readonly (string | number | boolean)[]) => `{${values.join(',')}}`;
+
+/** A Postgres array literal of text values, each quoted (quotes and backslashes escaped); null is NULL. */
+function quotedLiteral(values: readonly (string | null)[]): string {
+  let plain = true;
+  for (const value of values) if (value === null || NEEDS_ESCAPE.test(value)) plain = false;
+  // The usual case, one join; otherwise element by element.
+  if (plain) return values.length === 0 ? '{}' : `{"${values.join('","')}"}`;
+  return `{${values.map((value) => (value === null ? 'NULL' : `"${value.replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
 }
 
-/** Usage charges and request logs, column by column, for set-based inserts. */
+type Plain = string | number | boolean;
+
+/**
+ * Settled calls, column by column, for one set-based insert: each becomes a usage charge (unless it
+ * cost nothing) and, when its event could be read, a request log. Columns hold literal-ready values
+ * (NULL written out in the unquoted ones), so each array literal is one join: building them value by
+ * value was the ledger writer's main cost under load. Times are epoch milliseconds.
+ */
 export class UsageRecords {
-  readonly charges = { id: [] as string[], userId: [] as string[], creditsNano: [] as string[], apiKeyId: [] as (string | null)[], model: [] as string[], createdAt: [] as string[] };
-  readonly logs = {
-    id: [] as string[], createdAt: [] as string[], userId: [] as string[], apiKeyId: [] as (string | null)[], model: [] as string[],
-    endpoint: [] as string[], stream: [] as string[], status: [] as string[], errorCode: [] as (string | null)[],
-    promptTokens: [] as string[], completionTokens: [] as string[], cachedTokens: [] as string[], reasoningTokens: [] as string[],
-    costNano: [] as string[], reservedNano: [] as string[], durationMs: [] as string[], ttfbMs: [] as (string | null)[], clientAborted: [] as string[],
-  };
+  readonly id: string[] = [];
+  readonly userId: string[] = [];
+  readonly costNano: string[] = [];
+  /** The request log is written only for a readable event; the charge always. */
+  readonly readable: boolean[] = [];
+  readonly apiKeyId: Plain[] = [];
+  readonly model: string[] = [];
+  readonly startedAtMs: number[] = [];
+  readonly durationMs: Plain[] = [];
+  readonly endpoint: (string | null)[] = [];
+  readonly stream: Plain[] = [];
+  readonly status: Plain[] = [];
+  readonly errorCode: (string | null)[] = [];
+  readonly promptTokens: Plain[] = [];
+  readonly completionTokens: Plain[] = [];
+  readonly cachedTokens: Plain[] = [];
+  readonly reasoningTokens: Plain[] = [];
+  readonly reservedNano: Plain[] = [];
+  readonly ttfbMs: Plain[] = [];
+  readonly clientAborted: Plain[] = [];
+
+  get size(): number {
+    return this.id.length;
+  }
 }
 
 /**
- * Inserts a batch with one statement per table whatever its size: `unnest` over column arrays keeps
- * the statement text (and so its prepared statement) the same, and a replayed id inserts nothing.
+ * Inserts a batch in one statement whatever its size (so it commits or fails as a whole, in one round
+ * trip): `unnest` over column arrays keeps the statement text (and so its prepared statement) the
+ * same, and a replayed id inserts nothing. A charge is dated at the end of its call, a log at its start.
  */
-export async function insertUsageRecords(sql: AnySql, records: UsageRecords): Promise<void> {
-  const c = records.charges;
+export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<void> {
+  if (r.size === 0) return;
   // Every column travels as one text parameter holding an array literal, cast in SQL.
-  const a = (values: readonly (string | null)[]) => arrayLiteral(values, false);
-  const q = (values: readonly (string | null)[]) => arrayLiteral(values, true);
-  if (c.id.length > 0) {
-    await sql`
-      insert into transactions (id, user_id, credits_nano, payment_method, status, api_key_id, model, created_at)
-      select id, user_id, credits_nano, 'usage', 'completed', api_key_id, model, created_at
-      from unnest(${a(c.id)}::text::uuid[], ${q(c.userId)}::text::text[], ${a(c.creditsNano)}::text::bigint[], ${a(c.apiKeyId)}::text::uuid[],
-                  ${q(c.model)}::text::text[], ${a(c.createdAt)}::text::timestamptz[])
-        as r(id, user_id, credits_nano, api_key_id, model, created_at)
-      on conflict (id) do nothing`;
-  }
-  const l = records.logs;
-  if (l.id.length > 0) {
-    await sql`
-      insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
-                                completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted)
+  const a = plainLiteral;
+  const q = quotedLiteral;
+  await sql`
+    with r as (
       select * from unnest(
-        ${a(l.id)}::text::uuid[], ${a(l.createdAt)}::text::timestamptz[], ${q(l.userId)}::text::text[], ${a(l.apiKeyId)}::text::uuid[], ${q(l.model)}::text::text[],
-        ${q(l.endpoint)}::text::text[], ${a(l.stream)}::text::boolean[], ${a(l.status)}::text::integer[], ${q(l.errorCode)}::text::text[],
-        ${a(l.promptTokens)}::text::integer[], ${a(l.completionTokens)}::text::integer[], ${a(l.cachedTokens)}::text::integer[],
-        ${a(l.reasoningTokens)}::text::integer[], ${a(l.costNano)}::text::bigint[], ${a(l.reservedNano)}::text::bigint[], ${a(l.durationMs)}::text::integer[],
-        ${a(l.ttfbMs)}::text::integer[], ${a(l.clientAborted)}::text::boolean[])
-      on conflict (id, created_at) do nothing`;
-  }
+        ${a(r.id)}::text::uuid[], ${q(r.userId)}::text::text[], ${a(r.costNano)}::text::bigint[], ${a(r.readable)}::text::boolean[],
+        ${a(r.apiKeyId)}::text::uuid[], ${q(r.model)}::text::text[], ${a(r.startedAtMs)}::text::bigint[], ${a(r.durationMs)}::text::integer[],
+        ${q(r.endpoint)}::text::text[], ${a(r.stream)}::text::boolean[], ${a(r.status)}::text::integer[], ${q(r.errorCode)}::text::text[],
+        ${a(r.promptTokens)}::text::integer[], ${a(r.completionTokens)}::text::integer[], ${a(r.cachedTokens)}::text::integer[],
+        ${a(r.reasoningTokens)}::text::integer[], ${a(r.reservedNano)}::text::bigint[], ${a(r.ttfbMs)}::text::integer[], ${a(r.clientAborted)}::text::boolean[])
+      as r(id, user_id, cost_nano, readable, api_key_id, model, started_at_ms, duration_ms, endpoint, stream, status, error_code,
+           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, reserved_nano, ttfb_ms, client_aborted)
+    ), charges as (
+      insert into transactions (id, user_id, credits_nano, payment_method, status, api_key_id, model, created_at)
+      select id, user_id, -cost_nano, 'usage', 'completed', api_key_id, model,
+             timestamptz 'epoch' + (started_at_ms + coalesce(duration_ms, 0)) * interval '1 millisecond'
+      from r where cost_nano <> 0
+      on conflict (id) do nothing
+    )
+    insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
+                              completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted)
+    select id, timestamptz 'epoch' + started_at_ms * interval '1 millisecond', user_id, api_key_id, model, endpoint, stream, status, error_code,
+           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted
+    from r where readable
+    on conflict (id, created_at) do nothing`;
 }
