@@ -111,9 +111,10 @@ async function main(): Promise<number> {
       cpu_b_over_a: round(f.B[cpuKey]! / f.A[cpuKey]!, 4),
       errors: { D: results.D.errors, A: results.A.errors, B: results.B.errors },
     })}\n`);
+    const children = { D: mock.child, A: a.child, B: b.child };
     for (const s of sides) if (results[s].errors > 0) {
       failed = true;
-      note(`${name} ${s}: ${results[s].errorSamples.join('; ')}`);
+      note(`${name} ${s}: ${results[s].errorSamples.join('; ')}\n${children[s].output.slice(-3000)}`);
     }
   }
   return failed ? 1 : 0;

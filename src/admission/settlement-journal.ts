@@ -55,6 +55,8 @@ export class SettlementJournal {
   /** Oldest first; the last one is written to. */
   private readonly files: JournalFile[] = [];
   private readonly fileOfCall = new Map<string, JournalFile>();
+  /** The fields of a call record its lease fixes, serialised once per lease. */
+  private readonly callHeads = new WeakMap<JournalLease, string>();
   /** Acknowledgements of this turn, written at its end. */
   private acknowledgements = '';
   private scheduled = false;
@@ -73,10 +75,14 @@ export class SettlementJournal {
     const file = this.current;
     file.open++;
     this.fileOfCall.set(call.callId, file);
+    let head = this.callHeads.get(lease);
+    if (head === undefined) {
+      head = JSON.stringify({ type: 'call', lease: lease.id, user: lease.userId, key: lease.keyId, epoch: lease.epoch }).slice(0, -1);
+      this.callHeads.set(lease, head);
+    }
     // Every batch this lease sent so far is numbered at most `after`: a replay numbers its own above it.
-    const head = JSON.stringify({ type: 'call', lease: lease.id, user: lease.userId, key: lease.keyId, epoch: lease.epoch, after: lease.batch + (lease.sending ? 1 : 0), call: call.callId, charge: call.chargeNano.toString(), tokens: call.tokens });
     // The event is JSON already: it goes in as a value, not escaped again as a string.
-    this.write(`${head.slice(0, -1)},"event":${call.event}}\n`);
+    this.write(`${head},"after":${lease.batch + (lease.sending ? 1 : 0)},"call":${JSON.stringify(call.callId)},"charge":"${call.chargeNano}","tokens":${call.tokens},"event":${call.event}}\n`);
   }
 
   /** Records batch `batch` of `lease` before it is sent. */

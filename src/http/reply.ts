@@ -19,6 +19,8 @@ export class Reply {
   finished = false;
   status = 0;
   private readonly abortHandlers: (() => void)[] = [];
+  /** A streamed response's headers, until the first write sends them (see beginStream). */
+  private pendingHead: Readonly<Record<string, string>> | undefined;
 
   constructor(private readonly res: HttpResponse) {
     res.onAborted(() => {
@@ -96,8 +98,6 @@ export class Reply {
     });
     return ok;
   }
-
-  private pendingHead: Readonly<Record<string, string>> | undefined;
 
   /** Inside a cork: the status and headers `beginStream` left pending. */
   private writeHead(): void {

@@ -75,35 +75,11 @@ export class Router {
       const params: string[] = [];
       for (let i = 0; i < paramCount; i++) params.push(decodeParameter(req.getParameter(i)));
       const declared = req.getHeader('content-length');
-      const forwardedFor = req.getHeader('x-forwarded-for');
-      const trustedProxies = this.options.trustedProxies;
-      let address: string | undefined;
       const methodName = req.getMethod();
-      const bodyPromise = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
+      const body = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
         ? readBody(res, reply, maxBodyBytes, declared ? Number(declared) : undefined)
         : EMPTY_BODY;
-      const ctx: RequestContext = {
-        route: pattern,
-        method: methodName,
-        path: req.getUrl(),
-        query: req.getQuery() ?? '',
-        params,
-        headers: {
-          authorization: req.getHeader('authorization'),
-          contentType: req.getHeader('content-type'),
-          userAgent: req.getHeader('user-agent'),
-        },
-        // Read when first asked (most requests never are): the peer address is a system call. uWS
-        // discards the response once it is aborted or ended; by then nobody needs the address.
-        get clientAddress() {
-          address ??= reply.open ? clientAddress(decoder.decode(res.getRemoteAddressAsText()), forwardedFor, trustedProxies) : '';
-          return address;
-        },
-        reply,
-        startedAt: process.hrtime.bigint(),
-        body: () => bodyPromise,
-      };
-      this.run(handler, ctx);
+      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies));
     });
     return this;
   }
@@ -126,6 +102,37 @@ export class Router {
     }
     this.options.inflight.count--;
     this.options.onFinished(ctx, ctx.reply.aborted && !ctx.reply.finished ? 499 : ctx.reply.status);
+  }
+}
+
+/** A request's context: a class, not a literal with a getter, since one is made per request on the hot path. */
+class Context implements RequestContext {
+  readonly path: string;
+  readonly query: string;
+  readonly headers: RequestHeaders;
+  readonly startedAt = process.hrtime.bigint();
+  private readonly forwardedFor: string;
+  private address: string | undefined;
+
+  constructor(
+    readonly route: string, readonly method: string, req: HttpRequest, private readonly res: HttpResponse, readonly reply: Reply,
+    readonly params: readonly string[], private readonly bodyPromise: Promise<Buffer>, private readonly trustedProxies: IpRanges,
+  ) {
+    this.path = req.getUrl();
+    this.query = req.getQuery() ?? '';
+    this.headers = { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent') };
+    this.forwardedFor = req.getHeader('x-forwarded-for');
+  }
+
+  // Read when first asked (most requests never are): the peer address is a system call. uWS
+  // discards the response once it is aborted or ended; by then nobody needs the address.
+  get clientAddress(): string {
+    this.address ??= this.reply.open ? clientAddress(decoder.decode(this.res.getRemoteAddressAsText()), this.forwardedFor, this.trustedProxies) : '';
+    return this.address;
+  }
+
+  body(): Promise<Buffer> {
+    return this.bodyPromise;
   }
 }
 

@@ -77,6 +77,8 @@ type ChunkState = 'size' | 'data' | 'data-crlf' | 'trailers';
  */
 export class UpstreamClient {
   private readonly origins = new Map<string, OriginPool>();
+  /** A request head as serialised for a headers object a caller passes again and again (a platform target's). */
+  private readonly heads = new WeakMap<Readonly<Record<string, string>>, { method: string; endpoint: UpstreamEndpoint; text: string }>();
   private closed = false;
 
   constructor(private readonly options: UpstreamClientOptions) {}
@@ -97,15 +99,21 @@ export class UpstreamClient {
       pool = new OriginPool(new URL(endpoint.origin), this.options);
       this.origins.set(endpoint.origin, pool);
     }
-    let head = `${method} ${endpoint.path} HTTP/1.1\r\nhost: ${pool.hostHeader}\r\n`;
-    for (const name in headers) {
-      const value = headers[name]!;
-      if (!HEADER_VALUE_OK.test(value)) return Promise.reject(new UpstreamError(`header ${name} holds a line break`, 'protocol'));
-      head += `${name}: ${value}\r\n`;
+    const cached = this.heads.get(headers);
+    let head: string;
+    if (cached && cached.method === method && cached.endpoint === endpoint) {
+      head = cached.text;
+    } else {
+      head = `${method} ${endpoint.path} HTTP/1.1\r\nhost: ${pool.hostHeader}\r\n`;
+      for (const name in headers) {
+        const value = headers[name]!;
+        if (!HEADER_VALUE_OK.test(value)) return Promise.reject(new UpstreamError(`header ${name} holds a line break`, 'protocol'));
+        head += `${name}: ${value}\r\n`;
+      }
+      this.heads.set(headers, { method, endpoint, text: head });
     }
     if (body === undefined) return pool.exchange(`${head}\r\n`, signal);
-    head += `content-length: ${Buffer.byteLength(body)}\r\n\r\n`;
-    return pool.exchange(head + body, signal);
+    return pool.exchange(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, signal);
   }
 
   async close(): Promise<void> {

@@ -1,9 +1,23 @@
-import { cacheSalt, type ChatFamily } from '../family.js';
+import { cacheSalt, type ChatFamily, type UpstreamTarget } from '../family.js';
 
 /** The salt goes in as a system message: its role and framing cost a few tokens beyond its text. */
 const SALT_MESSAGE_OVERHEAD = 16;
 import { buildOpenAiChatBody, finishOpenAiCompletion } from './chat.js';
 import { OpenAiStreamRelay } from './stream-relay.js';
+
+/**
+ * A target's URL and headers, made once per target: a platform target lives as long as the process,
+ * and the upstream client keeps the request head it serialised for a headers object it sees again.
+ */
+const endpoints = new WeakMap<UpstreamTarget, { readonly url: string; readonly headers: Readonly<Record<string, string>> }>();
+function endpointOf(target: UpstreamTarget): { readonly url: string; readonly headers: Readonly<Record<string, string>> } {
+  let endpoint = endpoints.get(target);
+  if (!endpoint) {
+    endpoint = Object.freeze({ url: `${target.baseUrl}/chat/completions`, headers: Object.freeze({ authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' }) });
+    endpoints.set(target, endpoint);
+  }
+  return endpoint;
+}
 
 /** Vendors that speak OpenAI's chat completions: requests pass through nearly as sent, streams byte for byte. */
 export const openAiFamily: ChatFamily = {
@@ -19,8 +33,7 @@ export const openAiFamily: ChatFamily = {
       };
     }
     return {
-      url: `${target.baseUrl}/chat/completions`,
-      headers: { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' },
+      ...endpointOf(target),
       body: buildOpenAiChatBody(request, model, stream, cache.partition),
       addedPromptBytes: model.capabilities.promptCache === 'prefix' ? Buffer.byteLength(cacheSalt(cache.partition)) + SALT_MESSAGE_OVERHEAD : 0,
     };
