@@ -277,6 +277,17 @@ t.test('the same output whatever byte boundaries split the stream (and CRLF fram
   t.equal(relayPieces([Buffer.from(RECORDED.replaceAll('\n', '\r\n'))]).out, expected, 'CRLF framing');
 });
 
+t.test('events in other SSE shapes: data first, the data split over lines, other fields after it, a comment', async (t) => {
+  const expected = relayPieces([Buffer.from(RECORDED)]).out;
+  // Every event rewritten: "data:" first (no space), its JSON split over two data lines, an id line after, and a comment between events.
+  const reshaped = RECORDED.split('\n\n').filter(Boolean).map((event) => {
+    const json = event.slice(event.indexOf('data: ') + 6);
+    const cut = json.indexOf(',');
+    return `data:${json.slice(0, cut + 1)}\ndata: ${json.slice(cut + 1)}\nid: 7\n\n: keep-alive\n\n`;
+  }).join('');
+  t.equal(relayPieces([Buffer.from(reshaped)]).out, expected);
+});
+
 t.test('usage: known at message_delta, cache writes, message_delta input updates, include_reasoning false', async (t) => {
   const relay = new AnthropicStreamRelay(MODEL.id, OPTIONS);
   const start = RECORDED.slice(0, RECORDED.indexOf('event: message_delta'));
