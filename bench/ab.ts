@@ -9,7 +9,7 @@
 // the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
 
 import path from 'node:path';
-import { installSignalHandlers, runCleanup } from './cleanup.js';
+import { runMain } from './cleanup.js';
 import { chatCalls } from './calls.js';
 import { SETTLE_MS } from './compare.js';
 import { startGatewayProcess } from './gateway-process.js';
@@ -62,7 +62,6 @@ async function main(): Promise<number> {
   for (const name of scenarios) if (!SCENARIOS[name]) throw new Error(`AB_SCENARIOS: unknown ${name}`);
   const rounds = Number(process.env.AB_ROUNDS || '6');
   const threads = Number(process.env.BENCH_THREADS || '2');
-  installSignalHandlers();
 
   const mock = await startMockProcess();
   const nodeArgs = (name: string) => (process.env[name] ?? '').split(/\s+/).filter(Boolean);
@@ -120,12 +119,4 @@ async function main(): Promise<number> {
   return failed ? 1 : 0;
 }
 
-let exitCode = 1;
-try {
-  exitCode = await main();
-} catch (error) {
-  note(`failed: ${(error as Error).stack ?? String(error)}`);
-} finally {
-  await runCleanup();
-}
-process.exit(exitCode);
+await runMain('ab', main);

@@ -44,3 +44,17 @@ export function installSignalHandlers(): void {
     for (const child of children) child.kill('SIGKILL');
   });
 }
+
+/** Runs a bench's `main` with the signal handlers installed, cleans up however it ends, and exits with its code (1 when it threw). */
+export async function runMain(name: string, main: () => Promise<number>): Promise<never> {
+  installSignalHandlers();
+  let exitCode = 1;
+  try {
+    exitCode = await main();
+  } catch (error) {
+    process.stderr.write(`${name}: failed: ${(error as Error).stack ?? String(error)}\n`);
+  } finally {
+    await runCleanup();
+  }
+  process.exit(exitCode);
+}

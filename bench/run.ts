@@ -4,7 +4,7 @@
 // scenario on stdout and nothing else; progress and errors go to stderr. Exit 1 on any error.
 // Options: BENCH_SCALE, BENCH_THREADS, BENCH_SCENARIOS, BENCH_GATEWAY_NODE_ARGS (see options.ts);
 // profiles taken with the last one are summarised by profile-top.ts.
-import { installSignalHandlers, runCleanup } from './cleanup.js';
+import { runMain } from './cleanup.js';
 import { SETTLE_MS } from './compare.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { startMockProcess } from './mock-process.js';
@@ -29,7 +29,6 @@ async function idleCpuUsPerS(pid: number): Promise<number> {
 
 async function main(): Promise<number> {
   const options = readOptions();
-  installSignalHandlers();
   note(`scale ${options.scale}, gateway threads ${options.threads}, scenarios ${options.scenarios.join(', ')}`);
 
   const mock = await startMockProcess();
@@ -68,12 +67,4 @@ async function main(): Promise<number> {
   return failed ? 1 : 0;
 }
 
-let exitCode = 1;
-try {
-  exitCode = await main();
-} catch (error) {
-  note(`failed: ${(error as Error).stack ?? String(error)}`);
-} finally {
-  await runCleanup();
-}
-process.exit(exitCode);
+await runMain('bench', main);
