@@ -30,18 +30,12 @@ export function pipeEvents(body: UpstreamResponse, reply: Reply, relay: EventRel
       data: (chunk) => {
         const hadUsage = relay.usage !== undefined;
         const out = relay.push(chunk);
-        let writable = true;
-        if (out && (hadUsage || relay.usage === undefined)) {
-          writable = reply.write(out);
-          afterChunk();
-        } else if (out) {
-          const at = relay.usageEventAt ?? 0;
-          if (at > 0) writable = reply.write(out.subarray(0, at));
-          afterChunk();
-          writable = reply.write(at > 0 ? out.subarray(at) : out) && writable;
-        } else {
-          afterChunk();
-        }
+        // What goes out before afterChunk: all of it, unless this chunk brought the usage (then what precedes its event, if known).
+        const length = out?.length ?? 0;
+        const before = !hadUsage && relay.usage !== undefined ? Math.min(relay.usageEventAt ?? 0, length) : length;
+        let writable = before === 0 || reply.write(before === length ? out! : out!.subarray(0, before));
+        afterChunk();
+        if (before < length) writable = reply.write(before === 0 ? out! : out!.subarray(before)) && writable;
         if (!writable) {
           body.pause();
           reply.whenWritable(() => body.resume());

@@ -134,36 +134,9 @@ export class LedgerWriter {
       const inOrder = fields[0] === 'r' && fields[2] === 'c' && fields[4] === 'e';
       const field = (name: string) => fields[fields.indexOf(name) + 1]!;
       const event = parseEvent(inOrder ? fields[5]! : field('e'));
+      if (!event) this.options.onUnreadable?.({ userId, streamId });
       // The charge lives in the entry itself, not in the event: it is written whatever the event holds.
-      r.id.push(inOrder ? fields[1]! : field('r'));
-      r.userId.push(userId);
-      r.costNano.push(inOrder ? fields[3]! : field('c'));
-      r.readable.push(event !== undefined);
-      if (!event) {
-        this.options.onUnreadable?.({ userId, streamId });
-        r.apiKeyId.push('NULL');
-        r.model.push('unknown');
-        r.startedAtMs.push(Date.now());
-        for (const column of [r.durationMs, r.stream, r.status, r.promptTokens, r.completionTokens, r.cachedTokens, r.reasoningTokens, r.reservedNano, r.ttfbMs, r.clientAborted]) column.push('NULL');
-        r.endpoint.push(null);
-        r.errorCode.push(null);
-        continue;
-      }
-      r.apiKeyId.push(event.keyId);
-      r.model.push(event.model);
-      r.startedAtMs.push(event.startedAtMs);
-      r.durationMs.push(event.durationMs);
-      r.endpoint.push(event.endpoint);
-      r.stream.push(event.stream);
-      r.status.push(event.status);
-      r.errorCode.push(event.errorCode);
-      r.promptTokens.push(event.promptTokens);
-      r.completionTokens.push(event.completionTokens);
-      r.cachedTokens.push(event.cachedTokens);
-      r.reasoningTokens.push(event.reasoningTokens);
-      r.reservedNano.push(event.reservedNano);
-      r.ttfbMs.push(event.ttfbMs === null ? 'NULL' : event.ttfbMs);
-      r.clientAborted.push(event.clientAborted);
+      r.add(inOrder ? fields[1]! : field('r'), userId, inOrder ? fields[3]! : field('c'), event);
     }
     await insertUsageRecords(this.sql, r);
   }

@@ -1,4 +1,5 @@
 import type { AnySql } from './db.js';
+import type { LedgerEvent } from '../ledger/event.js';
 
 const NEEDS_ESCAPE = /["\\]/;
 
@@ -15,11 +16,13 @@ function quotedLiteral(values: readonly (string | null)[]): string {
 }
 
 type Plain = string | number | boolean;
+/** NULL as it stands in an unquoted array literal. */
+const NULL = 'NULL';
 
 /**
  * Settled calls, column by column, for one set-based insert: each becomes a usage charge (unless it
  * cost nothing) and, when its event could be read, a request log. Columns hold literal-ready values
- * (NULL written out in the unquoted ones), so each array literal is one join: building them value by
+ * (NULL written out in the unquoted ones, see `add`), so each array literal is one join: building them value by
  * value was the ledger writer's main cost under load. Times are epoch milliseconds.
  */
 export class UsageRecords {
@@ -46,6 +49,30 @@ export class UsageRecords {
 
   get size(): number {
     return this.id.length;
+  }
+
+  /** One settled call: its charge always, its request log when its event could be read. */
+  add(id: string, userId: string, costNano: string, event: LedgerEvent | undefined): void {
+    this.id.push(id);
+    this.userId.push(userId);
+    this.costNano.push(costNano);
+    this.readable.push(event !== undefined);
+    this.apiKeyId.push(event?.keyId ?? NULL);
+    this.model.push(event?.model ?? 'unknown');
+    // The charge is dated at the end of its call; an unreadable one when it is written.
+    this.startedAtMs.push(event?.startedAtMs ?? Date.now());
+    this.durationMs.push(event?.durationMs ?? NULL);
+    this.endpoint.push(event?.endpoint ?? null);
+    this.stream.push(event?.stream ?? NULL);
+    this.status.push(event?.status ?? NULL);
+    this.errorCode.push(event ? event.errorCode : null);
+    this.promptTokens.push(event?.promptTokens ?? NULL);
+    this.completionTokens.push(event?.completionTokens ?? NULL);
+    this.cachedTokens.push(event?.cachedTokens ?? NULL);
+    this.reasoningTokens.push(event?.reasoningTokens ?? NULL);
+    this.reservedNano.push(event?.reservedNano ?? NULL);
+    this.ttfbMs.push(event?.ttfbMs ?? NULL);
+    this.clientAborted.push(event?.clientAborted ?? NULL);
   }
 }
 

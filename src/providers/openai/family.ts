@@ -9,12 +9,13 @@ import { OpenAiStreamRelay } from './stream-relay.js';
  * A target's URL and headers, made once per target: a platform target lives as long as the process,
  * and the upstream client keeps the request head it serialised for a headers object it sees again.
  */
-const endpoints = new WeakMap<UpstreamTarget, { readonly url: string; readonly headers: Readonly<Record<string, string>> }>();
-function endpointOf(target: UpstreamTarget): { readonly url: string; readonly headers: Readonly<Record<string, string>> } {
-  let endpoint = endpoints.get(target);
+type TargetEndpoint = { readonly url: string; readonly headers: Readonly<Record<string, string>> };
+const targetEndpoints = new WeakMap<UpstreamTarget, TargetEndpoint>();
+function targetEndpointOf(target: UpstreamTarget): TargetEndpoint {
+  let endpoint = targetEndpoints.get(target);
   if (!endpoint) {
     endpoint = Object.freeze({ url: `${target.baseUrl}/chat/completions`, headers: Object.freeze({ authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' }) });
-    endpoints.set(target, endpoint);
+    targetEndpoints.set(target, endpoint);
   }
   return endpoint;
 }
@@ -33,7 +34,7 @@ export const openAiFamily: ChatFamily = {
       };
     }
     return {
-      ...endpointOf(target),
+      ...targetEndpointOf(target),
       body: buildOpenAiChatBody(request, model, stream, cache.partition),
       addedPromptBytes: model.capabilities.promptCache === 'prefix' ? Buffer.byteLength(cacheSalt(cache.partition)) + SALT_MESSAGE_OVERHEAD : 0,
     };
