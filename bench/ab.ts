@@ -4,6 +4,8 @@
 // rotated every round, so the machine's drift (±30 % over minutes here) hits all three alike: a change
 // smaller than the drift between two separate `npm run bench` runs still shows. Prints one JSON line
 // per scenario (A and B figures and B/A ratios); progress goes to stderr.
+// With `--floor` instead of a checkout, B is bench/bare-proxy.ts: the same uWS front end and upstream
+// client with nothing in between, so A's figures above B's are what the gateway's own work adds.
 // Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS,
 // AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
 // the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
@@ -15,6 +17,7 @@ import { SETTLE_MS } from './compare.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { connect, runLoad, SideResult, type Call, type LoadPlan, type Target } from './load.js';
 import { startMockProcess } from './mock-process.js';
+import { startBareProxyProcess } from './bare-proxy-process.js';
 import { processCpuMicros } from './proc-cpu.js';
 import { percentile, round } from './stats.js';
 import { warmUpServers } from './warmup.js';
@@ -57,7 +60,8 @@ function figures(side: SideResult, unit: 'req' | 'chunk'): Record<string, number
 
 async function main(): Promise<number> {
   const other = process.argv[2];
-  if (!other) throw new Error('usage: node dist/bench/ab.js <path of another built checkout>');
+  if (!other) throw new Error('usage: node dist/bench/ab.js <path of another built checkout> | --floor');
+  const floor = other === '--floor';
   const scenarios = (process.env.AB_SCENARIOS || Object.keys(SCENARIOS).join(',')).split(',').filter(Boolean);
   for (const name of scenarios) if (!SCENARIOS[name]) throw new Error(`AB_SCENARIOS: unknown ${name}`);
   const rounds = Number(process.env.AB_ROUNDS || '6');
@@ -66,16 +70,19 @@ async function main(): Promise<number> {
   const mock = await startMockProcess();
   const nodeArgs = (name: string) => (process.env[name] ?? '').split(/\s+/).filter(Boolean);
   const a = await startGatewayProcess({ mockUrl: mock.url, threads, env: envOption('AB_A_ENV'), nodeArgs: nodeArgs('AB_A_NODE_ARGS') });
-  const b = await startGatewayProcess({
-    mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'), env: envOption('AB_B_ENV'), nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
-  });
+  const b = floor
+    ? { ...(await startBareProxyProcess(mock.url, threads)), apiKey: 'bench' }
+    : await startGatewayProcess({
+      mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'), env: envOption('AB_B_ENV'), nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
+    });
   const targets: Record<SideName, Target> = {
     D: { side: 'direct', origin: mock.url, path: '/openai/v1/chat/completions', apiKey: 'bench' },
     A: { side: 'gateway', origin: a.url, path: '/v1/chat/completions', apiKey: a.apiKey },
     B: { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
   };
   const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
-  note(`mock ${mock.url}, A (this build ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${other} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}) ${b.url}`);
+  const described = floor ? 'the bare proxy' : `${other} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
+  note(`mock ${mock.url}, A (this build ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}`);
   const warmupErrors = await warmUpServers(Object.values(targets), 1);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 
@@ -85,7 +92,8 @@ async function main(): Promise<number> {
     const sides: SideName[] = ['D', 'A', 'B'];
     const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targets[s], scenario.block.concurrency)]));
     const results = Object.fromEntries(sides.map((s) => [s, new SideResult()])) as Record<SideName, SideResult>;
-    const call = (s: SideName) => scenario.calls[s === 'D' ? 'direct' : 'gateway'];
+    // The bare proxy relays the body as it is: it gets what the mock is sent directly.
+    const call = (s: SideName) => scenario.calls[s === 'D' || (s === 'B' && floor) ? 'direct' : 'gateway'];
     for (const s of sides) await runLoad(dispatchers[s]!, targets[s], call(s), { ...scenario.block, requests: Math.min(scenario.block.requests, 2000), durationMs: 1000 });
     await sleep(SETTLE_MS);
     for (let r = 0; r < rounds; r++) {
@@ -103,7 +111,7 @@ async function main(): Promise<number> {
     const f = Object.fromEntries(sides.map((s) => [s, figures(results[s], scenario.unit)])) as Record<SideName, Record<string, number>>;
     const cpuKey = `server_cpu_us_per_${scenario.unit}`;
     process.stdout.write(`${JSON.stringify({
-      scenario: name, rounds, direct: f.D, a: f.A, b: f.B,
+      scenario: name, rounds, b_is: floor ? 'bare proxy' : other, direct: f.D, a: f.A, b: f.B,
       added_p50_ms: { a: round(f.A.p50_ms! - f.D.p50_ms!), b: round(f.B.p50_ms! - f.D.p50_ms!) },
       added_ttfb_p50_ms: { a: round(f.A.ttfb_p50_ms! - f.D.ttfb_p50_ms!), b: round(f.B.ttfb_p50_ms! - f.D.ttfb_p50_ms!) },
       per_s_vs_direct: { a: round(f.A.per_s! / f.D.per_s!, 4), b: round(f.B.per_s! / f.D.per_s!, 4) },
