@@ -31,7 +31,7 @@ function serve({ port, upstream }: ProxySettings): void {
       else response.text().then(end, () => { if (!state.aborted) res.close(); });
       return;
     }
-    res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'text/event-stream'));
+    res.cork(() => res.writeStatus(statusLine(response.status)).writeHeader('content-type', 'text/event-stream'));
     response.consume({
       data: (chunk) => { if (!state.aborted) res.cork(() => res.write(chunk)); },
       end: () => { if (!state.aborted) res.cork(() => res.end()); },

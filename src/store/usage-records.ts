@@ -3,8 +3,12 @@ import type { LedgerEvent } from '../ledger/event.js';
 
 const NEEDS_ESCAPE = /["\\]/;
 
+type Plain = string | number | boolean;
+/** NULL as it stands in an unquoted array literal. */
+const NULL = 'NULL';
+
 /** A Postgres array literal of values that need no quoting (numbers, booleans, uuids; NULL as written). */
-const plainLiteral = (values: readonly (string | number | boolean)[]) => `{${values.join(',')}}`;
+const plainLiteral = (values: readonly Plain[]) => `{${values.join(',')}}`;
 
 /** A Postgres array literal of text values, each quoted (quotes and backslashes escaped); null is NULL. */
 function quotedLiteral(values: readonly (string | null)[]): string {
@@ -12,12 +16,8 @@ function quotedLiteral(values: readonly (string | null)[]): string {
   for (const value of values) if (value === null || NEEDS_ESCAPE.test(value)) plain = false;
   // The usual case, one join; otherwise element by element.
   if (plain) return values.length === 0 ? '{}' : `{"${values.join('","')}"}`;
-  return `{${values.map((value) => (value === null ? 'NULL' : `"${value.replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
+  return `{${values.map((value) => (value === null ? NULL : `"${value.replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
 }
-
-type Plain = string | number | boolean;
-/** NULL as it stands in an unquoted array literal. */
-const NULL = 'NULL';
 
 /**
  * Settled calls, column by column, for one set-based insert: each becomes a usage charge (unless it
