@@ -126,11 +126,11 @@ async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: 
     added_p99_ms: ms(gateway.p99_ms - direct.p99_ms),
     rps_ratio: ratio(gateway.rps, direct.rps),
     ...cpu,
-    targets: {
-      ...(sequential ? { added_p50_ms_max: TARGETS.addedP50Ms, added_p50_met: addedP50 <= TARGETS.addedP50Ms } : {}),
-      gateway_cpu_us_per_req_max: TARGETS.cpuUsPerRequest,
-      gateway_cpu_met: cpuUsPerReq <= TARGETS.cpuUsPerRequest,
-    },
+    // The CPU target is judged under load: at 1 connection a request's CPU is mostly the wake-ups it
+    // costs (the mock's own is 2.5 times its figure at 32) and the idle settle windows; it is printed, not judged.
+    targets: sequential
+      ? { added_p50_ms_max: TARGETS.addedP50Ms, added_p50_met: addedP50 <= TARGETS.addedP50Ms }
+      : { gateway_cpu_us_per_req_max: TARGETS.cpuUsPerRequest, gateway_cpu_met: cpuUsPerReq <= TARGETS.cpuUsPerRequest },
   }, c);
 }
 

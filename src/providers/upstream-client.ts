@@ -145,18 +145,19 @@ class OriginPool {
     this.sweeper.unref();
   }
 
-  async exchange(request: string, signal?: AbortSignal): Promise<UpstreamResponse> {
-    if (signal?.aborted) throw new UpstreamError('aborted', 'aborted');
-    for (let attempt = 0; ; attempt++) {
-      const connection = this.takeIdle() ?? await this.acquire();
-      try {
-        return await connection.send(request, signal);
-      } catch (error) {
-        // A kept-alive connection the server closed as we reused it: the request never reached it, try a fresh one.
-        if (error instanceof StaleConnection && attempt === 0) continue;
-        throw error;
-      }
-    }
+  /** The response to `request`, settled by the exchange itself (no promise layered on the connection's). */
+  exchange(request: string, signal?: AbortSignal): Promise<UpstreamResponse> {
+    return new Promise<UpstreamResponse>((resolve, reject) => {
+      if (signal?.aborted) return reject(new UpstreamError('aborted', 'aborted'));
+      const sendOn = (connection: Connection) => connection.send(request, signal, resolve, (error) => {
+        // A kept-alive connection the server closed as we reused it: the request never reached it, try once more.
+        if (error instanceof StaleConnection) this.acquire().then((next) => next.send(request, signal, resolve, reject)).catch(reject);
+        else reject(error);
+      });
+      const idle = this.takeIdle();
+      if (idle) sendOn(idle);
+      else this.acquire().then(sendOn).catch(reject);
+    });
   }
 
   /** A kept-alive connection still fit for use, if there is one (the newest first); stale ones are closed. */
@@ -272,17 +273,16 @@ class Connection {
     return this;
   }
 
-  send(request: string, signal?: AbortSignal): Promise<UpstreamResponse> {
-    return new Promise<UpstreamResponse>((resolve, reject) => {
-      const exchange = new Exchange(this, resolve, reject, this.reused);
-      this.exchange = exchange;
-      if (signal) {
-        const onAbort = () => this.fail(new UpstreamError('aborted', 'aborted'));
-        signal.addEventListener('abort', onAbort, { once: true });
-        exchange.cleanup = () => signal.removeEventListener('abort', onAbort);
-      }
-      this.socket.write(request);
-    });
+  /** Writes `request`; its exchange calls `resolve` with the response head or `reject`. */
+  send(request: string, signal: AbortSignal | undefined, resolve: (response: UpstreamResponse) => void, reject: (error: Error) => void): void {
+    const exchange = new Exchange(this, resolve, reject, this.reused);
+    this.exchange = exchange;
+    if (signal) {
+      const onAbort = () => this.fail(new UpstreamError('aborted', 'aborted'));
+      signal.addEventListener('abort', onAbort, { once: true });
+      exchange.cleanup = () => signal.removeEventListener('abort', onAbort);
+    }
+    this.socket.write(request);
   }
 
   pause(): void {

@@ -219,10 +219,14 @@ export function chatCompletions(services: Services) {
     }
   }
 
+  /** How the family renders the call's answer; built while the upstream works, off the path from its answer to ours. */
+  function answerOptions(call: MeteredCall, request: ChatRequest): AnswerOptions {
+    return { includeReasoning: request.include_reasoning !== false, id: `chatcmpl-${call.identity.callId.replaceAll('-', '')}`, created: Math.floor(call.startedAtMs / 1000) };
+  }
+
   /** Answers the client from a 200 upstream response, whole or streamed. */
-  async function serve(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, upstreamStarted: bigint, headers: Readonly<Record<string, string>>, target: UpstreamTarget, output: ChatOutput): Promise<void> {
-    const { model, stream, callId } = call.identity;
-    const options: AnswerOptions = { includeReasoning: request.include_reasoning !== false, id: `chatcmpl-${callId.replaceAll('-', '')}`, created: Math.floor(call.startedAtMs / 1000) };
+  async function serve(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: Readonly<Record<string, string>>, target: UpstreamTarget, output: ChatOutput): Promise<void> {
+    const { model, stream } = call.identity;
     if (!stream) {
       await complete(ctx, call, family, request, response, options, headers, output);
       ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
@@ -272,16 +276,18 @@ export function chatCompletions(services: Services) {
       admission, byok: services.byok, recordUsage, identity, limits, callTokens: worst.prompt + worst.output, checkRevoked,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
-        const response = await session.send(call, family.request(request, model, stream, candidate.target, cache)).catch((error: unknown) => {
+        const responding = session.send(call, family.request(request, model, stream, candidate.target, cache)).catch((error: unknown) => {
           if (call.clientAborted) throw error;
           return error as ApiError;
         });
+        const options = answerOptions(call, request);
+        const response = await responding;
         if (response instanceof ApiError) return response;
         if (response.status !== 200) {
           metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
           return upstreamErrorAsIs(response, model.upstreamVendor);
         }
-        return (headers) => serve(ctx, call, family, request, response, started, headers, candidate.target, output);
+        return (headers) => serve(ctx, call, family, request, response, options, started, headers, candidate.target, output);
       },
     });
     const platform = admitting instanceof Promise ? await admitting : admitting;
@@ -291,9 +297,12 @@ export function chatCompletions(services: Services) {
     await call.run(async () => {
       checkRevoked();
       const started = process.hrtime.bigint();
-      const response = await session.send(call, platformRequest);
+      const responding = session.send(call, platformRequest);
+      const options = answerOptions(call, request);
+      const headers = { ...admitted.headers, 'x-request-id': platformIdentity.callId };
+      const response = await responding;
       if (response.status !== 200) throw await refused(call, response);
-      await serve(ctx, call, family, request, response, started, { ...admitted.headers, 'x-request-id': platformIdentity.callId }, target, output);
+      await serve(ctx, call, family, request, response, options, started, headers, target, output);
     });
   };
 }
