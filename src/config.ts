@@ -54,6 +54,7 @@ const EnvSchema = v.object({
   SETTLE_FLUSH_MS: v.optional(intFrom(0, 1000), '20'),
   SETTLE_JOURNAL_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), join(tmpdir(), 'model-gateway-settlements')),
   SETTLE_JOURNAL_STALE_SECONDS: v.optional(intFrom(2, 3600), '30'),
+  LEDGER_IDLE_POLL_MS: v.optional(intFrom(100, 60_000), '1000'),
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
@@ -120,6 +121,8 @@ export interface Config {
   readonly settleJournalDir: string;
   /** A journal untouched this long belongs to a dead HTTP thread and is replayed. */
   readonly settleJournalStaleMs: number;
+  /** The ledger writer's longest pause while no events come (a thread's settlements end it at once). */
+  readonly ledgerIdlePollMs: number;
   readonly upstreamTimeoutMs: number;
   readonly shutdownDrainMs: number;
   readonly mockVendor: 'auto' | 'off';
@@ -233,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     settleFlushMs: e.SETTLE_FLUSH_MS,
     settleJournalDir: join(e.SETTLE_JOURNAL_DIR, journalNamespace(e.REDIS_URL, e.REDIS_PREFIX)),
     settleJournalStaleMs: e.SETTLE_JOURNAL_STALE_SECONDS * 1000,
+    ledgerIdlePollMs: e.LEDGER_IDLE_POLL_MS,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     mockVendor: e.MOCK_VENDOR,

@@ -84,6 +84,7 @@ async function main(): Promise<void> {
   });
   alerts.start();
   const ledger = new LedgerWriter(sql, redis, keys, {
+    idleIntervalMs: config.ledgerIdlePollMs,
     onError: (error) => {
       mainMetrics.ledgerErrors.inc();
       log.error('ledger drain failed; events stay in Redis and are retried', { error });
@@ -99,7 +100,7 @@ async function main(): Promise<void> {
 
   // Settlements that dead HTTP threads (of any process on this host) journaled and Redis never applied.
   const replayPipe = new RedisPipe(config.redisUrl);
-  const replayScripts = new ScriptBatcher(replayPipe, keys);
+  const replayScripts = new ScriptBatcher(replayPipe, keys, () => ledger.nudge());
   const replayBalances = new Balances(sql, redis, keys);
   const reservations = new ReservationJanitor(redis, keys, (leaseId, userId, releasedNano) => {
     mainMetrics.reservationsExpired.inc();
@@ -137,11 +138,14 @@ async function main(): Promise<void> {
 
   let stopping = false;
   let threads: HttpThreadPool | undefined;
-  threads = await HttpThreadPool.start(config, registry, (code) => {
-    // During start-up the failure surfaces through start() itself.
-    if (!threads) return;
-    log.error('HTTP thread exited; stopping the process', { code });
-    void stop(1);
+  threads = await HttpThreadPool.start(config, registry, {
+    onUnexpectedExit: (code) => {
+      // During start-up the failure surfaces through start() itself.
+      if (!threads) return;
+      log.error('HTTP thread exited; stopping the process', { code });
+      void stop(1);
+    },
+    onLedgerAppended: () => ledger.nudge(),
   });
 
   const base = `http://${config.host}:${config.port}`;

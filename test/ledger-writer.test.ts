@@ -25,3 +25,34 @@ t.test('an unreadable ledger event keeps its charge and does not stop the writer
   const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
   t.match(metrics, /^gateway_ledger_unreadable_events_total 1$/m);
 });
+
+t.test('an idle ledger writer slows down, and the first settlement after a quiet spell wakes it', async (t) => {
+  const quiet = await startGateway({ env: { LEDGER_IDLE_POLL_MS: '60000' } });
+  t.teardown(() => quiet.close());
+  const user = 'quiet';
+  const { key } = await quiet.user(user, '1');
+  const stream = `${quiet.prefix}{u:${user}}:ledger`;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  // As another gateway process's settle.lua would append an entry: its threads cannot wake this writer.
+  const appendElsewhere = async () => {
+    const id = randomUUID();
+    await quiet.redis.xadd(stream, '*', 'r', id, 'c', '123', 'e', '{not json');
+    await quiet.redis.sadd(`${quiet.prefix}ledger:dirty`, user);
+    return id;
+  };
+  const first = await appendElsewhere();
+  const until = Date.now() + 30_000;
+  while ((await quiet.redis.xlen(stream)) > 0 && Date.now() < until) await sleep(10);
+  t.equal(await quiet.redis.xlen(stream), 0, 'an entry from elsewhere is written');
+  // From that pass on the pauses double (0.1, 0.2, 0.4 ... 6.4 s): between 6.3 and 12.7 s after it the writer sleeps.
+  await sleep(8000);
+  const second = await appendElsewhere();
+  await sleep(800);
+  t.equal(await quiet.redis.xlen(stream), 1, 'an idle writer does not look every 100 ms');
+  const response = await postJson(`${quiet.v1}/chat/completions`, key, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi [[mock chunks=2]]' }] });
+  t.equal(response.status, 200);
+  await quiet.ledgerSettled(user, 3000);
+  const rows = await quiet.sql<{ id: string }[]>`select id from transactions where user_id = ${user} and payment_method = 'usage'`;
+  t.equal(rows.length, 3, "the call's settlement woke the writer, which wrote its entry and the waiting one long before the pause would end");
+  t.ok(rows.some((row) => row.id === first) && rows.some((row) => row.id === second));
+});

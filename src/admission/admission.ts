@@ -95,7 +95,8 @@ export class Admission {
   private readonly slots = new Map<string, LeaseSlot>();
   private readonly flushing = new Set<Lease>();
   private flushScheduled = false;
-  private readonly sweepTimer: NodeJS.Timeout;
+  /** Runs while a key has a lease here: an idle thread has nothing to sweep and is not woken for it. */
+  private sweepTimer: NodeJS.Timeout | undefined;
   private readonly admitDuration;
   private readonly settleDuration;
 
@@ -110,8 +111,6 @@ export class Admission {
     if (settlement.flushMs > 0 && !settlement.journal) throw new Error('settlements that wait to leave need a journal');
     this.admitDuration = metrics.scriptDuration.labels('admit');
     this.settleDuration = metrics.scriptDuration.labels('settle');
-    this.sweepTimer = setInterval(() => this.sweep(Date.now()), Math.max(10, policy.idleMs / 2));
-    this.sweepTimer.unref();
   }
 
   /** Whether a lease is not yet closed in Redis (shutdown waits until none is). */
@@ -176,6 +175,7 @@ export class Admission {
       try {
         const lease = await opening;
         slot.lease = lease;
+        this.sweepTimer ??= setInterval(() => this.sweep(Date.now()), Math.max(10, this.policy.idleMs / 2)).unref();
         return { lease, headers: rateLimitHeaders(lease.rateWindow(Date.now())) };
       } finally {
         if (slot.opening === opening) slot.opening = undefined;
@@ -376,12 +376,18 @@ export class Admission {
     attempt(0);
   }
 
-  /** Retires leases unused for `idleMs` or past their life, and forgets idle keys. */
+  /** Retires leases unused for `idleMs` or past their life, and forgets idle keys; stops once no lease is left. */
   private sweep(nowMs: number): void {
+    let leased = false;
     for (const [id, slot] of this.slots) {
       const lease = slot.lease;
       if (lease && (nowMs - lease.lastUsedAtMs >= this.policy.idleMs || nowMs - lease.openedAtMs >= this.policy.lifeMs)) this.retire(lease, nowMs);
-      if (!slot.lease && !slot.opening && nowMs - slot.lastUsedAtMs > 60_000) this.slots.delete(id);
+      if (slot.lease) leased = true;
+      else if (!slot.opening && nowMs - slot.lastUsedAtMs > 60_000) this.slots.delete(id);
+    }
+    if (!leased) {
+      clearInterval(this.sweepTimer);
+      this.sweepTimer = undefined;
     }
   }
 }

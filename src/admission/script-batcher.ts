@@ -27,7 +27,8 @@ export class ScriptBatcher {
   private readonly admitScript = loadScript('admit');
   private readonly settleScript = loadScript('settle');
 
-  constructor(private readonly redis: RedisPipe, private readonly keys: RedisKeys) {}
+  /** `onLedgerMarked`: settle.lua appended ledger events and their users are marked for the ledger writer. */
+  constructor(private readonly redis: RedisPipe, private readonly keys: RedisKeys, private readonly onLedgerMarked?: () => void) {}
 
   admit(input: AdmitInput): Promise<AdmitResult> {
     const { keys } = this;
@@ -79,6 +80,9 @@ export class ScriptBatcher {
     const markDirty: RespCommand[] = this.dirtyUsers.size > 0 ? [['SADD', this.keys.ledgerDirty(), ...this.dirtyUsers]] : [];
     this.dirtyUsers.clear();
     commands.push(...markDirty);
+    const marked = () => {
+      if (markDirty.length > 0) this.onLedgerMarked?.();
+    };
     this.redis.exec(commands).then(
       (replies) => {
         const uncached: Queued[] = [];
@@ -91,9 +95,14 @@ export class ScriptBatcher {
           // The script was not run: running it now by its source is the same single atomic call.
           // The users are marked again after it, so the ledger writer cannot miss what it appends.
           this.redis.exec([...uncached.map(evalSource), ...markDirty]).then(
-            (again) => uncached.forEach((item, i) => settleItem(item, again[i])),
+            (again) => {
+              uncached.forEach((item, i) => settleItem(item, again[i]));
+              marked();
+            },
             (error: Error) => uncached.forEach((item) => item.reject(error)),
           );
+        } else {
+          marked();
         }
       },
       (error: Error) => batch.forEach((item) => item.reject(error)),

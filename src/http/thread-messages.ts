@@ -8,7 +8,9 @@ export type ThreadToMain =
   | { type: 'listen-failed'; message: string }
   | { type: 'collect-metrics'; id: number }
   | { type: 'metrics-json'; id: number; data: MetricsJson }
-  | { type: 'drained'; unfinished: number };
+  | { type: 'drained'; unfinished: number }
+  /** This thread's settlements added ledger events after a quiet spell (the writer may be idling). */
+  | { type: 'ledger-appended' };
 
 export type MainToThread =
   | { type: 'metrics-json'; id: number }

@@ -7,6 +7,13 @@ import { log } from '../log.js';
 const METRICS_TIMEOUT_MS = 2000;
 const EXIT_GRACE_MS = 5000;
 
+export interface ThreadPoolEvents {
+  /** A thread ended while the pool was not stopping. */
+  readonly onUnexpectedExit: (code: number) => void;
+  /** A thread's settlements added ledger events after a quiet spell. */
+  readonly onLedgerAppended: () => void;
+}
+
 /**
  * The HTTP threads of this process: started together on one port, asked together for /metrics
  * (summed with the main thread's registry), drained together on shutdown.
@@ -19,11 +26,11 @@ export class HttpThreadPool {
   private metricsSeq = 0;
   private stopping = false;
 
-  private constructor(private readonly mainRegistry: Registry, private readonly onUnexpectedExit: (code: number) => void) {}
+  private constructor(private readonly mainRegistry: Registry, private readonly events: ThreadPoolEvents) {}
 
   /** Resolves once every thread listens; rejects when one cannot. */
-  static async start(config: Config, mainRegistry: Registry, onUnexpectedExit: (code: number) => void): Promise<HttpThreadPool> {
-    const pool = new HttpThreadPool(mainRegistry, onUnexpectedExit);
+  static async start(config: Config, mainRegistry: Registry, events: ThreadPoolEvents): Promise<HttpThreadPool> {
+    const pool = new HttpThreadPool(mainRegistry, events);
     await Promise.all(Array.from({ length: config.httpThreads }, () => pool.spawn(config)));
     return pool;
   }
@@ -44,6 +51,7 @@ export class HttpThreadPool {
             onDrained();
             break;
           case 'metrics-json': this.receiveMetrics(message.id, message.data); break;
+          case 'ledger-appended': this.events.onLedgerAppended(); break;
           case 'collect-metrics':
             this.metricsText().then((text) => thread.postMessage({ type: 'metrics-text', id: message.id, text } satisfies MainToThread));
             break;
@@ -56,7 +64,7 @@ export class HttpThreadPool {
       thread.on('exit', (code) => {
         this.running.delete(thread);
         onDrained();
-        if (!this.stopping) this.onUnexpectedExit(code);
+        if (!this.stopping) this.events.onUnexpectedExit(code);
       });
     });
   }

@@ -32,6 +32,7 @@ import type { MainToThread, ThreadToMain } from './thread-messages.js';
 import { closeTokenCounter } from '../billing/token-count.js';
 import { closeDataUriDecoder } from '../media/data-uri.js';
 import { openMediaStorage } from '../media/open.js';
+import { LEDGER_INTERVAL_MS } from '../ledger/writer.js';
 import { MediaStore } from '../media/store.js';
 
 const CATALOG_REFRESH_MS = 60_000;
@@ -54,7 +55,14 @@ const balances = new Balances(sql, redis, keys);
 const scriptPipe = new RedisPipe(config.redisUrl);
 // A random owner: a restarted process (even with a reused pid) never takes a dead thread's journal for its own.
 const journal = config.settleFlushMs > 0 ? new SettlementJournal(config.settleJournalDir, `${randomBytes(6).toString('hex')}.${threadId}`) : undefined;
-const admission = new Admission(new ScriptBatcher(scriptPipe, keys), balances, {
+// The ledger writer (main thread) idles slowly when nothing comes: settlements after a quiet spell wake it.
+let ledgerMarkedAtMs = 0;
+const ledgerMarked = () => {
+  const nowMs = Date.now();
+  if (nowMs - ledgerMarkedAtMs > LEDGER_INTERVAL_MS) send({ type: 'ledger-appended' });
+  ledgerMarkedAtMs = nowMs;
+};
+const admission = new Admission(new ScriptBatcher(scriptPipe, keys, ledgerMarked), balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls }, { flushMs: config.settleFlushMs, journal });
 

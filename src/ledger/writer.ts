@@ -9,9 +9,14 @@ const PER_USER = 1000;
 
 type StreamEntry = [id: string, fields: string[]];
 
+/** The pause between passes while events keep coming. */
+export const LEDGER_INTERVAL_MS = 100;
+
 export interface LedgerWriterOptions {
-  /** Pause between passes: every event of that window goes to Postgres in one transaction. */
+  /** Pause between passes while events keep coming: every event of that window goes to Postgres in one transaction. */
   readonly intervalMs?: number;
+  /** The longest pause: each pass that finds nothing doubles the pause up to this, and `nudge` ends it. */
+  readonly idleIntervalMs?: number;
   readonly sweepMs?: number;
   readonly onError: (error: unknown) => void;
   readonly onWritten?: (events: number) => void;
@@ -26,13 +31,17 @@ export interface LedgerWriterOptions {
  * reservation id and request logs are keyed by it, so a replayed event inserts nothing. Entries are
  * deleted from Redis only after their Postgres transaction committed, so a crash or a Postgres
  * outage loses nothing; the dirty set is a hint, and a periodic scan finds streams it missed.
- * Passes run at a fixed pace, so under load one transaction carries many events.
+ * Passes run at a fixed pace while events come, so under load one transaction carries many events;
+ * an idle writer slows down to one Redis round trip per `idleIntervalMs`, and `nudge` wakes it.
  */
 export class LedgerWriter {
   private running = false;
   private loop: Promise<void> | undefined;
   private lastSweep = 0;
   private wake: (() => void) | undefined;
+  /** The current pause is an idle one (longer than `intervalMs`): a nudge ends it. */
+  private pausedIdle = false;
+  private nudged = false;
 
   constructor(private readonly sql: Sql, private readonly redis: Redis, private readonly keys: RedisKeys, private readonly options: LedgerWriterOptions) {}
 
@@ -50,27 +59,43 @@ export class LedgerWriter {
     while ((await this.drainAll(true)) > 0);
   }
 
+  /** New events are in Redis (settlements after a quiet spell): an idle pause ends now. */
+  nudge(): void {
+    this.nudged = true;
+    if (this.pausedIdle) this.wake?.();
+  }
+
   private async run(): Promise<void> {
-    const intervalMs = this.options.intervalMs ?? 100;
+    const intervalMs = this.options.intervalMs ?? LEDGER_INTERVAL_MS;
+    const idleIntervalMs = Math.max(intervalMs, this.options.idleIntervalMs ?? 1000);
+    let pauseMs = intervalMs;
     while (this.running) {
       const started = Date.now();
+      this.nudged = false;
+      let written: number;
       try {
-        await this.drainAll(started - this.lastSweep > (this.options.sweepMs ?? 30_000));
+        written = await this.drainAll(started - this.lastSweep > (this.options.sweepMs ?? 30_000));
       } catch (error) {
         this.options.onError(error);
-        await this.sleep(1000); // Postgres or Redis is down: back off, the events wait in Redis
+        await this.sleep(1000, false); // Postgres or Redis is down: back off, the events wait in Redis
         continue;
       }
-      await this.sleep(Math.max(0, intervalMs - (Date.now() - started)));
+      pauseMs = written > 0 || this.nudged ? intervalMs : Math.min(idleIntervalMs, pauseMs * 2);
+      await this.sleep(Math.max(0, pauseMs - (Date.now() - started)), pauseMs > intervalMs);
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  private sleep(ms: number, idle: boolean): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      this.pausedIdle = idle;
+      const done = () => {
+        this.pausedIdle = false;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
       this.wake = () => {
         clearTimeout(timer);
-        resolve();
+        done();
       };
     });
   }
