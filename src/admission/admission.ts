@@ -213,7 +213,6 @@ export class Admission {
     for (const slot of this.slots.values()) if (slot.lease) this.retire(slot.lease, nowMs);
     const until = Date.now() + timeoutMs;
     while (this.leasesOpen && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
-    clearInterval(this.sweepTimer);
   }
 
   private async open(userId: string, keyId: string, callNano: bigint, callTokens: number, wantCalls: number, limits: KeyLimits): Promise<Lease> {
