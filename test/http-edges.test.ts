@@ -3,6 +3,7 @@
 // charged), routing, health, readiness, metrics across threads, and what the upstream receives.
 import t from 'tap';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
+import { MAX_JSON_DEPTH, parseJsonObject } from '../src/http/schemas/issues.js';
 import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, parsePrometheus, rawRequest, sseEvents, sumSamples } from './helpers/http-tools.js';
 
 const CHAT = '/v1/chat/completions';
@@ -67,6 +68,27 @@ t.test('body parsing: malformed JSON, non-object bodies, empty body, wrong Conte
   const charset = await chat(key, JSON.stringify({ model: MODEL, messages: msg('hi [[mock chunks=1]]') }), { 'content-type': 'application/json; charset=utf-8' });
   t.equal(charset.status, 200, 'application/json with a charset parameter is accepted');
   t.equal(gateway.mock.requests().length, before + 1, 'only the valid request reached the upstream');
+});
+
+t.test('JSON nested beyond MAX_JSON_DEPTH is a 400 wherever it sits, even in fields passed through as they are', async (t) => {
+  const { key, token } = await fastUser(gateway, 'deep-json', '1');
+  const before = gateway.mock.requests().length;
+  const nested = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
+  // Far beyond any real request, within this gateway's 64 KB body limit. (50,000 levels, which overflowed
+  // the stack when a family serialised the request again, answered 500 before the limit.)
+  const deep = nested(10_000);
+  t.throws(() => parseJsonObject(Buffer.from(`{"x":${nested(50_000)}}`)), { status: 400, code: 'invalid_json' }, 'parsing refuses 50,000 levels');
+  const tool = (parameters: string) => `{"model":"${MODEL}","messages":[{"role":"user","content":"hi [[mock chunks=1]]"}],"tools":[{"type":"function","function":{"name":"f","parameters":${parameters}}}]}`;
+  assertEnvelope(t, await chat(key, tool(deep)), 400, 'invalid_json', "a tool's parameters");
+  assertEnvelope(t, await chat(key, `{"model":"${MODEL}","messages":[{"role":"user","content":"hi","name":${deep}}]}`), 400, 'invalid_json', "a message's own field");
+  const schema = `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":${deep}}}}`;
+  assertEnvelope(t, await chat(key, schema), 400, 'invalid_json', 'a response_format schema');
+  // The body is level 1, tools 2, the tool 3, function 4, parameters (the first of the nested objects) 5.
+  const atLimit = await chat(key, tool(nested(MAX_JSON_DEPTH - 4)));
+  t.equal(atLimit.status, 200, `${MAX_JSON_DEPTH} levels are accepted`);
+  assertEnvelope(t, await chat(key, tool(nested(MAX_JSON_DEPTH - 3))), 400, 'invalid_json', `${MAX_JSON_DEPTH + 1} levels are not`);
+  assertEnvelope(t, await postJson(`${gateway.url}/api/v1/api-keys`, token, `{"name":${deep}}`), 400, 'invalid_json', 'the management API too');
+  t.equal(gateway.mock.requests().length, before + 1, 'only the request within the limit reached the upstream');
 });
 
 t.test('a body over MAX_BODY_BYTES is 413, with Content-Length and chunked; the server stays healthy', async (t) => {

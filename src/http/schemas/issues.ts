@@ -16,7 +16,26 @@ export function validationError(issues: readonly v.BaseIssue<unknown>[], status 
   return new ApiError(status, status === 422 ? 'validation_error' : 'invalid_request', message, param || null);
 }
 
-/** Parses a JSON body; malformed JSON or a non-object is a 400. */
+/**
+ * Objects and arrays nested deeper than this are refused: no request needs so many levels (a tool's
+ * JSON Schema uses a few dozen at most), and values far deeper overflow the stack when a family
+ * serialises the request again (JSON.parse itself takes them).
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/** Whether `value` holds objects or arrays more than `levels` deep (recursion bounded by `levels`). */
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (levels === 0) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (nestsDeeperThan(value[i], levels - 1)) return true;
+    return false;
+  }
+  for (const key in value) if (nestsDeeperThan((value as Record<string, unknown>)[key], levels - 1)) return true;
+  return false;
+}
+
+/** Parses a JSON body; malformed JSON, a non-object, or nesting beyond MAX_JSON_DEPTH is a 400. */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {
   if (body.length === 0) throw new ApiError(400, 'invalid_json', 'Request body is empty; a JSON object is required.');
   let value: unknown;
@@ -27,6 +46,9 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ApiError(400, 'invalid_json', 'Request body must be a JSON object.');
+  }
+  if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+    throw new ApiError(400, 'invalid_json', `Request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.`);
   }
   return value as Record<string, unknown>;
 }
