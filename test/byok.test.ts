@@ -262,6 +262,8 @@ t.test('422 naming the field for every bad input; nothing is stored', async (t) 
     ['empty api_key', { ...ok, api_key: '' }, 'api_key'],
     ['api_key not a string', { ...ok, api_key: 123 }, 'api_key'],
     ['api_key too long', { ...ok, api_key: 'k'.repeat(4097) }, 'api_key'],
+    ['api_key with a line break', { ...ok, api_key: 'sk-x\r\nX-Injected: 1' }, 'api_key'],
+    ['api_key with a tab inside', { ...ok, api_key: 'sk-x\tsk-y' }, 'api_key'],
     ['null api_key on create', { ...ok, api_key: null }, 'api_key'],
     ['config_json an array', { ...ok, config_json: [1] }, 'config_json'],
     ['config_json a string', { ...ok, config_json: '{"a":1}' }, 'config_json'],

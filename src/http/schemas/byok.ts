@@ -23,8 +23,12 @@ const label = v.pipe(
   v.check((text) => codePoints(text) <= MAX_LABEL, `must be at most ${MAX_LABEL} characters`),
 );
 
-// Surrounding whitespace (a copy-and-paste artefact) is dropped; the rest is kept byte for byte.
-const apiKey = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(MAX_API_KEY, `must be at most ${MAX_API_KEY} characters`));
+// Surrounding whitespace (a copy-and-paste artefact) is dropped; the rest is kept byte for byte. It goes
+// upstream in a header, where a line break or other control character can never be sent.
+const apiKey = v.pipe(
+  v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(MAX_API_KEY, `must be at most ${MAX_API_KEY} characters`),
+  v.regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain line breaks or other control characters'),
+);
 
 const baseUrl = v.pipe(
   v.string('must be a string'),
