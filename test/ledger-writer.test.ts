@@ -1,6 +1,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
+import { sleep } from './helpers/http-tools.js';
 
 let gateway: Gateway;
 t.before(async () => { gateway = await startGateway(); });
@@ -32,7 +33,6 @@ t.test('an idle ledger writer slows down, and the first settlement after a quiet
   const user = 'quiet';
   const { key } = await quiet.user(user, '1');
   const stream = `${quiet.prefix}{u:${user}}:ledger`;
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   // As another gateway process's settle.lua would append an entry: its threads cannot wake this writer.
   const appendElsewhere = async () => {
     const id = randomUUID();
