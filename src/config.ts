@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'bfl'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -21,6 +21,7 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   minimax: 'https://api.minimax.io/v1',
   alibaba: 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1',
   bytedance: 'https://ark.ap-southeast.bytepluses.com/api/v3',
+  shengshu: 'https://api.vidu.com',
   bfl: 'https://api.bfl.ai/v1',
 };
 
@@ -82,6 +83,22 @@ const EnvSchema = v.object({
   // URLs fetched for callers (image_urls, results to rehost): time bound, and loopback allowed (tests only).
   FETCH_TIMEOUT_MS: v.optional(intFrom(100, 600_000), '30000'),
   FETCH_ALLOW_LOOPBACK: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
+  // Async tasks (video, audio): per-user actors on Redis Streams (README "Async tasks").
+  TASK_SHARDS: v.optional(intFrom(1, 1024), '16'),
+  TASK_LEASE_MS: v.optional(intFrom(300, 600_000), '10000'),
+  TASK_TIMER_TICK_MS: v.optional(intFrom(5, 60_000), '250'),
+  TASK_POLL_MS: v.optional(intFrom(10, 600_000), '3000'),
+  TASK_TIMEOUT_MS: v.optional(intFrom(1000, 7 * DAY_MS), String(DAY_MS)),
+  TASK_USER_CONCURRENCY: v.optional(intFrom(1, 10_000), '10'),
+  TASK_MAX_STEPS: v.optional(intFrom(1, 10_000), '128'),
+  TASK_WORKERS: v.optional(intFrom(1, 64), '2'),
+  TASK_REHOST_ATTEMPTS: v.optional(intFrom(1, 20), '3'),
+  TASK_RETRY_MS: v.optional(intFrom(10, 3_600_000), '2000'),
+  TASK_CALLBACK_RETRY_MS: v.optional(intFrom(10, 3_600_000), '5000'),
+  TASK_CALLBACK_MAX_DELAY_MS: v.optional(intFrom(10, DAY_MS), '3600000'),
+  TASK_CALLBACK_WINDOW_MS: v.optional(intFrom(1000, 7 * DAY_MS), String(DAY_MS)),
+  TASK_CALLBACK_TIMEOUT_MS: v.optional(intFrom(100, 600_000), '10000'),
+  MEDIA_MAX_VIDEO_BYTES: v.optional(intFrom(1024, 4 * 1024 * 1024 * 1024), String(256 * 1024 * 1024)),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
@@ -141,6 +158,38 @@ export interface Config {
   readonly media: MediaConfig;
   readonly imagePollMs: number;
   readonly fetch: FetchConfig;
+  readonly tasks: TaskConfig;
+}
+
+/** The task runtime (src/tasks/): shards, leases, timers and pacing. */
+export interface TaskConfig {
+  /** Shards users are spread over (`hash(user) mod shards`); keep it fixed for the life of a deployment. */
+  readonly shards: number;
+  /** A shard lease's life; its owner renews it every third of that. A dead owner's shards move after it. */
+  readonly leaseMs: number;
+  /** How often due timers (polls, retries, callback attempts) move into the shard streams. */
+  readonly timerTickMs: number;
+  /** Pause between two polls of a vendor task. */
+  readonly pollMs: number;
+  /** A vendor task still running this long after it was accepted fails (`upstream_timeout`). */
+  readonly timeoutMs: number;
+  /** Tasks one user may have running at vendors at once; later ones wait their turn, in order. */
+  readonly userConcurrency: number;
+  /** Steps one process runs at once (across users). */
+  readonly maxSteps: number;
+  /** Worker threads of the task pool (vendor calls, downloads, callbacks). */
+  readonly workers: number;
+  /** Downloads of a result tried before its task fails. */
+  readonly rehostAttempts: number;
+  /** First pause after a transient failure (doubling, up to the poll pacing's 10-fold). */
+  readonly retryMs: number;
+  readonly callbackRetryMs: number;
+  readonly callbackMaxDelayMs: number;
+  /** Callback attempts continue this long after the first one. */
+  readonly callbackWindowMs: number;
+  readonly callbackTimeoutMs: number;
+  /** Largest result a task downloads to rehost. */
+  readonly maxMediaBytes: number;
 }
 
 /** Fetching URLs named by callers or returned by vendors (src/media/url-guard.ts). */
@@ -253,6 +302,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     media,
     imagePollMs: e.IMAGE_POLL_MS,
     fetch: Object.freeze({ timeoutMs: e.FETCH_TIMEOUT_MS, allowLoopback: e.FETCH_ALLOW_LOOPBACK === 'true' }),
+    tasks: Object.freeze({
+      shards: e.TASK_SHARDS,
+      leaseMs: e.TASK_LEASE_MS,
+      timerTickMs: e.TASK_TIMER_TICK_MS,
+      pollMs: e.TASK_POLL_MS,
+      timeoutMs: e.TASK_TIMEOUT_MS,
+      userConcurrency: e.TASK_USER_CONCURRENCY,
+      maxSteps: e.TASK_MAX_STEPS,
+      workers: e.TASK_WORKERS,
+      rehostAttempts: e.TASK_REHOST_ATTEMPTS,
+      retryMs: e.TASK_RETRY_MS,
+      callbackRetryMs: e.TASK_CALLBACK_RETRY_MS,
+      callbackMaxDelayMs: e.TASK_CALLBACK_MAX_DELAY_MS,
+      callbackWindowMs: e.TASK_CALLBACK_WINDOW_MS,
+      callbackTimeoutMs: e.TASK_CALLBACK_TIMEOUT_MS,
+      maxMediaBytes: e.MEDIA_MAX_VIDEO_BYTES,
+    }),
   });
 }
 

@@ -8,7 +8,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { RedisKeys } from './admission/keys.js';
 import { LedgerWriter } from './ledger/writer.js';
-import { createMainMetrics } from './metrics.js';
+import { createMainMetrics, createTaskMetrics } from './metrics.js';
 import { configureLog, log } from './log.js';
 import { ensureRequestLogPartitions, dropExpiredRequestLogPartitions } from './store/request-logs.js';
 import { HttpThreadPool } from './http/thread-pool.js';
@@ -22,6 +22,14 @@ import { AlertMonitor } from './billing/alerts.js';
 import { OutboxSender } from './mail/outbox-sender.js';
 import { openMediaStorage } from './media/open.js';
 import { MediaJanitor } from './media/janitor.js';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { connect } from './store/db.js';
+import { TaskRuntime } from './tasks/runtime.js';
+import { TaskWorkers } from './tasks/task-workers.js';
+import { CatalogSnapshot } from './catalog/snapshot.js';
+import { loadCallableModels } from './store/catalog.js';
+import { SealedBox } from './auth/sealed-box.js';
 
 const DAY_MS = 86_400_000;
 
@@ -148,6 +156,30 @@ async function main(): Promise<void> {
     onLedgerAppended: () => ledger.nudge(),
   });
 
+  // The task runtime: this process's share of the per-user actors (its own Postgres pool and workers).
+  const taskSql = connect(config.databaseUrl, 8);
+  const loadCatalog = async () => {
+    const { chat, media } = await loadCallableModels(taskSql);
+    return new CatalogSnapshot(chat, media);
+  };
+  let taskCatalog = await loadCatalog();
+  const catalogTimer = setInterval(() => {
+    loadCatalog().then((snapshot) => { taskCatalog = snapshot; }, (error) => log.warn('catalog refresh failed (tasks)', { error }));
+  }, 60_000);
+  catalogTimer.unref();
+  const tasks = new TaskRuntime({
+    owner: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    config, sql: taskSql, redis, keys,
+    balances: new Balances(taskSql, redis, keys),
+    workers: new TaskWorkers(config.tasks.workers),
+    catalog: () => taskCatalog,
+    vendors: Object.fromEntries(Object.values(config.vendors).map((vendor) => [vendor.name, { baseUrl: vendor.baseUrl, apiKey: vendor.apiKey }])),
+    box: new SealedBox(config.keySecret),
+    metrics: createTaskMetrics(registry),
+    onTaskEnded: (row) => { if (row.status === 'success') alerts.usersWritten([row.user_id]); },
+  });
+  tasks.start();
+
   const base = `http://${config.host}:${config.port}`;
   log.info('gateway listening', { url: base, threads: config.httpThreads, openai_base_url: `${base}/v1`, mock_vendor: mock?.url ?? null });
   if (!config.production) {
@@ -167,6 +199,8 @@ async function main(): Promise<void> {
     stopping = true;
     log.info('shutting down: draining streams', { deadline_ms: config.shutdownDrainMs });
     await threads!.drain(config.shutdownDrainMs);
+    // Steps under way finish, then every shard is handed over: another process goes on with its tasks.
+    await tasks.stop(config.shutdownDrainMs).catch((error) => log.error('task runtime stop failed', { error }));
     // Every settlement is in Redis now: write the last ledger events before anything else can go wrong.
     await ledger.stop().catch((error) => log.error('final ledger flush failed; events stay in Redis', { error }));
     await alerts.stop();
@@ -175,7 +209,8 @@ async function main(): Promise<void> {
     clearInterval(janitor);
     await reservations.stop();
     await mediaJanitor?.stop();
-    await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close()]);
+    clearInterval(catalogTimer);
+    await Promise.allSettled([sql.end({ timeout: 5 }), taskSql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close()]);
     log.info('stopped');
     process.exit(code);
   }

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NormalizedUsage } from './providers/usage.js';
 import { nanoToUsd } from './billing/pricing.js';
@@ -8,7 +9,20 @@ const SCRIPT_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 
 /** The gateway's own metrics; one set per HTTP thread, summed across threads on /metrics. */
 export function createMetrics(registry = new Registry()) {
   const registers = [registry];
+  // Sampled every 100 ms (a finer timer wakes an idle thread often); read and restarted at each scrape.
+  const loopDelay = monitorEventLoopDelay({ resolution: 100 });
+  loopDelay.enable();
   return {
+    eventLoopDelay: new Gauge({
+      name: 'gateway_http_event_loop_delay_seconds',
+      help: 'Event-loop delay of the HTTP threads since the previous scrape, by quantile (0.5, 0.99, 1 for the max); the worst thread.',
+      labelNames: ['quantile'], aggregator: 'max', registers,
+      collect() {
+        for (const q of [0.5, 0.99]) this.set({ quantile: String(q) }, loopDelay.count > 0 ? loopDelay.percentile(q * 100) / 1e9 : 0);
+        this.set({ quantile: '1' }, loopDelay.count > 0 ? loopDelay.max / 1e9 : 0);
+        loopDelay.reset();
+      },
+    }),
     registry,
     httpRequests: new Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests answered, by route, method and status.', labelNames: ['route', 'method', 'status'], registers }),
     httpDuration: new Histogram({ name: 'gateway_http_request_duration_seconds', help: 'Time from request to the last byte of the response, by route.', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers }),
@@ -26,6 +40,7 @@ export function createMetrics(registry = new Registry()) {
     mediaStored: new Counter({ name: 'gateway_media_stored_total', help: 'Media objects stored (uploads, rehosted results), by sniffed content type.', labelNames: ['content_type'], registers }),
     images: new Counter({ name: 'gateway_images_total', help: 'Images delivered by image calls, by model and whether they were rehosted on the media host.', labelNames: ['model', 'hosted'], registers }),
     mediaStoredBytes: new Counter({ name: 'gateway_media_stored_bytes_total', help: 'Bytes of media objects stored.', registers }),
+    tasksSubmitted: new Counter({ name: 'gateway_tasks_submitted_total', help: 'Async tasks accepted (video, audio), by model.', labelNames: ['model'], registers }),
     leaseSlots: new Histogram({
       name: 'gateway_admission_lease_slots', help: 'Calls each admission lease granted may admit (1: admitted call by call); the count is the number of leases granted.',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024], registers,
@@ -50,6 +65,31 @@ export function createMainMetrics(registry: Registry) {
     alertMailFailures: new Counter({ name: 'gateway_alert_mail_failures_total', help: 'Failed attempts to send a balance-alert mail (the mail stays queued and is retried).', registers }),
   };
 }
+
+const TASK_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 21600];
+
+/** The task runtime's metrics (main thread): tasks, actors, shards, workers, callbacks. */
+export function createTaskMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    ended: new Counter({ name: 'gateway_tasks_ended_total', help: 'Async tasks ended, by model and status (success, failed).', labelNames: ['model', 'status'], registers }),
+    duration: new Histogram({ name: 'gateway_task_duration_seconds', help: 'Time from submit to the end of a task, by model and status.', labelNames: ['model', 'status'], buckets: TASK_BUCKETS, registers }),
+    cost: new Counter({ name: 'gateway_task_cost_usd_total', help: 'USD charged for successful tasks, by model.', labelNames: ['model'], registers }),
+    steps: new Counter({ name: 'gateway_task_steps_total', help: 'Actor steps run, by kind (start, poll, callback, settle) and outcome (ok, retry, error).', labelNames: ['kind', 'outcome'], registers }),
+    upstreamErrors: new Counter({ name: 'gateway_task_upstream_errors_total', help: 'Vendor task calls that failed, by vendor and reason (retried when transient).', labelNames: ['vendor', 'reason'], registers }),
+    mailboxDepth: new Gauge({ name: 'gateway_task_mailbox_depth', help: 'Messages waiting in this process\'s user mailboxes (queued and starts waiting for a slot).', registers }),
+    mailboxes: new Gauge({ name: 'gateway_task_mailboxes', help: 'User mailboxes open in this process.', registers }),
+    streamLag: new Gauge({ name: 'gateway_task_stream_pending', help: 'Messages of an owned shard\'s stream delivered and not yet acknowledged, by shard.', labelNames: ['shard'], registers }),
+    timersPending: new Gauge({ name: 'gateway_task_timers', help: 'Timers (polls, retries, callback attempts) scheduled on this process\'s shards.', registers }),
+    shardsOwned: new Gauge({ name: 'gateway_task_shards_owned', help: 'Task shards whose lease this process holds.', registers }),
+    shardMoves: new Counter({ name: 'gateway_task_shard_moves_total', help: 'Shard leases acquired, released (handed over) or lost (expired) by this process.', labelNames: ['event'], registers }),
+    workerUtilization: new Gauge({ name: 'gateway_task_worker_utilization', help: 'Utilisation of the task worker pool (0 to 1).', registers }),
+    workerQueue: new Gauge({ name: 'gateway_task_worker_queue', help: 'Steps waiting for a task worker.', registers }),
+    callbacks: new Counter({ name: 'gateway_task_callbacks_total', help: 'callback_url delivery attempts, by outcome (delivered, retry, failed).', labelNames: ['outcome'], registers }),
+  };
+}
+
+export type TaskMetrics = ReturnType<typeof createTaskMetrics>;
 
 export const seconds = (sinceNs: bigint) => Number(process.hrtime.bigint() - sinceNs) / 1e9;
 

@@ -215,7 +215,18 @@ export class Admission {
     while (this.leasesOpen && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
-  private async open(userId: string, keyId: string, callNano: bigint, callTokens: number, wantCalls: number, limits: KeyLimits): Promise<Lease> {
+  /**
+   * Reserves a task's cost under `holdId` for as long as the task runs. Its request counts in the
+   * key's rate windows, and the user's available credit and the key's credit limit apply, as for any
+   * call. The hold has the normal reservation deadline until its task pins it (a submit that dies
+   * before that leaves nothing held for long); it ends with task_settle.lua. Returns the rate headers.
+   */
+  async holdTask(userId: string, keyId: string, holdId: string, costNano: bigint, limits: KeyLimits): Promise<Readonly<Record<string, string>>> {
+    const lease = await this.open(userId, keyId, costNano, 1, 1, limits, holdId);
+    return rateLimitHeaders(lease.rateWindow(Date.now()));
+  }
+
+  private async open(userId: string, keyId: string, callNano: bigint, callTokens: number, wantCalls: number, limits: KeyLimits, holdId?: string): Promise<Lease> {
     const { rpm } = limits;
     const smallWindow = this.limits.requests < this.policy.minWindowLimit || (rpm !== null && rpm < this.policy.minWindowLimit);
     // 0 calls: credit for this one call only, outside the rate windows (see admitCredit).
@@ -224,7 +235,7 @@ export class Admission {
     for (let attempt = 0; attempt < 3; attempt++) {
       // Settlements waiting to leave go first, in the same write: this admission must see them.
       this.sendWaiting();
-      const leaseId = leaseIdFor(keyId);
+      const leaseId = holdId ?? leaseIdFor(keyId);
       // The lease's life counts from before the round trip: Redis scored its slots no earlier.
       const sentAtMs = Date.now();
       const started = process.hrtime.bigint();

@@ -66,6 +66,30 @@ export class RedisKeys {
     const match = /^\{u:([^}]+)\}:/.exec(key.slice(this.prefix.length));
     return match?.[1];
   }
+  /** A task shard's keys share one hash tag, so each shard script touches one Cluster slot. */
+  private shard(shard: number): string {
+    return `${this.prefix}{ts:${shard}}`;
+  }
+  /** The shard's messages for its actors (stream, consumer group `actors`). */
+  taskStream(shard: number): string {
+    return `${this.shard(shard)}:stream`;
+  }
+  /** The shard's timers (zset: `<kind>:<task id>:<user id>` -> due ms), moved into its stream when due. */
+  taskTimers(shard: number): string {
+    return `${this.shard(shard)}:timers`;
+  }
+  /** The shard's owner (`<process id>|<fencing token>`, expiring unless renewed). */
+  taskLease(shard: number): string {
+    return `${this.shard(shard)}:lease`;
+  }
+  /** The shard's last fencing token. */
+  taskFence(shard: number): string {
+    return `${this.shard(shard)}:fence`;
+  }
+  /** Live gateway processes of the task runtime (zset: process id -> ms its heartbeat lasts until). */
+  taskMembers(): string {
+    return `${this.prefix}tasks:members`;
+  }
   /** Pub/sub channel announcing API key changes (revocation, disable), so caches drop them at once. */
   keyEvents(): string {
     return `${this.prefix}keys:events`;

@@ -6,15 +6,19 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 9, settle: 12, hydrate: 1, credit: 1, loadspend: 1, expire: 6 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 9, settle: 12, hydrate: 2, credit: 1, loadspend: 1, expire: 6, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];
 interface ScriptCommands {
-  hydrate(k1: string, ...argv: (string | number)[]): Promise<number>;
+  hydrate(k1: string, k2: string, ...argv: (string | number)[]): Promise<number>;
   credit(k1: string, ...argv: (string | number)[]): Promise<Reply>;
   loadspend(k1: string, ...argv: (string | number)[]): Promise<number>;
   expire(...keysThenArgv: string[]): Promise<Reply>;
+  task_settle(...keysThenArgv: string[]): Promise<Reply>;
+  shard_claim(k1: string, k2: string, owner: string, lifeMs: number): Promise<number>;
+  shard_release(k1: string, value: string): Promise<number>;
+  timers_due(k1: string, k2: string, limit: number): Promise<Reply>;
 }
 export type ScriptedRedis = Redis & ScriptCommands;
 
@@ -155,13 +159,32 @@ export function settleResultOf([code, charged = 0]: Reply): SettleResult {
   return { kind, chargedNano: BigInt(charged) };
 }
 
-export function hydrate(redis: ScriptedRedis, keys: RedisKeys, userId: string, creditsNano: bigint, depositsNano: bigint): Promise<number> {
-  return redis.hydrate(keys.balance(userId), creditsNano.toString(), depositsNano.toString());
+/** A pending task's reservation: `held` until the task ends (see lua/task_settle.lua). */
+export interface TaskHold {
+  readonly holdId: string;
+  readonly nano: bigint;
 }
 
-/** Loads a key's period spend from Postgres figures unless Redis already has it. */
-export function loadSpend(redis: ScriptedRedis, keys: RedisKeys, userId: string, keyId: string, periodStartMs: number, spentNano: bigint): Promise<number> {
-  return redis.loadspend(keys.keySpend(userId, keyId), periodStartMs, spentNano.toString());
+/** Loads a balance (and its pending tasks' holds) from Postgres figures unless Redis already has it. */
+export function hydrate(redis: ScriptedRedis, keys: RedisKeys, userId: string, creditsNano: bigint, depositsNano: bigint, holds: readonly TaskHold[] = []): Promise<number> {
+  return redis.hydrate(keys.balance(userId), keys.reservations(userId), creditsNano.toString(), depositsNano.toString(), ...holds.flatMap((hold) => [hold.holdId, hold.nano.toString()]));
+}
+
+/** Loads a key's period spend (and what its pending tasks hold) from Postgres figures unless Redis already has it. */
+export function loadSpend(redis: ScriptedRedis, keys: RedisKeys, userId: string, keyId: string, periodStartMs: number, spentNano: bigint, heldNano = 0n): Promise<number> {
+  return redis.loadspend(keys.keySpend(userId, keyId), periodStartMs, spentNano.toString(), heldNano.toString());
+}
+
+/**
+ * Ends a task's hold after Postgres recorded how the task ended: charges `chargeNano` (at most the
+ * hold) and releases the rest. Returns what was charged, or undefined when the hold was not there
+ * (settled before, or its task had already ended when the balance was rebuilt).
+ */
+export async function settleTaskHold(redis: ScriptedRedis, keys: RedisKeys, userId: string, keyId: string, holdId: string, chargeNano: bigint): Promise<bigint | undefined> {
+  const [code, charged = 0] = await redis.task_settle(
+    keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.keySpend(userId, keyId), holdId, chargeNano.toString(),
+  );
+  return code === 0 ? BigInt(charged) : undefined;
 }
 
 /** Releases a lease past its deadline (expire.lua); returns the nano-USD released, or undefined when it was not due. */

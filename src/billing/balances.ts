@@ -4,6 +4,7 @@ import type { RedisKeys } from '../admission/keys.js';
 import { credit, hydrate, loadSpend, type ScriptedRedis } from '../admission/scripts.js';
 import { ensureAccount } from '../store/accounts.js';
 import { insertDeposit, keySpendSince, ledgerTotals } from '../store/ledger.js';
+import { pendingKeyHold, pendingTaskHolds } from '../store/tasks.js';
 import { evaluateAlerts } from './alerts.js';
 import { log } from '../log.js';
 
@@ -19,16 +20,26 @@ export interface BalanceNano {
 export class Balances {
   constructor(private readonly sql: Sql, private readonly redis: ScriptedRedis, private readonly keys: RedisKeys) {}
 
-  /** Loads the user's balance into Redis from Postgres unless it is already there. */
+  /**
+   * Loads the user's balance into Redis from Postgres unless it is already there: the ledger's totals
+   * and the holds of the user's pending tasks, read in one snapshot so that a task ending meanwhile
+   * (its charge committed with its row) is counted in exactly one of them.
+   */
   async load(userId: string): Promise<void> {
-    const totals = await ledgerTotals(this.sql, userId);
-    await hydrate(this.redis, this.keys, userId, totals.credits, totals.deposits);
+    const { totals, holds } = await this.sql.begin('isolation level repeatable read read only', async (tx) => ({
+      totals: await ledgerTotals(tx, userId),
+      holds: await pendingTaskHolds(tx, userId),
+    }));
+    await hydrate(this.redis, this.keys, userId, totals.credits, totals.deposits, holds);
   }
 
-  /** Loads a key's spend since its credit period began into Redis from Postgres unless it is already there. */
+  /** Loads a key's spend since its credit period began (and what its pending tasks hold) into Redis from Postgres unless it is already there. */
   async loadKeySpend(userId: string, keyId: string, periodStartMs: number): Promise<void> {
-    const spent = await keySpendSince(this.sql, keyId, new Date(periodStartMs));
-    await loadSpend(this.redis, this.keys, userId, keyId, periodStartMs, spent);
+    const { spent, held } = await this.sql.begin('isolation level repeatable read read only', async (tx) => ({
+      spent: await keySpendSince(tx, keyId, new Date(periodStartMs)),
+      held: await pendingKeyHold(tx, keyId),
+    }));
+    await loadSpend(this.redis, this.keys, userId, keyId, periodStartMs, spent, held);
   }
 
   async get(userId: string): Promise<BalanceNano> {
@@ -52,7 +63,7 @@ export class Balances {
     const totals = await ledgerTotals(this.sql, userId);
     const credited = await credit(this.redis, this.keys, userId, totals.deposits);
     if (credited !== undefined) return credited;
-    await hydrate(this.redis, this.keys, userId, totals.credits, totals.deposits);
+    await this.load(userId);
     return (await credit(this.redis, this.keys, userId, totals.deposits)) ?? totals.credits;
   }
 

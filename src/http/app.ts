@@ -12,6 +12,8 @@ import { billingAlertRoutes } from './routes/billing-alerts.js';
 import { byokRoutes } from './routes/byok.js';
 import { modelRoutes } from './routes/models.js';
 import { MULTIPART_OVERHEAD_BYTES, mediaRoutes } from './routes/media.js';
+import { videoRoutes } from './routes/videos.js';
+import { webhookSecretRoutes } from './routes/webhook-secret.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
@@ -52,11 +54,18 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const chat = chatCompletions(services);
   const models = modelRoutes(services);
   const media = mediaRoutes(services);
+  const videos = videoRoutes(services);
+  const webhookSecret = webhookSecretRoutes(services, box);
 
   router
     .post('/v1/chat/completions', chat)
     .post('/v1/responses', (ctx) => chat(ctx, RESPONSES_OUTPUT))
     .post('/v1/images/generations', imageGenerations(services))
+    .post('/v1/videos/generations', videos.submit)
+    .get('/v1/videos/generations', videos.list)
+    .get('/v1/videos/generations/:id', videos.get)
+    .get('/api/v1/webhook-secret', webhookSecret.get)
+    .post('/api/v1/webhook-secret/rotate', webhookSecret.rotate)
     .post('/api/v1/api-keys', keys.create)
     .get('/api/v1/api-keys', keys.list)
     .put('/api/v1/api-keys/:id', keys.update)

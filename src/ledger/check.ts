@@ -27,6 +27,8 @@ export type LedgerDifference =
   | { readonly kind: 'negative_held'; readonly userId: string; readonly actualNano: bigint; readonly what: string }
   /** A Redis figure that is not an integer. */
   | { readonly kind: 'unreadable'; readonly userId: string; readonly what: string; readonly raw: string }
+  /** A pending task's hold (Postgres) is not open in Redis at its amount, or Redis holds for a task that is not pending. */
+  | { readonly kind: 'task_hold'; readonly userId: string; readonly holdId: string; readonly expectedNano: bigint; readonly actualNano: bigint }
   /** A live key whose spend in its current period (Postgres) is above its credit limit. */
   | { readonly kind: 'key_spend'; readonly userId: string; readonly keyId: string; readonly limitNano: bigint; readonly spentNano: bigint; readonly periodStart: Date };
 
@@ -62,6 +64,8 @@ interface RedisMoney {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INTEGER = /^-?\d+$/;
+/** A task's hold id (store/tasks.ts `holdIdOf`). */
+const TASK_HOLD = /:task-[0-9a-f-]{36}$/;
 
 export async function checkLedger(sql: Sql, redis: Redis, keys: RedisKeys, options: LedgerCheckOptions = {}): Promise<LedgerCheckResult> {
   const attempts = Math.max(1, options.attempts ?? 4);
@@ -171,6 +175,19 @@ function compareUser(userId: string, money: RedisMoney, snapshot: LedgerSnapshot
 
   // A balance Redis does not have is loaded from Postgres on first use: nothing to compare.
   if (!money.loaded) return found;
+  // Pending tasks hold their cost in Redis for as long as they run, and nothing else holds for a task.
+  const taskHolds = snapshot.taskHolds.get(userId) ?? new Map<string, bigint>();
+  const open = new Map(money.reservations);
+  for (const [holdId, expectedNano] of taskHolds) {
+    const raw = open.get(holdId);
+    const actualNano = raw !== undefined && INTEGER.test(raw) ? BigInt(raw) : 0n;
+    if (actualNano !== expectedNano) found.push({ kind: 'task_hold', userId, holdId, expectedNano, actualNano });
+  }
+  for (const [holdId, raw] of money.reservations) {
+    if (TASK_HOLD.test(holdId) && !taskHolds.has(holdId)) {
+      found.push({ kind: 'task_hold', userId, holdId, expectedNano: 0n, actualNano: INTEGER.test(raw) ? BigInt(raw) : 0n });
+    }
+  }
   const totals = snapshot.totals.get(userId) ?? { credits: 0n, deposits: 0n };
   let pendingNano: bigint | undefined = 0n;
   for (const [id, raw] of money.pending) {
@@ -219,6 +236,9 @@ export function describeDifference(d: LedgerDifference): string {
       return `user ${d.userId}: ${d.what} is negative: ${money(d.actualNano)}`;
     case 'unreadable':
       return `user ${d.userId}: ${d.what} in Redis is not an integer: ${JSON.stringify(d.raw)}`;
+    case 'task_hold':
+      return `user ${d.userId}: task hold ${d.holdId}: Redis holds ${money(d.actualNano)}, expected ${money(d.expectedNano)} ` +
+        `(${d.expectedNano === 0n ? 'its task is not pending' : 'the pending task\'s reservation in Postgres'})`;
     case 'key_spend':
       return `user ${d.userId}: key ${d.keyId}: spend since ${d.periodStart.toISOString()} is ${money(d.spentNano)}, ` +
         `above its credit limit ${money(d.limitNano)} by ${money(d.spentNano - d.limitNano)}`;

@@ -81,6 +81,37 @@ export async function fetchGuarded(url: string, options: GuardedFetchOptions): P
   }
 }
 
+/** Checks that a URL may be called (https, every resolved address public) without calling it. */
+export async function vetPublicUrl(url: string, allowLoopback = false): Promise<void> {
+  await vet(parseUrl(url), allowLoopback);
+}
+
+export interface GuardedPostOptions {
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+  readonly allowLoopback?: boolean;
+}
+
+/**
+ * POSTs to a URL a caller chose (a task's `callback_url`), vetted and pinned like `fetchGuarded`;
+ * redirects are not followed (a 3xx is the answer). Resolves with the status; the answer's body is
+ * discarded. Rejects with UrlGuardError when the URL may not be called or the exchange fails.
+ */
+export async function postGuarded(url: string, options: GuardedPostOptions): Promise<{ status: number }> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new UrlGuardError('timeout', `No answer within ${options.timeoutMs} ms.`)), options.timeoutMs);
+  try {
+    const target = parseUrl(url);
+    const addresses = await untilAborted(vet(target, options.allowLoopback ?? false), controller.signal);
+    const response = await request(target, addresses, controller.signal, { method: 'POST', headers: options.headers, body: options.body });
+    response.resume();
+    return { status: response.statusCode ?? 0 };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function parseUrl(text: string, base?: URL): URL {
   try {
     return new URL(text, base);
@@ -128,20 +159,23 @@ function pinnedLookup(addresses: readonly LookupAddress[]) {
   };
 }
 
-function request(target: URL, addresses: readonly LookupAddress[], signal: AbortSignal): Promise<IncomingMessage> {
+function request(
+  target: URL, addresses: readonly LookupAddress[], signal: AbortSignal,
+  send: { method: 'GET' | 'POST'; headers?: Readonly<Record<string, string>>; body?: string } = { method: 'GET' },
+): Promise<IncomingMessage> {
   const client = target.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     // No agent: a pooled socket could outlive the vetting of the name it was opened for.
     const outgoing = client.request(target, {
-      method: 'GET',
+      method: send.method,
       agent: false,
       lookup: pinnedLookup(addresses),
-      headers: { 'accept-encoding': 'identity', accept: '*/*' },
+      headers: { 'accept-encoding': 'identity', accept: '*/*', ...send.headers },
       signal,
     });
     outgoing.on('response', resolve);
     outgoing.on('error', (error) => reject(signal.aborted ? signal.reason : networkError(error)));
-    outgoing.end();
+    outgoing.end(send.body);
   });
 }
 

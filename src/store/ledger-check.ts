@@ -1,4 +1,5 @@
 import type { AnySql, Sql } from './db.js';
+import { holdIdOf } from './tasks.js';
 
 /** What `gateway ledger check` reads from Postgres: accounts, their ledger totals, and keys' period spend. */
 
@@ -22,6 +23,8 @@ export interface LedgerSnapshot {
   readonly totals: Map<string, UserLedgerTotals>;
   /** Of the transaction ids asked about, those already committed, with their credits_nano. */
   readonly committed: Map<string, bigint>;
+  /** Per user, the holds of their pending tasks (hold id -> nano-USD): each must be open in Redis. */
+  readonly taskHolds: Map<string, Map<string, bigint>>;
 }
 
 /**
@@ -38,9 +41,19 @@ export async function ledgerSnapshot(sql: Sql, userIds: readonly string[], trans
       group by user_id`;
     const committed = transactionIds.length === 0 ? [] : await tx<{ id: string; credits_nano: bigint }[]>`
       select id, credits_nano from transactions where id = any(${tx.array(transactionIds as string[])}::uuid[])`;
+    const holds = await tx<{ user_id: string; id: string; api_key_id: string; hold_nano: bigint }[]>`
+      select user_id, id, api_key_id, hold_nano from tasks
+      where user_id = any(${tx.array(userIds as string[])}::text[]) and status = 'pending' and hold_nano > 0`;
+    const taskHolds = new Map<string, Map<string, bigint>>();
+    for (const hold of holds) {
+      let ofUser = taskHolds.get(hold.user_id);
+      if (!ofUser) taskHolds.set(hold.user_id, ofUser = new Map());
+      ofUser.set(holdIdOf(hold.api_key_id, hold.id), hold.hold_nano);
+    }
     return {
       totals: new Map(rows.map((row) => [row.user_id, { credits: row.credits, deposits: row.deposits }])),
       committed: new Map(committed.map((row) => [row.id, row.credits_nano])),
+      taskHolds,
     };
   });
 }

@@ -1,0 +1,19 @@
+import type { TaskRow } from '../store/tasks.js';
+
+/**
+ * A task as the API shows it (GET, lists, callbacks): the spec's fields, `data` once it succeeded,
+ * `error` once it failed. Vendor addresses never appear: `data[].url` is on the media host.
+ */
+export function taskObject(row: TaskRow): Record<string, unknown> {
+  const task: Record<string, unknown> = {
+    id: row.id,
+    object: row.kind,
+    status: row.status,
+    model: row.model,
+    created: Math.floor(row.created_at.getTime() / 1000),
+  };
+  if (row.ended_at) task.completed_at = Math.floor(row.ended_at.getTime() / 1000);
+  if (row.status === 'success') task.data = row.result ?? [];
+  if (row.status === 'failed') task.error = { code: row.error_code ?? 'failed', message: row.error_message ?? 'The task failed.' };
+  return task;
+}

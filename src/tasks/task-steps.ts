@@ -1,0 +1,297 @@
+import type { Config } from '../config.js';
+import type { Sql } from '../store/db.js';
+import type { ScriptedRedis } from '../admission/scripts.js';
+import { settleTaskHold } from '../admission/scripts.js';
+import type { RedisKeys } from '../admission/keys.js';
+import type { Balances } from '../billing/balances.js';
+import type { CatalogSnapshot } from '../catalog/snapshot.js';
+import { PricingError, actualNano } from '../billing/media-pricing.js';
+import { nanoToUsd } from '../billing/pricing.js';
+import type { SealedBox } from '../auth/sealed-box.js';
+import type { TaskMetrics } from '../metrics.js';
+import { children } from '../metrics.js';
+import { log } from '../log.js';
+import { isLoopbackUrl } from '../media/rehost.js';
+import type { VendorRefusal, VendorTarget } from '../providers/video/adapter.js';
+import {
+  endTaskFailure, endTaskSuccess, getTask, holdIdOf, markStarted, recordCallbackAttempt, recordPoll, runningTaskCount, type TaskRow,
+} from '../store/tasks.js';
+import { signingSecrets, webhookSecretsOf } from '../store/webhook-secrets.js';
+import { callbackGivesUp, callbackRetryDelayMs } from './callback-policy.js';
+import { taskObject } from './task-object.js';
+import type { TaskWorkers } from './task-workers.js';
+import { videoCallOf, type VideoJob } from './video-job.js';
+
+/** What a timer or message asks of a task: advance it (start, poll, settle), or deliver its callback. */
+export type StepKind = 'a' | 'c';
+
+/** The shard lease a step runs under: its writes carry the token and lose to any newer owner's. */
+export interface StepLease {
+  readonly shard: number;
+  readonly token: bigint;
+}
+
+export interface TaskStepDeps {
+  readonly config: Config;
+  readonly sql: Sql;
+  readonly redis: ScriptedRedis;
+  readonly keys: RedisKeys;
+  readonly balances: Balances;
+  readonly workers: TaskWorkers;
+  readonly catalog: () => CatalogSnapshot;
+  readonly vendors: Readonly<Record<string, VendorTarget>>;
+  readonly box: SealedBox;
+  readonly metrics: TaskMetrics;
+  /** Schedules a step of the task `delayMs` from now (a timer on its shard; one per task and kind). */
+  readonly schedule: (lease: StepLease, kind: StepKind, row: Pick<TaskRow, 'id' | 'user_id'>, delayMs: number) => Promise<void>;
+  /** A task of the user ended: a start waiting for a slot may go. */
+  readonly onEnded: (row: TaskRow) => void;
+}
+
+const ENDPOINTS: Readonly<Record<TaskRow['kind'], string>> = {
+  'video.generation': 'videos.generations',
+  'audio.speech': 'audio.speech',
+  'audio.generation': 'audio.generations',
+};
+
+/**
+ * The steps of one task, driven by its row in Postgres (the truth), so a replayed or duplicated
+ * message changes nothing: an unstarted task is submitted to its vendor, a started one is polled,
+ * an ended one has its hold settled and its callback delivered. Every write is conditional on the
+ * row still being pending and on the shard's fencing token.
+ */
+export class TaskSteps {
+  /** Transient failures in a row per task (in memory: a new owner starts counting again). */
+  private readonly retries = new Map<string, number>();
+  private readonly endedOf;
+  private readonly durationOf;
+  private readonly costOf;
+  private readonly stepsOf;
+
+  constructor(private readonly deps: TaskStepDeps) {
+    const { metrics } = deps;
+    this.endedOf = children((model, status) => metrics.ended.labels(model, status));
+    this.durationOf = children((model, status) => metrics.duration.labels(model, status));
+    this.costOf = children((model) => metrics.cost.labels(model));
+    this.stepsOf = children((kind, outcome) => metrics.steps.labels(kind, outcome));
+  }
+
+  /** A task not yet submitted to its vendor: it takes one of the user's slots when it starts. */
+  isStart(row: TaskRow): boolean {
+    return row.status === 'pending' && row.upstream_id === null;
+  }
+
+  /** Whether the user has fewer tasks running at vendors than the concurrency bound. */
+  async slotFree(userId: string): Promise<boolean> {
+    return (await runningTaskCount(this.deps.sql, userId)) < this.deps.config.tasks.userConcurrency;
+  }
+
+  async load(taskId: string): Promise<TaskRow | undefined> {
+    return getTask(this.deps.sql, taskId);
+  }
+
+  /** Runs the step `kind` asks for on `row` (read just before). */
+  async run(row: TaskRow, kind: StepKind, lease: StepLease): Promise<void> {
+    if (kind === 'c') return this.deliver(row, lease);
+    if (row.status !== 'pending') return this.settle(row, lease);
+    if (row.upstream_id === null) return this.start(row, lease);
+    return this.poll(row, lease);
+  }
+
+  // ---- start ----
+
+  private async start(row: TaskRow, lease: StepLease): Promise<void> {
+    const { config, workers } = this.deps;
+    if (!(await this.pinHold(row))) {
+      return this.fail(row, lease, { code: 'submission_interrupted', message: 'The task was not completely submitted (the gateway stopped meanwhile); nothing was charged. Submit it again.', httpStatus: 500 });
+    }
+    const route = this.route(row);
+    if ('code' in route) return this.fail(row, lease, route);
+    const submitted = await workers.submit({ family: route.family, job: row.job as unknown as VideoJob, target: route.target, timeoutMs: config.fetch.timeoutMs });
+    if (submitted.kind === 'refused') return this.refused(row, lease, submitted, 'start');
+    this.retries.delete(row.id);
+    if (!(await markStarted(this.deps.sql, row.id, lease.token, submitted.upstreamId, null))) return;
+    this.stepsOf('start', 'ok').inc();
+    log.info('task accepted by its vendor', { task: row.id, vendor: row.upstream_vendor });
+    await this.deps.schedule(lease, 'a', row, config.tasks.pollMs);
+  }
+
+  /**
+   * Makes the task's hold its own for as long as it runs: the submit left it with the reservation
+   * deadline, so that a submit dying halfway holds nothing for long. A hold that is gone (its
+   * deadline passed before the task was first run) means the task cannot run on credit it reserved.
+   */
+  private async pinHold(row: TaskRow): Promise<boolean> {
+    if (row.hold_nano === 0n) return true;
+    const { redis, keys, balances } = this.deps;
+    const holdId = holdIdOf(row.api_key_id, row.id);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const replies = await redis.multi()
+        .zrem(keys.reservationDeadlines(row.user_id), holdId)
+        .hexists(keys.reservations(row.user_id), holdId)
+        .exists(keys.balance(row.user_id))
+        .exec();
+      const [exists, loaded] = [replies?.[1]?.[1], replies?.[2]?.[1]];
+      if (exists === 1) return true;
+      // A Redis that lost its data rebuilds the hold from this very row when the balance loads.
+      if (loaded === 1) return false;
+      await balances.load(row.user_id);
+    }
+    return false;
+  }
+
+  private route(row: TaskRow): { family: string; target: VendorTarget } | { code: string; message: string; httpStatus: number } {
+    const model = this.deps.catalog().media(row.model);
+    const target = this.deps.vendors[row.upstream_vendor];
+    if (!model || !target) {
+      return { code: 'model_unavailable', message: `The model '${row.model}' is no longer served; nothing was charged.`, httpStatus: 503 };
+    }
+    return { family: model.family, target };
+  }
+
+  // ---- poll ----
+
+  private async poll(row: TaskRow, lease: StepLease): Promise<void> {
+    const { config, workers } = this.deps;
+    const route = this.route(row);
+    if ('code' in route) return this.fail(row, lease, route);
+    const state = await workers.poll({ family: route.family, upstreamId: row.upstream_id!, target: route.target, timeoutMs: config.fetch.timeoutMs });
+    if (state.kind === 'refused') return this.refused(row, lease, state, 'poll');
+    this.retries.delete(row.id);
+    if (state.kind === 'failed') {
+      this.stepsOf('poll', 'ok').inc();
+      return this.fail(row, lease, { code: state.code, message: state.message, httpStatus: 502, upstreamStatus: state.status });
+    }
+    if (state.kind === 'succeeded') return this.succeed(row, lease, route.target, state.videoUrl, state.seconds, state.status);
+    if (state.kind === 'unknown') log.warn('vendor reported a status the adapter does not know; polling again', { task: row.id, vendor: row.upstream_vendor, status: state.status });
+    if (state.status !== row.upstream_status && !(await recordPoll(this.deps.sql, row.id, lease.token, state.status))) return;
+    this.stepsOf('poll', 'ok').inc();
+    if (row.started_at && Date.now() - row.started_at.getTime() > config.tasks.timeoutMs) {
+      return this.fail(row, lease, { code: 'upstream_timeout', message: `The vendor did not finish the task within ${config.tasks.timeoutMs / 1000} seconds; nothing was charged.`, httpStatus: 504, upstreamStatus: state.status });
+    }
+    await this.deps.schedule(lease, 'a', row, config.tasks.pollMs);
+  }
+
+  /** A refusal: transient ones are tried again after a growing pause (until the task's deadline), others fail the task. */
+  private async refused(row: TaskRow, lease: StepLease, refusal: VendorRefusal, step: 'start' | 'poll'): Promise<void> {
+    const { config, metrics } = this.deps;
+    metrics.upstreamErrors.inc({ vendor: row.upstream_vendor, reason: refusal.httpStatus ? String(refusal.httpStatus) : refusal.code });
+    const since = (row.started_at ?? row.created_at).getTime();
+    if (refusal.retryable && Date.now() - since < config.tasks.timeoutMs) {
+      const failures = (this.retries.get(row.id) ?? 0) + 1;
+      this.retries.set(row.id, failures);
+      this.stepsOf(step, 'retry').inc();
+      log.warn('vendor call failed; trying again', { task: row.id, vendor: row.upstream_vendor, step, code: refusal.code, status: refusal.httpStatus, failures });
+      return this.deps.schedule(lease, 'a', row, this.backoffMs(failures));
+    }
+    this.retries.delete(row.id);
+    this.stepsOf(step, 'error').inc();
+    const code = refusal.retryable ? 'upstream_timeout' : refusal.code;
+    return this.fail(row, lease, { code, message: `The vendor refused the task: ${refusal.message}`, httpStatus: refusal.httpStatus >= 400 && refusal.httpStatus < 500 ? 400 : 502 });
+  }
+
+  private backoffMs(failures: number): number {
+    const { retryMs, pollMs } = this.deps.config.tasks;
+    return Math.min(retryMs * 2 ** Math.min(failures - 1, 20), Math.max(retryMs, pollMs * 10));
+  }
+
+  // ---- end ----
+
+  private async succeed(row: TaskRow, lease: StepLease, target: VendorTarget, vendorUrl: string, seconds: number | undefined, upstreamStatus: string): Promise<void> {
+    const { config, workers, sql } = this.deps;
+    let url = vendorUrl;
+    if (config.media.storage !== 'off') {
+      const hosted = await workers.rehost({
+        url: vendorUrl, media: config.media, maxBytes: config.tasks.maxMediaBytes, timeoutMs: config.fetch.timeoutMs,
+        allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl), expect: row.kind === 'video.generation' ? 'video' : 'audio',
+      });
+      if (!hosted.ok) {
+        const failures = (this.retries.get(row.id) ?? 0) + 1;
+        this.retries.set(row.id, failures);
+        log.warn('result download failed', { task: row.id, vendor: row.upstream_vendor, reason: hosted.reason, failures });
+        if (failures < config.tasks.rehostAttempts) {
+          this.stepsOf('rehost', 'retry').inc();
+          return this.deps.schedule(lease, 'a', row, this.backoffMs(failures));
+        }
+        this.retries.delete(row.id);
+        this.stepsOf('rehost', 'error').inc();
+        return this.fail(row, lease, { code: 'result_unavailable', message: `The result could not be downloaded from the vendor (${hosted.message}); nothing was charged.`, httpStatus: 502, upstreamStatus });
+      }
+      url = hosted.url;
+    }
+    this.retries.delete(row.id);
+    const chargeNano = this.chargeOf(row, seconds);
+    const ended = await endTaskSuccess(sql, row.id, lease.token, { chargeNano, result: [{ url }], upstreamStatus, endpoint: ENDPOINTS[row.kind] });
+    if (!ended) return;
+    if (chargeNano > 0n) this.costOf(row.model).inc(nanoToUsd(chargeNano));
+    await this.ended(ended, lease);
+  }
+
+  /** The cost of what was delivered: the request's seconds (or fewer, as the vendor reports), never above the hold. */
+  private chargeOf(row: TaskRow, seconds: number | undefined): bigint {
+    const model = this.deps.catalog().media(row.model);
+    if (!model || row.hold_nano === 0n) return row.hold_nano;
+    try {
+      const job = row.job as unknown as VideoJob;
+      const charge = actualNano(model.sheet, videoCallOf(job), { kind: 'video', seconds: seconds ?? job.duration });
+      return charge < row.hold_nano ? charge : row.hold_nano;
+    } catch (error) {
+      if (!(error instanceof PricingError)) throw error;
+      return row.hold_nano;
+    }
+  }
+
+  private async fail(row: TaskRow, lease: StepLease, error: { code: string; message: string; httpStatus: number; upstreamStatus?: string }): Promise<void> {
+    const ended = await endTaskFailure(this.deps.sql, row.id, lease.token, {
+      code: error.code, message: error.message, upstreamStatus: error.upstreamStatus ?? null, endpoint: ENDPOINTS[row.kind], httpStatus: error.httpStatus,
+    });
+    if (!ended) return;
+    log.info('task failed', { task: row.id, code: error.code });
+    await this.ended(ended, lease);
+  }
+
+  private async ended(row: TaskRow, lease: StepLease): Promise<void> {
+    const seconds = (row.ended_at!.getTime() - row.created_at.getTime()) / 1000;
+    this.endedOf(row.model, row.status).inc();
+    this.durationOf(row.model, row.status).observe(seconds);
+    this.deps.onEnded(row);
+    await this.settle(row, lease);
+  }
+
+  /** Brings Redis in line with an ended task (once: a settled hold is gone), then its callback. */
+  private async settle(row: TaskRow, lease: StepLease): Promise<void> {
+    const { redis, keys } = this.deps;
+    if (row.hold_nano > 0n) {
+      const charged = await settleTaskHold(redis, keys, row.user_id, row.api_key_id, holdIdOf(row.api_key_id, row.id), row.status === 'success' ? row.charged_nano ?? 0n : 0n);
+      if (charged !== undefined) this.stepsOf('settle', 'ok').inc();
+    }
+    if (row.callback_status === 'pending') await this.deps.schedule(lease, 'c', row, 0);
+  }
+
+  // ---- callback ----
+
+  private async deliver(row: TaskRow, lease: StepLease): Promise<void> {
+    if (row.callback_status !== 'pending' || !row.callback_url) return;
+    const { config, sql, box, workers, metrics } = this.deps;
+    const secrets = signingSecrets(await webhookSecretsOf(sql, box, row.user_id), new Date());
+    const outcome = await workers.deliver({
+      url: row.callback_url, webhookId: `msg_${row.id.replaceAll('-', '')}`, body: JSON.stringify(taskObject(row)), secrets,
+      timeoutMs: config.tasks.callbackTimeoutMs, allowLoopback: config.fetch.allowLoopback,
+    });
+    if (outcome.ok) {
+      await recordCallbackAttempt(sql, row.id, { status: 'delivered', error: null });
+      metrics.callbacks.inc({ outcome: 'delivered' });
+      return;
+    }
+    const error = outcome.status ? `HTTP ${outcome.status}` : outcome.error ?? 'failed';
+    if (callbackGivesUp(row.ended_at ?? row.created_at, new Date(), config.tasks.callbackWindowMs)) {
+      await recordCallbackAttempt(sql, row.id, { status: 'failed', error });
+      metrics.callbacks.inc({ outcome: 'failed' });
+      log.warn('callback given up', { task: row.id, attempts: row.callback_attempts + 1, error });
+      return;
+    }
+    await recordCallbackAttempt(sql, row.id, { status: 'pending', error });
+    metrics.callbacks.inc({ outcome: 'retry' });
+    await this.deps.schedule(lease, 'c', row, callbackRetryDelayMs(row.callback_attempts + 1, config.tasks.callbackRetryMs, config.tasks.callbackMaxDelayMs));
+  }
+}

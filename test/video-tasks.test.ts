@@ -1,0 +1,247 @@
+// Video generation as async tasks, end to end over real HTTP: the official OpenAI client submits a task
+// of each profile's model and polls it to success through the mock vendor's DashScope, Vidu and Ark
+// task APIs; the video is downloaded from the media host; the money of success, failure and refusal;
+// callbacks signed the Standard Webhooks way and retried; who may see a task.
+import t from 'tap';
+import OpenAI from 'openai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startGateway, postJson, type Gateway } from './helpers/harness.js';
+import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
+import { verifyWebhook } from '../src/tasks/webhook-signature.js';
+import { mp4DurationSeconds } from '../bench/mock-vendor/mp4.js';
+
+const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+/** A public-looking https address the URL guard accepts in tests (loopback is allowed there); the mock vendor never fetches it. */
+const REF = 'https://localhost/reference.png';
+const NANO = (usd: string) => BigInt(Math.round(Number(usd) * 1e9));
+
+let gateway: Gateway;
+let mediaDir: string;
+let users = 0;
+
+t.before(async () => {
+  mediaDir = await mkdtemp(join(tmpdir(), 'video-test-'));
+  gateway = await startGateway({
+    env: {
+      JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, RATE_LIMIT_DEFAULT: '1000/10', FETCH_ALLOW_LOOPBACK: 'true',
+      TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', TASK_RETRY_MS: '50', TASK_LEASE_MS: '1500',
+      TASK_CALLBACK_RETRY_MS: '100', TASK_CALLBACK_MAX_DELAY_MS: '200',
+    },
+  });
+});
+t.teardown(async () => {
+  await gateway.close();
+  await rm(mediaDir, { recursive: true, force: true });
+});
+
+async function newUser(usd = '10'): Promise<{ user: string; key: string; token: string }> {
+  const user = `video-user-${++users}`;
+  return { user, ...(await fastUser(gateway, user, usd)) };
+}
+
+interface Task { id: string; object: string; status: string; model: string; created: number; data?: { url: string }[]; error?: { code: string; message: string } }
+
+async function getTask(key: string, id: string): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${gateway.v1}/videos/generations/${id}`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: response.status, body: await response.json() };
+}
+
+async function finished(key: string, id: string, timeoutMs = 15_000): Promise<Task> {
+  let last: Task | undefined;
+  const ok = await eventually(async () => {
+    last = (await getTask(key, id)).body as Task;
+    return last.status !== 'pending';
+  }, timeoutMs, 30);
+  if (!ok) throw new Error(`task ${id} still pending: ${JSON.stringify(last)}`);
+  return last!;
+}
+
+/** Usage transactions of the user in Postgres and what Redis holds for them. */
+async function money(user: string) {
+  const usage = await gateway.sql<{ id: string; credits_nano: bigint }[]>`select id, credits_nano from transactions where user_id = ${user} and payment_method = 'usage'`;
+  const { credits, held } = await gateway.balanceNano(user);
+  return { usage, credits, held };
+}
+
+const PROFILES = [
+  { profile: 'R2V-A', model: 'alibaba/wan2.6-r2v', body: { prompt: 'two friends wave', video_urls: ['https://localhost/ref.mp4'] }, usd: '0.75', seconds: 5, vendor: '/alibaba/' },
+  { profile: 'R2V-B', model: 'bytedance/seedance-1.0-lite-r2v-2k', body: { prompt: 'a cat explores', image_urls: [REF] }, usd: '1.296', seconds: 6, vendor: '/bytedance/' },
+  { profile: 'R2V-C', model: 'shengshu/viduq2-r2v', body: { prompt: '@1 and @2 dance', image_urls: [PNG_URI, REF] }, usd: '0.50', seconds: 5, vendor: '/shengshu/' },
+  { profile: 'R2V-D', model: 'shengshu/viduq1-r2v', body: { prompt: '@1 walks', image_urls: [PNG_URI] }, usd: '0.34', seconds: 5, vendor: '/shengshu/' },
+  { profile: 'I2V-A', model: 'shengshu/viduq3-pro-i2v', body: { image_urls: [PNG_URI], duration: 4 }, usd: '0.60', seconds: 4, vendor: '/shengshu/' },
+  { profile: 'I2V-B', model: 'bytedance/seedance-1.0-pro-fast', body: { prompt: 'waves roll in', image_urls: [REF] }, usd: '0.075', seconds: 5, vendor: '/bytedance/' },
+] as const;
+
+t.test('each profile: the OpenAI client submits, polls to success, downloads the video; one charge at the profile price', async (t) => {
+  for (const c of PROFILES) {
+    await t.test(c.profile, async (t) => {
+      const { user, key } = await newUser();
+      const client = new OpenAI({ apiKey: key, baseURL: gateway.v1 });
+      const prompt = 'prompt' in c.body ? { prompt: `${c.body.prompt} [[mock job_ms=150]]` } : {};
+      const submitted = await client.post('/videos/generations', { body: { model: c.model, ...c.body, ...prompt } }) as Task;
+      t.match(submitted, { object: 'video.generation', status: 'pending', model: c.model }, 'answered at once, pending');
+      t.match(submitted.id, /^[0-9a-f-]{36}$/);
+      t.ok(Number.isInteger(submitted.created) && Math.abs(submitted.created - Date.now() / 1000) < 60, 'created is Unix seconds');
+      const during = await gateway.balanceNano(user);
+      t.equal(during.held, NANO(c.usd), 'the profile price is held while it runs');
+
+      let task = submitted;
+      for (let i = 0; i < 400 && task.status === 'pending'; i++) {
+        await new Promise((r) => setTimeout(r, 30));
+        task = await client.get(`/videos/generations/${submitted.id}`) as Task;
+      }
+      t.equal(task.status, 'success', JSON.stringify(task));
+      t.equal(task.data?.length, 1);
+      const url = task.data![0]!.url;
+      t.ok(url.startsWith(`${gateway.url}/media/`), 'the video is on the media host');
+      t.notOk(JSON.stringify(task).includes(gateway.mock.url), 'no vendor address in the task');
+      const video = Buffer.from(await (await fetch(url)).arrayBuffer());
+      t.equal(video.subarray(4, 8).toString('latin1'), 'ftyp', 'an MP4 file');
+      t.equal(mp4DurationSeconds(video), c.seconds, 'of the requested length');
+      t.ok(gateway.mock.requests().some((r) => r.path.includes(c.vendor)), `the ${c.vendor} vendor was called`);
+
+      await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+      const after = await money(user);
+      t.equal(after.held, 0n, 'nothing held after it ended');
+      t.equal(after.usage.length, 1, 'one usage transaction');
+      t.equal(after.usage[0]!.id, submitted.id, 'the transaction id is the task id');
+      t.equal(after.usage[0]!.credits_nano, -NANO(c.usd), `charged ${c.usd} USD`);
+      t.equal(after.credits, NANO('10') - NANO(c.usd), 'credits moved by the charge only');
+    });
+  }
+});
+
+t.test('a failing task shows its error and leaves the balance as before', async (t) => {
+  const { user, key } = await newUser();
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, {
+    model: 'shengshu/viduq2-r2v', prompt: '@1 [[mock job_ms=50 task_fail=CreationPolicyViolation]]', image_urls: [REF],
+  });
+  t.equal(submitted.status, 200);
+  const task = await finished(key, submitted.body.id);
+  t.equal(task.status, 'failed');
+  t.equal(task.error?.code, 'CreationPolicyViolation', 'the vendor code is kept');
+  t.type(task.error?.message, 'string');
+  t.notOk('data' in task, 'no data on a failed task');
+  await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+  const after = await money(user);
+  t.same(after.usage, [], 'no transaction');
+  t.equal(after.credits, NANO('10'), 'credits as before');
+});
+
+t.test('a result URL that expired before the download fails the task, released, and never shows the vendor URL', async (t) => {
+  const { user, key } = await newUser();
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, {
+    model: 'alibaba/wan2.6-r2v', prompt: 'x [[mock job_ms=30 url_ttl_ms=0]]', video_urls: ['https://localhost/ref.mp4'],
+  });
+  const task = await finished(key, submitted.body.id);
+  t.equal(task.status, 'failed');
+  t.equal(task.error?.code, 'result_unavailable');
+  t.notOk(JSON.stringify(task).includes(gateway.mock.url), 'the vendor URL is not leaked');
+  await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+  t.same((await money(user)).usage, [], 'nothing charged');
+});
+
+t.test('transient poll failures are retried, not a failed task', async (t) => {
+  const { key } = await newUser();
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, {
+    model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x [[mock job_ms=50 poll_fail=503 poll_fail_times=3]]', image_urls: [REF],
+  });
+  t.equal((await finished(key, submitted.body.id)).status, 'success');
+});
+
+t.test('402 when the price exceeds available; nothing is created or held', async (t) => {
+  const { user, key } = await newUser('0.10');
+  const refused = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'alibaba/wan2.6-r2v', prompt: 'x', video_urls: ['https://localhost/ref.mp4'] });
+  t.equal(refused.status, 402);
+  t.equal(refused.body.error.code, 'insufficient_credits');
+  const [row] = await gateway.sql<{ n: number }[]>`select count(*)::int as n from tasks where user_id = ${user}`;
+  t.equal(row!.n, 0, 'no task row');
+  t.equal((await gateway.balanceNano(user)).held, 0n, 'nothing held');
+});
+
+t.test('validation, unknown models and URL rules answer 4xx in the envelope', async (t) => {
+  const { key } = await newUser();
+  const post = (body: unknown) => postJson(`${gateway.v1}/videos/generations`, key, body);
+  const cases: [string, unknown, number, string | null][] = [
+    ['malformed JSON', '{"model":', 400, null],
+    ['unknown model', { model: 'nobody/nothing', prompt: 'x' }, 404, 'model'],
+    ['a chat model', { model: 'openai/gpt-4o-mini', prompt: 'x' }, 400, 'model'],
+    ['1080p on I2V-B', { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x', image_urls: [REF], resolution: '1080p' }, 400, 'resolution'],
+    ['private callback_url', { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x', image_urls: [REF], callback_url: 'https://10.1.2.3/hook' }, 400, 'callback_url'],
+    ['plain-http callback to a public host', { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x', image_urls: [REF], callback_url: 'http://example.com/hook' }, 400, 'callback_url'],
+    ['private image URL', { model: 'shengshu/viduq2-r2v', prompt: '@1', image_urls: ['https://192.168.1.1/a.png'] }, 400, 'image_urls[0]'],
+  ];
+  for (const [name, body, status, param] of cases) {
+    const response = await post(body);
+    t.equal(response.status, status, name);
+    t.equal(response.body.code, status, `${name}: envelope code`);
+    if (param) t.equal(response.body.error.param, param, `${name}: names ${param}`);
+  }
+});
+
+t.test('a task is visible only to its owner; the list is newest first and paginated', async (t) => {
+  const a = await newUser();
+  const b = await newUser();
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const submitted = await postJson(`${gateway.v1}/videos/generations`, a.key, { model: 'bytedance/seedance-1.0-pro-fast', prompt: `n${i} [[mock job_ms=20]]`, image_urls: [REF] });
+    ids.push(submitted.body.id);
+  }
+  t.equal((await getTask(b.key, ids[0]!)).status, 404, "another user's task is not found");
+  t.equal((await getTask(a.key, 'not-a-uuid')).status, 404);
+  const list = await (await fetch(`${gateway.v1}/videos/generations?per_page=2`, { headers: { authorization: `Bearer ${a.key}` } })).json() as any;
+  t.equal(list.total, 3);
+  t.same(list.data.map((task: Task) => task.id), [ids[2], ids[1]], 'newest first, two a page');
+  const second = await (await fetch(`${gateway.v1}/videos/generations?per_page=2&page=2`, { headers: { authorization: `Bearer ${a.key}` } })).json() as any;
+  t.same(second.data.map((task: Task) => task.id), [ids[0]]);
+  const other = await (await fetch(`${gateway.v1}/videos/generations`, { headers: { authorization: `Bearer ${b.key}` } })).json() as any;
+  t.equal(other.total, 0, "the other user's list is empty");
+  for (const id of ids) await finished(a.key, id);
+});
+
+t.test('callback_url: a receiver failing three times gets the same signed event on the fourth attempt', async (t) => {
+  const { key, token } = await newUser();
+  const deliveries: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+  const receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => { body += chunk; });
+    req.on('end', () => {
+      deliveries.push({ headers: req.headers, body });
+      res.statusCode = deliveries.length <= 3 ? 500 : 204;
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+  const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, {
+    model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x [[mock job_ms=30]]', image_urls: [REF], callback_url: callbackUrl,
+  });
+  t.equal(submitted.status, 200);
+  const task = await finished(key, submitted.body.id);
+  t.ok(await eventually(() => deliveries.length >= 4, 10_000), 'four attempts');
+  await new Promise((r) => setTimeout(r, 400));
+  t.equal(deliveries.length, 4, 'no attempt after the one that succeeded');
+  const ids = new Set(deliveries.map((d) => d.headers['webhook-id']));
+  t.equal(ids.size, 1, 'the same webhook-id on every attempt');
+  const secretResponse = await fetch(`${gateway.url}/api/v1/webhook-secret`, { headers: { authorization: `Bearer ${token}` } });
+  const { secret } = await secretResponse.json() as { secret: string };
+  t.match(secret, /^whsec_/);
+  const last = deliveries[3]!;
+  t.ok(verifyWebhook(secret, {
+    id: String(last.headers['webhook-id']), timestamp: String(last.headers['webhook-timestamp']), signature: String(last.headers['webhook-signature']),
+  }, last.body, Math.floor(Date.now() / 1000)), 'the signature verifies with the user secret');
+  t.same(JSON.parse(last.body), task, 'the body is the final task object');
+  const [row] = await gateway.sql<{ callback_status: string; callback_attempts: number }[]>`select callback_status, callback_attempts from tasks where id = ${task.id}`;
+  t.same(row, { callback_status: 'delivered', callback_attempts: 4 });
+});
+
+t.test('the ledger check passes after all of the above', async (t) => {
+  const out = await gateway.cli('ledger', 'check');
+  t.match(out, /^ledger check: ok/);
+});

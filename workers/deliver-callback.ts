@@ -1,0 +1,48 @@
+/**
+ * piscina task: one delivery of a task's final object to its `callback_url`, signed the Standard
+ * Webhooks way. The URL passes the URL guard again at delivery (its DNS may have changed since the
+ * submit); redirects are not followed. Plain data in and out.
+ */
+import { UrlGuardError, postGuarded } from '../src/media/url-guard.js';
+import { signWebhook } from '../src/tasks/webhook-signature.js';
+
+export interface DeliverCallbackInput {
+  readonly url: string;
+  /** The same on every attempt: the receiver's idempotency key. */
+  readonly webhookId: string;
+  readonly body: string;
+  readonly secrets: readonly string[];
+  readonly timeoutMs: number;
+  readonly allowLoopback: boolean;
+}
+
+export interface DeliverCallbackOutput {
+  /** A 2xx answer. */
+  readonly ok: boolean;
+  readonly status?: number;
+  readonly error?: string;
+  readonly durationMs: number;
+}
+
+export default async function deliverCallback(input: DeliverCallbackInput): Promise<DeliverCallbackOutput> {
+  const started = Date.now();
+  const timestamp = Math.floor(started / 1000);
+  try {
+    const { status } = await postGuarded(input.url, {
+      body: input.body,
+      timeoutMs: input.timeoutMs,
+      allowLoopback: input.allowLoopback,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'model-gateway-webhooks/1',
+        'webhook-id': input.webhookId,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signWebhook(input.secrets, input.webhookId, timestamp, input.body),
+      },
+    });
+    return { ok: status >= 200 && status < 300, status, durationMs: Date.now() - started };
+  } catch (error) {
+    const message = error instanceof UrlGuardError ? `${error.reason}: ${error.message}` : (error as Error).message;
+    return { ok: false, error: message, durationMs: Date.now() - started };
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * piscina task: downloads a vendor's result through the URL guard (every hop vetted, bounded by size
+ * and time) and stores it on the media host. Plain data in and out; the storage is opened once per
+ * worker thread.
+ */
+import type { MediaConfig } from '../src/config.js';
+import { openMediaStorage } from '../src/media/open.js';
+import type { MediaStorage } from '../src/media/storage.js';
+import { sniffMediaType } from '../src/media/sniff.js';
+import { UrlGuardError, fetchGuarded } from '../src/media/url-guard.js';
+
+export interface RehostMediaInput {
+  readonly url: string;
+  readonly media: MediaConfig;
+  readonly maxBytes: number;
+  readonly timeoutMs: number;
+  /** Loopback vendors (the built-in mock) and tests. */
+  readonly allowLoopback: boolean;
+  /** What the bytes must be: `video` or `audio`. */
+  readonly expect: 'video' | 'audio';
+}
+
+export type RehostMediaOutput =
+  | { readonly ok: true; readonly url: string; readonly bytes: number; readonly contentType: string }
+  | { readonly ok: false; readonly reason: string; readonly message: string };
+
+let storage: Promise<MediaStorage | undefined> | undefined;
+
+export default async function rehostMedia(input: RehostMediaInput): Promise<RehostMediaOutput> {
+  storage ??= openMediaStorage(input.media);
+  const store = await storage;
+  if (!store) return { ok: false, reason: 'storage_off', message: 'Media storage is off.' };
+  try {
+    const fetched = await fetchGuarded(input.url, { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback });
+    const type = sniffMediaType(fetched.bytes);
+    if (!type?.contentType.startsWith(`${input.expect}/`)) {
+      return { ok: false, reason: 'not_media', message: `The vendor's result is not ${input.expect === 'video' ? 'a video' : 'audio'} (${type?.contentType ?? 'unknown type'}).` };
+    }
+    const stored = await store.put(fetched.bytes, type.contentType);
+    return { ok: true, url: stored.url, bytes: stored.bytes, contentType: stored.contentType };
+  } catch (error) {
+    if (error instanceof UrlGuardError) return { ok: false, reason: error.reason, message: error.message };
+    return { ok: false, reason: 'storage', message: (error as Error).message };
+  }
+}
