@@ -23,7 +23,7 @@ let mock: MockVendor;
 
 const taskEnv = (extra: Record<string, string> = {}) => ({
   JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, RATE_LIMIT_DEFAULT: '1000/10', FETCH_ALLOW_LOOPBACK: 'true',
-  TASK_POLL_MS: '50', TASK_TIMER_TICK_MS: '20', TASK_RETRY_MS: '50', TASK_LEASE_MS: '1500', TASK_SHARDS: '8', ...extra,
+  TASK_POLL_MS: '100', TASK_TIMER_TICK_MS: '50', TASK_RETRY_MS: '50', TASK_LEASE_MS: '1500', TASK_SHARDS: '8', ...extra,
 });
 
 t.before(async () => {
@@ -59,7 +59,7 @@ async function endedOnce(t: Test, gateway: Gateway, rows: { id: string; status: 
 }
 
 t.test('200 tasks from 20 users: at least 100 running at once, each ending exactly once', async (t) => {
-  const gateway = await startGateway({ mock, env: taskEnv({ TASK_USER_CONCURRENCY: '10' }) });
+  const gateway = await startGateway({ mock, env: taskEnv({ TASK_USER_CONCURRENCY: '10', TASK_POLL_MS: '700' }) });
   t.teardown(() => gateway.close());
   const users = Array.from({ length: 20 }, (_, i) => `load-user-${i}`);
   const keys = await Promise.all(users.map(async (user) => (await fastUser(gateway, user, '5')).key));
@@ -74,7 +74,7 @@ t.test('200 tasks from 20 users: at least 100 running at once, each ending exact
   })();
   const submitted = await Promise.all(keys.map(async (key, u) => {
     const statuses: number[] = [];
-    for (let i = 0; i < 10; i++) statuses.push((await submit(gateway, key, `u${u}-t${i}`, 3000)).status);
+    for (let i = 0; i < 10; i++) statuses.push((await submit(gateway, key, `u${u}-t${i}`, 4000)).status);
     return statuses;
   }));
   t.ok(submitted.flat().every((status) => status === 200), 'all 200 accepted');

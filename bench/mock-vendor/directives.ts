@@ -86,9 +86,25 @@ function applyDirective(into: Directives, key: string, value: string): void {
 
 /** Every `[[mock ...]]` block in the text, merged left to right (later keys win). */
 export function parseDirectives(text: string): Directives {
-  let at = text.indexOf(DIRECTIVE_MARKER);
-  if (at === -1) return NONE;
+  if (!text.includes(DIRECTIVE_MARKER)) return NONE;
   const found: Directives = {};
+  eachPair(text, (key, value) => {
+    if (value !== undefined) applyDirective(found, key, value);
+    else if (FLAGS.has(key)) applyDirective(found, key, '1');
+  });
+  return found;
+}
+
+/** The raw `key=value` pairs of every `[[mock ...]]` block (a lone word is `=1`), later keys winning: for handlers with keys of their own. */
+export function directivePairs(text: string): Map<string, string> {
+  const found = new Map<string, string>();
+  eachPair(text, (key, value) => found.set(key, value ?? '1'));
+  return found;
+}
+
+/** Calls `visit` for each word of each `[[mock ...]]` block, in order: `key=value`, or a lone `key` (value undefined). */
+function eachPair(text: string, visit: (key: string, value: string | undefined) => void): void {
+  let at = text.indexOf(DIRECTIVE_MARKER);
   while (at !== -1) {
     const bodyStart = at + DIRECTIVE_MARKER.length;
     const end = text.indexOf(']]', bodyStart);
@@ -98,13 +114,12 @@ export function parseDirectives(text: string): Directives {
     if (body === '' || /^\s/.test(body)) {
       for (const pair of body.trim().split(/\s+/)) {
         const eq = pair.indexOf('=');
-        if (eq > 0) applyDirective(found, pair.slice(0, eq), pair.slice(eq + 1));
-        else if (FLAGS.has(pair)) applyDirective(found, pair, '1');
+        if (eq > 0) visit(pair.slice(0, eq), pair.slice(eq + 1));
+        else if (pair !== '') visit(pair, undefined);
       }
     }
     at = text.indexOf(DIRECTIVE_MARKER, end + 2);
   }
-  return found;
 }
 
 /** The text of a message's content: the string itself, or its `text` parts concatenated. */

@@ -18,6 +18,7 @@ import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey,
 import { randomId } from './ids.js';
 import { RequestLog, recordBody, type MockRequestRecord } from './records.js';
 import { streamFrames, type Frame } from './stream.js';
+import { VideoTasks } from './video-tasks.js';
 
 export type { MockBehaviour } from './completion.js';
 export type { MockRequestRecord } from './records.js';
@@ -28,6 +29,8 @@ export interface MockVendor {
   port: number;
   /** The cloud side: tokens issued by the service-account token endpoint, and so on. */
   cloud: MockCloud;
+  /** The video vendors' tasks (DashScope, Vidu, Ark). */
+  videos: VideoTasks;
   requests(): MockRequestRecord[];
   clearRequests(): void;
   close(): Promise<void>;
@@ -44,6 +47,8 @@ export interface MockVendorOptions {
   tls?: { key: string | Buffer; cert: string | Buffer };
   /** The cloud forms' credentials the mock accepts (Bedrock's SigV4 secrets, service accounts' public keys). */
   cloud?: MockCloudOptions;
+  /** How long a video task runs unless its prompt says `[[mock job_ms=N]]` (default 1500 ms). */
+  videoJobMs?: number;
 }
 
 const DEFAULT_BEHAVIOUR: MockBehaviour = { latencyMs: 0, chunks: 16, chunkDelayMs: 0 };
@@ -56,7 +61,8 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const log = new RequestLog(opts.keepRequests ?? 200);
   const cloud = new MockCloud(opts.cloud);
   const images: ImageHost = { url: '', files: new FileStore(), tasks: new BflTasks() };
-  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud, images);
+  const videos = new VideoTasks(opts.videoJobMs ?? 1500);
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud, images, videos);
   const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
   server.keepAliveTimeout = 65_000;
@@ -74,10 +80,12 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const url = `${opts.tls ? 'https' : 'http'}://${urlHost(host)}:${port}`;
   cloud.url = url;
   images.url = url;
+  videos.url = url;
   return {
     url,
     port,
     cloud,
+    videos,
     requests: () => log.list(),
     clearRequests: () => log.clear(),
     close: () =>
@@ -97,7 +105,7 @@ function urlHost(host: string): string {
 
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: ImageHost): void {
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: ImageHost, videos: VideoTasks): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -120,6 +128,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   };
   log.add(record);
   const exchange = new Exchange(res, record);
+  if (VideoTasks.handles(path)) return videos.route(req, res, exchange, path, readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
   if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, readBody, images);

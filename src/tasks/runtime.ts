@@ -43,6 +43,8 @@ interface Mailbox {
   /** Starts waiting for one of the user's slots, in submission order. */
   readonly waiting: Message[];
   running: boolean;
+  /** A task of the user ended during this run: a waiting start may find a slot now. */
+  slotFreed: boolean;
 }
 
 interface Reader {
@@ -95,6 +97,8 @@ export class TaskRuntime {
       ...options,
       schedule: (lease, kind, row, delayMs) => this.schedule(lease.shard, kind, row, delayMs),
       onEnded: (row) => {
+        const box = this.mailboxes.get(row.user_id);
+        if (box) box.slotFreed = true;
         this.kick(row.user_id);
         options.onTaskEnded?.(row);
       },
@@ -220,31 +224,31 @@ export class TaskRuntime {
     await Promise.all(shards.map((shard) => redis.timers_due(keys.taskTimers(shard), keys.taskStream(shard), TIMERS_PER_MOVE)));
   }
 
-  /** A step of `row` on `shard`, `delayMs` from now: straight into the stream when due now, else a timer (one per task and kind). */
+  /**
+   * A step of `row` on `shard`, `delayMs` from now, as a timer: one per task and kind, so scheduling it
+   * again moves it rather than adding a second step (a callback is never attempted twice at once).
+   */
   private async schedule(shard: number, kind: StepKind, row: Pick<TaskRow, 'id' | 'user_id'>, delayMs: number): Promise<void> {
     const { redis, keys } = this.options;
-    if (delayMs <= 0) {
-      await redis.xadd(keys.taskStream(shard), '*', 'k', kind, 't', row.id, 'u', row.user_id);
-      return;
-    }
-    await redis.zadd(keys.taskTimers(shard), Date.now() + delayMs, timerMember(kind, row));
+    await redis.zadd(keys.taskTimers(shard), Date.now() + Math.max(0, delayMs), timerMember(kind, row));
   }
 
   // ---- mailboxes ----
 
   private dispatch(owned: OwnedShard, [id, fields]: [string, string[]]): void {
-    const field = (name: string) => fields[fields.indexOf(name) + 1];
-    const kind = field('k');
-    const taskId = field('t');
-    const userId = field('u');
-    if ((kind !== 'a' && kind !== 'c') || !taskId || !userId || fields.indexOf('t') < 0) {
+    const named = new Map<string, string>();
+    for (let i = 0; i + 1 < fields.length; i += 2) named.set(fields[i]!, fields[i + 1]!);
+    const kind = named.get('k');
+    const taskId = named.get('t');
+    const userId = named.get('u');
+    if ((kind !== 'a' && kind !== 'c') || !taskId || !userId) {
       log.error('unreadable task message dropped', { shard: owned.shard, id });
       void this.ack(owned.shard, id);
       return;
     }
     let box = this.mailboxes.get(userId);
     if (!box) {
-      box = { queue: [], waiting: [], running: false };
+      box = { queue: [], waiting: [], running: false, slotFreed: false };
       this.mailboxes.set(userId, box);
     }
     box.queue.push({ shard: owned.shard, token: owned.token, id, kind, taskId, userId });
@@ -256,10 +260,11 @@ export class TaskRuntime {
     const box = this.mailboxes.get(userId);
     if (!box || box.running) return;
     box.running = true;
+    box.slotFreed = false;
     this.track(this.runMailbox(userId, box).finally(() => {
       box.running = false;
       if (box.queue.length === 0 && box.waiting.length === 0) this.mailboxes.delete(userId);
-      else if (box.queue.length > 0) this.kick(userId);
+      else if (box.queue.length > 0 || box.slotFreed) this.kick(userId);
     }));
   }
 

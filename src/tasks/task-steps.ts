@@ -61,8 +61,10 @@ const ENDPOINTS: Readonly<Record<TaskRow['kind'], string>> = {
  * row still being pending and on the shard's fencing token.
  */
 export class TaskSteps {
-  /** Transient failures in a row per task (in memory: a new owner starts counting again). */
+  /** Transient vendor failures in a row per task (in memory: a new owner starts counting again). */
   private readonly retries = new Map<string, number>();
+  /** Failed downloads of a task's result, likewise. */
+  private readonly downloads = new Map<string, number>();
   private readonly endedOf;
   private readonly durationOf;
   private readonly costOf;
@@ -206,20 +208,20 @@ export class TaskSteps {
         allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl), expect: row.kind === 'video.generation' ? 'video' : 'audio',
       });
       if (!hosted.ok) {
-        const failures = (this.retries.get(row.id) ?? 0) + 1;
-        this.retries.set(row.id, failures);
+        const failures = (this.downloads.get(row.id) ?? 0) + 1;
+        this.downloads.set(row.id, failures);
         log.warn('result download failed', { task: row.id, vendor: row.upstream_vendor, reason: hosted.reason, failures });
         if (failures < config.tasks.rehostAttempts) {
           this.stepsOf('rehost', 'retry').inc();
           return this.deps.schedule(lease, 'a', row, this.backoffMs(failures));
         }
-        this.retries.delete(row.id);
+        this.downloads.delete(row.id);
         this.stepsOf('rehost', 'error').inc();
         return this.fail(row, lease, { code: 'result_unavailable', message: `The result could not be downloaded from the vendor (${hosted.message}); nothing was charged.`, httpStatus: 502, upstreamStatus });
       }
       url = hosted.url;
     }
-    this.retries.delete(row.id);
+    this.downloads.delete(row.id);
     const chargeNano = this.chargeOf(row, seconds);
     const ended = await endTaskSuccess(sql, row.id, lease.token, { chargeNano, result: [{ url }], upstreamStatus, endpoint: ENDPOINTS[row.kind] });
     if (!ended) return;
@@ -251,6 +253,8 @@ export class TaskSteps {
   }
 
   private async ended(row: TaskRow, lease: StepLease): Promise<void> {
+    this.retries.delete(row.id);
+    this.downloads.delete(row.id);
     const seconds = (row.ended_at!.getTime() - row.created_at.getTime()) / 1000;
     this.endedOf(row.model, row.status).inc();
     this.durationOf(row.model, row.status).observe(seconds);

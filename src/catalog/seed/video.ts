@@ -104,6 +104,18 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
     isPopular: true, source: 'Vercel AI Gateway ("72 % lower cost than Pro"); BytePlus token formula',
   },
   {
+    id: 'bytedance/seedance-1.0-lite-r2v-2k', name: 'Seedance Reference-to-Video 2K', provider: 'ByteDance', modality: 'video',
+    description: 'ByteDance Seedance reference-to-video at 2K: one subject image (not used as the first frame) becomes a 6 or 10 second clip in any of seven aspect ratios (profile R2V-B).',
+    tags: ['video', 'reference-to-video', 'r2v', 'seedance', '2k', 'price-unverified'], family: 'modelark', upstreamVendor: 'bytedance', upstreamModel: 'seedance-1-0-lite-i2v-250428',
+    capabilities: {
+      profile: 'R2V-B', task: 'reference-to-video', durations: [6, 10], resolutions: ['2K'], aspectRatios: ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'],
+      minImages: 1, maxImages: 1, maxPromptChars: 7000,
+    },
+    prices: perSecond({ 'resolution=2K': '0.216' }, 'unverified'),
+    isPopular: false,
+    source: "spec R2V-B; upstream not identified by the reference: served through Ark's reference_image mode; price derived from the BytePlus token formula (2560x1440 x 24 fps / 1024 = 86,400 tokens per second) at the Seedance 1.0 Pro rate of 2.50 USD per 1M tokens",
+  },
+  {
     id: 'bytedance/seedance-1.0-pro', name: 'Seedance 1.0 Pro', provider: 'ByteDance', modality: 'video',
     description: 'ByteDance Seedance 1.0 Pro text-to-video and image-to-video with first and last frames.',
     tags: ['video', 'image-to-video', 'i2v', 'text-to-video', 'seedance'], family: 'modelark', upstreamVendor: 'bytedance', upstreamModel: 'seedance-1-0-pro',

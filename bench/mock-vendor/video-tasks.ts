@@ -1,0 +1,271 @@
+// Three video vendors' asynchronous task APIs, each in its own wire format (shared/reference/
+// media-vendor-apis.md §1–3): Alibaba DashScope (`/alibaba/v1/services/aigc/video-generation/
+// video-synthesis`, `/alibaba/v1/tasks/{id}`), ShengShu Vidu (`/shengshu/v1/ent/v2/reference2video`,
+// `img2video`, `tasks/{id}/creations`) and ByteDance Ark (`/bytedance/v1/contents/generations/tasks`).
+// One task store and clock: a job is queued, then running, then ends after `job_ms`; polls answer in
+// the vendor's own spellings; results are small MP4s served at `/__mock/videos/…` until their URL
+// expires. Steered by `[[mock …]]` keys in the prompt: job_ms, task_fail=CODE, submit_fail=STATUS,
+// poll_fail=STATUS (poll_fail_times=K: only the first K polls), url_ttl_ms, broken_url,
+// unknown_status=K (K polls after the end report a status no adapter knows).
+import { randomInt, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { directivePairs } from './directives.js';
+import { mockMp4 } from './mp4.js';
+import { recordBody, type MockRequestRecord } from './records.js';
+import type { MockError } from './errors.js';
+
+export const VIDEO_FILES_PREFIX = '/__mock/videos/';
+const TASK_LIMIT = 5000;
+const DAY_MS = 86_400_000;
+
+type Phase = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'unknown';
+
+interface VideoTask {
+  readonly vendor: Dialect;
+  readonly id: string;
+  readonly model: string;
+  readonly createdMs: number;
+  readonly jobMs: number;
+  readonly seconds: number;
+  readonly failCode: string | undefined;
+  readonly pollFail: number | undefined;
+  pollFailLeft: number;
+  unknownLeft: number;
+  readonly urlTtlMs: number;
+  readonly brokenUrl: boolean;
+  cancelled: boolean;
+  /** The result's file name, made at the first poll that sees success. */
+  file?: string;
+}
+
+export interface VideoExchange {
+  readonly record: MockRequestRecord;
+  sendJson(status: number, body: string, headers?: Record<string, string>): void;
+}
+
+type ReadBody = (req: http.IncomingMessage, done: (err: MockError | undefined, text: string) => void) => void;
+
+/** A vendor's wire format: how it authenticates, reads a submit, spells statuses and shapes answers. */
+interface Dialect {
+  readonly prefix: string;
+  readonly authorized: (authorization: string | undefined) => { status: number; body: unknown } | undefined;
+  readonly submitPath: (path: string) => boolean;
+  /** The task fields of a submit body, or a message saying what is wrong with it. */
+  readonly read: (body: Record<string, unknown>) => { model: string; prompt: string; seconds: number } | string;
+  readonly newId: () => string;
+  readonly submitted: (task: VideoTask, body: Record<string, unknown>) => unknown;
+  readonly error: (status: number, code: string, message: string) => unknown;
+  readonly pollPath: RegExp;
+  readonly cancelPath: RegExp;
+  readonly cancelMethod: string;
+  readonly polled: (task: VideoTask, phase: Phase, url: string | undefined) => unknown;
+  readonly spelling: Record<Phase, string>;
+}
+
+const num = (value: unknown, fallback: number) => (typeof value === 'number' && Number.isFinite(value) ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : fallback);
+const str = (value: unknown) => (typeof value === 'string' ? value : '');
+const errorCodeFor = (status: number) => (status === 400 ? 'InvalidParameter' : status === 401 ? 'InvalidApiKey' : status === 429 ? 'Throttling' : 'InternalError');
+
+const DASHSCOPE: Dialect = {
+  prefix: '/alibaba/v1/',
+  authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined
+    : { status: 401, body: { request_id: randomUUID(), code: 'InvalidApiKey', message: 'Invalid API-key provided.' } }),
+  submitPath: (path) => path === '/alibaba/v1/services/aigc/video-generation/video-synthesis',
+  read: (body) => {
+    const input = (body.input ?? {}) as Record<string, unknown>;
+    const parameters = (body.parameters ?? {}) as Record<string, unknown>;
+    if (typeof body.model !== 'string') return 'model is required';
+    return { model: body.model, prompt: str(input.prompt), seconds: num(parameters.duration, 5) };
+  },
+  newId: () => randomUUID(),
+  submitted: (task) => ({ output: { task_status: 'PENDING', task_id: task.id }, request_id: randomUUID() }),
+  error: (_status, code, message) => ({ request_id: randomUUID(), code, message }),
+  pollPath: /^\/alibaba\/v1\/tasks\/([^/]+)$/,
+  cancelPath: /^\/alibaba\/v1\/tasks\/([^/]+)\/cancel$/,
+  cancelMethod: 'POST',
+  spelling: { queued: 'PENDING', running: 'RUNNING', succeeded: 'SUCCEEDED', failed: 'FAILED', cancelled: 'CANCELED', unknown: 'SUSPENDED' },
+  polled: (task, phase, url) => ({
+    request_id: randomUUID(),
+    output: {
+      task_id: task.id, task_status: DASHSCOPE.spelling[phase], submit_time: new Date(task.createdMs).toISOString(),
+      ...(phase === 'succeeded' ? { video_url: url, end_time: new Date(task.createdMs + task.jobMs).toISOString() } : {}),
+      ...(phase === 'failed' ? { code: task.failCode, message: `The task failed (mock): ${task.failCode}.` } : {}),
+    },
+    ...(phase === 'succeeded' ? { usage: { video_duration: task.seconds, video_count: 1 } } : {}),
+  }),
+};
+
+const VIDU: Dialect = {
+  prefix: '/shengshu/v1/',
+  authorized: (authorization) => (/^Token \S+/.test(authorization ?? '') ? undefined : { status: 401, body: { code: 401, reason: 'Unauthorized', message: 'invalid token' } }),
+  submitPath: (path) => path === '/shengshu/v1/ent/v2/reference2video' || path === '/shengshu/v1/ent/v2/img2video',
+  read: (body) => {
+    if (typeof body.model !== 'string') return 'model is required';
+    const images = Array.isArray(body.images) ? body.images : Array.isArray(body.subjects) ? body.subjects : [];
+    if (images.length === 0) return 'images or subjects are required';
+    return { model: body.model, prompt: str(body.prompt), seconds: num(body.duration, 5) };
+  },
+  newId: () => String(randomInt(100_000_000, 999_999_999)) + String(randomInt(100_000_000, 999_999_999)),
+  submitted: (task, body) => ({ ...body, task_id: task.id, state: 'created', credits: task.seconds * 10, created_at: new Date(task.createdMs).toISOString() }),
+  error: (status, code, message) => ({ code: status, reason: code, message }),
+  pollPath: /^\/shengshu\/v1\/ent\/v2\/tasks\/([^/]+)\/creations$/,
+  cancelPath: /^\/shengshu\/v1\/ent\/v2\/tasks\/([^/]+)\/cancel$/,
+  cancelMethod: 'POST',
+  spelling: { queued: 'queueing', running: 'processing', succeeded: 'success', failed: 'failed', cancelled: 'failed', unknown: 'paused' },
+  polled: (task, phase, url) => ({
+    id: task.id, state: VIDU.spelling[phase], err_code: phase === 'cancelled' ? 'UserCancelled' : phase === 'failed' ? task.failCode : '',
+    credits: task.seconds * 10, payload: '',
+    creations: phase === 'succeeded' ? [{ id: `c-${task.id}`, url, cover_url: `${url}.jpg`, watermarked_url: url }] : [],
+  }),
+};
+
+const ARK: Dialect = {
+  prefix: '/bytedance/v1/',
+  authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined
+    : { status: 401, body: { error: { code: 'AuthenticationError', message: 'The API key is missing or invalid.', type: 'Unauthorized' } } }),
+  submitPath: (path) => path === '/bytedance/v1/contents/generations/tasks',
+  read: (body) => {
+    if (typeof body.model !== 'string') return 'model is required';
+    const content = Array.isArray(body.content) ? body.content as Record<string, unknown>[] : [];
+    const text = str(content.find((item) => item?.type === 'text')?.text);
+    const flag = /--(?:duration|dur)\s+(\d+)/.exec(text);
+    return { model: body.model, prompt: text, seconds: num(body.duration, flag ? Number(flag[1]) : 5) };
+  },
+  newId: () => `cgt-${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}-${randomUUID().slice(0, 5)}`,
+  submitted: (task) => ({ id: task.id }),
+  error: (status, code, message) => ({ error: { code, message: `${message} Request ID: ${randomUUID()}`, type: status === 400 ? 'BadRequest' : 'InternalServerError' } }),
+  pollPath: /^\/bytedance\/v1\/contents\/generations\/tasks\/([^/]+)$/,
+  cancelPath: /^\/bytedance\/v1\/contents\/generations\/tasks\/([^/]+)$/,
+  cancelMethod: 'DELETE',
+  spelling: { queued: 'queued', running: 'running', succeeded: 'succeeded', failed: 'failed', cancelled: 'cancelled', unknown: 'paused' },
+  polled: (task, phase, url) => ({
+    id: task.id, model: task.model, status: ARK.spelling[phase],
+    content: phase === 'succeeded' ? { video_url: url } : undefined,
+    error: phase === 'failed' ? { code: task.failCode, message: `The task failed (mock): ${task.failCode}.` } : null,
+    duration: task.seconds, resolution: '720p', ratio: '16:9', framespersecond: 24,
+    usage: phase === 'succeeded' ? { completion_tokens: task.seconds * 21_600, total_tokens: task.seconds * 21_600 } : undefined,
+    created_at: Math.floor(task.createdMs / 1000), updated_at: Math.floor(Date.now() / 1000),
+  }),
+};
+
+const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK];
+
+/** The video tasks and result files of one mock vendor. */
+export class VideoTasks {
+  private readonly tasks = new Map<string, VideoTask>();
+  private readonly files = new Map<string, { bytes: Buffer; expiresAtMs: number; broken: boolean }>();
+  /** Where the mock serves files (set once it listens). */
+  url = '';
+
+  constructor(private readonly defaultJobMs: number) {}
+
+  /** Whether `path` belongs to a video task API. */
+  static handles(path: string): boolean {
+    return path.startsWith(VIDEO_FILES_PREFIX) || DIALECTS.some((dialect) => path.startsWith(dialect.prefix) && (dialect.submitPath(path) || dialect.pollPath.test(path) || dialect.cancelPath.test(path)));
+  }
+
+  /** The tasks a vendor (`alibaba`, `shengshu`, `bytedance`) holds, newest last: for tests. */
+  list(vendor: string): { id: string; model: string; cancelled: boolean }[] {
+    return [...this.tasks.values()].filter((task) => task.vendor.prefix === `/${vendor}/v1/`).map(({ id, model, cancelled }) => ({ id, model, cancelled }));
+  }
+
+  route(req: http.IncomingMessage, res: http.ServerResponse, exchange: VideoExchange, path: string, readBody: ReadBody): void {
+    if (path.startsWith(VIDEO_FILES_PREFIX)) return this.serveFile(req, res, path);
+    const dialect = DIALECTS.find((candidate) => path.startsWith(candidate.prefix))!;
+    const send = (status: number, body: unknown) => exchange.sendJson(status, JSON.stringify(body));
+    const refused = dialect.authorized(exchange.record.authorization);
+    if (req.method === 'POST' && dialect.submitPath(path)) {
+      return readBody(req, (err, text) => {
+        if (err) return send(err.status, dialect.error(err.status, 'InvalidParameter', err.message));
+        const parseError = recordBody(exchange.record, text);
+        if (refused) return send(refused.status, refused.body);
+        if (dialect === DASHSCOPE && req.headers['x-dashscope-async'] !== 'enable') {
+          return send(403, dialect.error(403, 'AccessDenied', 'current user api does not support synchronous calls'));
+        }
+        const body = exchange.record.body;
+        if (parseError !== undefined || body === null || typeof body !== 'object' || Array.isArray(body)) return send(400, dialect.error(400, 'InvalidParameter', 'The request body is not a JSON object.'));
+        const fields = dialect.read(body as Record<string, unknown>);
+        if (typeof fields === 'string') return send(400, dialect.error(400, 'InvalidParameter', fields));
+        const keys = directivePairs(fields.prompt);
+        const submitFail = Number(keys.get('submit_fail'));
+        if (submitFail >= 400 && submitFail <= 599) return send(submitFail, dialect.error(submitFail, errorCodeFor(submitFail), `Mock failure (${submitFail}).`));
+        const task = this.add(dialect, fields, keys);
+        return send(200, dialect.submitted(task, body as Record<string, unknown>));
+      });
+    }
+    req.resume();
+    if (refused) return send(refused.status, refused.body);
+    const cancel = req.method === dialect.cancelMethod ? dialect.cancelPath.exec(path) : null;
+    if (cancel) {
+      const task = this.tasks.get(decodeURIComponent(cancel[1]!));
+      if (!task) return send(404, dialect.error(404, 'TaskNotFound', 'The task does not exist.'));
+      const phase = this.phaseOf(task, false);
+      if (phase !== 'queued' && !(dialect === VIDU && phase === 'running')) {
+        return send(400, dialect.error(400, 'UnsupportedOperation', `A ${dialect.spelling[phase]} task cannot be cancelled.`));
+      }
+      task.cancelled = true;
+      return send(200, dialect === DASHSCOPE ? { request_id: randomUUID() } : {});
+    }
+    const poll = req.method === 'GET' ? dialect.pollPath.exec(path) : null;
+    if (!poll) return send(404, dialect.error(404, 'NotFound', `No route for ${req.method} ${path}.`));
+    const task = this.tasks.get(decodeURIComponent(poll[1]!));
+    if (!task) {
+      if (dialect === DASHSCOPE) return send(200, { request_id: randomUUID(), output: { task_id: poll[1], task_status: 'UNKNOWN' } });
+      return send(404, dialect.error(404, 'TaskNotFound', 'The task does not exist.'));
+    }
+    if (task.pollFail !== undefined && task.pollFailLeft !== 0) {
+      if (task.pollFailLeft > 0) task.pollFailLeft--;
+      return send(task.pollFail, dialect.error(task.pollFail, errorCodeFor(task.pollFail), `Mock failure (${task.pollFail}).`));
+    }
+    const phase = this.phaseOf(task, true);
+    return send(200, dialect.polled(task, phase, phase === 'succeeded' ? this.resultUrl(task) : undefined));
+  }
+
+  private add(vendor: Dialect, fields: { model: string; prompt: string; seconds: number }, keys: Map<string, string>): VideoTask {
+    const count = (name: string, fallback: number) => (/^\d{1,9}$/.test(keys.get(name) ?? '') ? Number(keys.get(name)) : fallback);
+    const pollFail = count('poll_fail', 0);
+    const task: VideoTask = {
+      vendor, id: vendor.newId(), model: fields.model, createdMs: Date.now(), jobMs: count('job_ms', this.defaultJobMs), seconds: fields.seconds,
+      failCode: keys.get('task_fail'), pollFail: pollFail >= 400 && pollFail <= 599 ? pollFail : undefined, pollFailLeft: count('poll_fail_times', -1),
+      unknownLeft: count('unknown_status', 0), urlTtlMs: count('url_ttl_ms', DAY_MS), brokenUrl: keys.has('broken_url'), cancelled: false,
+    };
+    this.tasks.set(task.id, task);
+    if (this.tasks.size > TASK_LIMIT) this.tasks.delete(this.tasks.keys().next().value as string);
+    return task;
+  }
+
+  /** Where the task stands now; a poll (`counting`) after the end uses up `unknown_status`. */
+  private phaseOf(task: VideoTask, counting: boolean): Phase {
+    if (task.cancelled) return 'cancelled';
+    const age = Date.now() - task.createdMs;
+    if (age < task.jobMs * 0.3) return 'queued';
+    if (age < task.jobMs) return 'running';
+    if (counting && task.unknownLeft > 0) {
+      task.unknownLeft--;
+      return 'unknown';
+    }
+    return task.failCode === undefined ? 'succeeded' : 'failed';
+  }
+
+  private resultUrl(task: VideoTask): string {
+    if (!task.file) {
+      task.file = `${randomUUID()}.mp4`;
+      const endedAtMs = task.createdMs + task.jobMs;
+      this.files.set(task.file, { bytes: mockMp4(task.seconds, `${task.vendor.prefix}${task.id}`), expiresAtMs: endedAtMs + task.urlTtlMs, broken: task.brokenUrl });
+      if (this.files.size > TASK_LIMIT) this.files.delete(this.files.keys().next().value as string);
+    }
+    const expires = Math.floor((task.createdMs + task.jobMs + task.urlTtlMs) / 1000);
+    return `${this.url}${VIDEO_FILES_PREFIX}${task.file}?Expires=${expires}&Signature=mock`;
+  }
+
+  private serveFile(req: http.IncomingMessage, res: http.ServerResponse, path: string): void {
+    req.resume();
+    const file = this.files.get(path.slice(VIDEO_FILES_PREFIX.length));
+    if (!file || file.broken) return void res.writeHead(404, { 'content-type': 'text/plain' }).end('NoSuchKey');
+    if (Date.now() >= file.expiresAtMs) {
+      const body = '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Request has expired.</Message></Error>';
+      return void res.writeHead(403, { 'content-type': 'application/xml' }).end(body);
+    }
+    res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': file.bytes.length }).end(file.bytes);
+  }
+}
