@@ -25,6 +25,8 @@ export interface GatewayProcess {
   readonly apiKey: string;
   /** Another key of the bench user with every per-key limit set (none of them binding at bench rates). */
   readonly limitedApiKey: string;
+  /** The gateway's environment (its database, Redis prefix, secrets). */
+  readonly env: Readonly<Record<string, string>>;
 }
 
 export interface GatewayOptions {
@@ -69,7 +71,7 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
   await waitUntil(child, 'readiness', async () => (await request(`${url}/readyz`)).statusCode === 200);
   const jwt = await cli(env, 'token', '--user', BENCH_USER);
   await cli(env, 'topup', '--user', BENCH_USER, '--amount', '100000', '--method', 'bench');
-  return { child, url, apiKey: await createBenchKey(url, jwt, { name: 'bench' }), limitedApiKey: await createBenchKey(url, jwt, LIMITED_KEY) };
+  return { child, url, env, apiKey: await createBenchKey(url, jwt, { name: 'bench' }), limitedApiKey: await createBenchKey(url, jwt, LIMITED_KEY) };
 }
 
 /** Every limit a key can carry, each far above what a bench run uses, so each is checked and none refuses. */
@@ -88,7 +90,7 @@ async function cli(env: Record<string, string>, ...args: string[]): Promise<stri
   return stdout.trim();
 }
 
-async function createBenchKey(url: string, jwt: string, body: Record<string, unknown>): Promise<string> {
+export async function createBenchKey(url: string, jwt: string, body: Record<string, unknown>): Promise<string> {
   const response = await request(`${url}/api/v1/api-keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },

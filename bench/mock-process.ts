@@ -10,12 +10,13 @@ export interface MockProcess {
   readonly url: string;
 }
 
-export async function startMockProcess(): Promise<MockProcess> {
+export async function startMockProcess(env: Readonly<Record<string, string>> = {}): Promise<MockProcess> {
   const port = await freePort();
   const child = spawnNode('mock vendor', MOCK_MAIN, {
     MOCK_VENDOR_PORT: String(port),
     // Keeping request records costs memory and CPU the benchmark does not want to measure.
     MOCK_KEEP_REQUESTS: '0',
+    ...env,
   });
   await waitUntil(child, 'listening', async () => child.output.includes('mock vendor listening'));
   return { child, url: `http://127.0.0.1:${port}` };

@@ -115,34 +115,41 @@ t.test('each profile: the OpenAI client submits, polls to success, downloads the
   }
 });
 
-t.test('a failing task shows its error and leaves the balance as before', async (t) => {
-  const { user, key } = await newUser();
-  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, {
-    model: 'shengshu/viduq2-r2v', prompt: '@1 [[mock job_ms=50 task_fail=CreationPolicyViolation]]', image_urls: [REF],
-  });
-  t.equal(submitted.status, 200);
-  const task = await finished(key, submitted.body.id);
-  t.equal(task.status, 'failed');
-  t.equal(task.error?.code, 'CreationPolicyViolation', 'the vendor code is kept');
-  t.type(task.error?.message, 'string');
-  t.notOk('data' in task, 'no data on a failed task');
-  await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
-  const after = await money(user);
-  t.same(after.usage, [], 'no transaction');
-  t.equal(after.credits, NANO('10'), 'credits as before');
+/** One model per vendor API, with a body of its profile that carries the mock directives `extra`. */
+const PER_VENDOR = [
+  { vendor: 'DashScope', code: 'DataInspectionFailed', body: (extra: string) => ({ model: 'alibaba/wan2.6-r2v', prompt: `x ${extra}`, video_urls: ['https://localhost/ref.mp4'] }) },
+  { vendor: 'Vidu', code: 'CreationPolicyViolation', body: (extra: string) => ({ model: 'shengshu/viduq2-r2v', prompt: `@1 ${extra}`, image_urls: [REF] }) },
+  { vendor: 'Ark', code: 'OutputImageRiskDetection', body: (extra: string) => ({ model: 'bytedance/seedance-1.0-pro-fast', prompt: `x ${extra}`, image_urls: [REF] }) },
+];
+
+t.test('a failing task shows its error and leaves the balance as before (each vendor)', async (t) => {
+  for (const { vendor, code, body } of PER_VENDOR) {
+    const { user, key } = await newUser();
+    const submitted = await postJson(`${gateway.v1}/videos/generations`, key, body(`[[mock job_ms=50 task_fail=${code}]]`));
+    t.equal(submitted.status, 200, vendor);
+    const task = await finished(key, submitted.body.id);
+    t.equal(task.status, 'failed', `${vendor}: failed`);
+    t.equal(task.error?.code, code, `${vendor}: the vendor code is kept`);
+    t.type(task.error?.message, 'string');
+    t.notOk('data' in task, `${vendor}: no data on a failed task`);
+    await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+    const after = await money(user);
+    t.same(after.usage, [], `${vendor}: no transaction`);
+    t.equal(after.credits, NANO('10'), `${vendor}: credits as before`);
+  }
 });
 
-t.test('a result URL that expired before the download fails the task, released, and never shows the vendor URL', async (t) => {
-  const { user, key } = await newUser();
-  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, {
-    model: 'alibaba/wan2.6-r2v', prompt: 'x [[mock job_ms=30 url_ttl_ms=0]]', video_urls: ['https://localhost/ref.mp4'],
-  });
-  const task = await finished(key, submitted.body.id);
-  t.equal(task.status, 'failed');
-  t.equal(task.error?.code, 'result_unavailable');
-  t.notOk(JSON.stringify(task).includes(gateway.mock.url), 'the vendor URL is not leaked');
-  await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
-  t.same((await money(user)).usage, [], 'nothing charged');
+t.test('a result URL that expired before the download fails the task, released, never showing the vendor URL (each vendor)', async (t) => {
+  for (const { vendor, body } of PER_VENDOR) {
+    const { user, key } = await newUser();
+    const submitted = await postJson(`${gateway.v1}/videos/generations`, key, body('[[mock job_ms=30 url_ttl_ms=0]]'));
+    const task = await finished(key, submitted.body.id);
+    t.equal(task.status, 'failed', vendor);
+    t.equal(task.error?.code, 'result_unavailable', `${vendor}: result_unavailable`);
+    t.notOk(JSON.stringify(task).includes(gateway.mock.url), `${vendor}: the vendor URL is not leaked`);
+    await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+    t.same((await money(user)).usage, [], `${vendor}: nothing charged`);
+  }
 });
 
 t.test('transient poll failures are retried, not a failed task', async (t) => {
@@ -151,6 +158,10 @@ t.test('transient poll failures are retried, not a failed task', async (t) => {
     model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x [[mock job_ms=50 poll_fail=503 poll_fail_times=3]]', image_urls: [REF],
   });
   t.equal((await finished(key, submitted.body.id)).status, 'success');
+  const unknown = await postJson(`${gateway.v1}/videos/generations`, key, {
+    model: 'alibaba/wan2.6-r2v', prompt: 'x [[mock job_ms=50 unknown_status=3]]', video_urls: ['https://localhost/ref.mp4'],
+  });
+  t.equal((await finished(key, unknown.body.id)).status, 'success', 'a status the adapter does not know is polled again');
 });
 
 t.test('402 when the price exceeds available; nothing is created or held', async (t) => {

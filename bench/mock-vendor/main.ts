@@ -22,6 +22,7 @@ const mock = await startMockVendor({
   host: process.env.MOCK_VENDOR_HOST || '127.0.0.1',
   defaults,
   keepRequests: envInt('MOCK_KEEP_REQUESTS') ?? 200,
+  videoJobMs: envInt('MOCK_VIDEO_JOB_MS'),
 });
 console.log(JSON.stringify({ msg: 'mock vendor listening', url: mock.url }));
 

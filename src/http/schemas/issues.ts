@@ -9,10 +9,13 @@ export function validationError(issues: readonly v.BaseIssue<unknown>[], status 
     const key = item.key as string | number;
     param += typeof key === 'number' ? `[${key}]` : param ? `.${key}` : String(key);
   }
-  const unknownField = issue.type === 'strict_object' && issue.expected === 'never';
+  const objectIssue = issue.type === 'strict_object' || issue.type === 'object';
+  const unknownField = objectIssue && issue.expected === 'never';
+  const missingField = objectIssue && issue.received === 'undefined' && issue.expected?.startsWith('"') === true;
   const message = unknownField
     ? `Unknown parameter '${param}'.`
-    : param ? `Invalid value for '${param}': ${issue.message}` : `Invalid request body: ${issue.message}`;
+    : missingField ? `Missing required parameter '${param}'.`
+      : param ? `Invalid value for '${param}': ${issue.message}` : `Invalid request body: ${issue.message}`;
   return new ApiError(status, status === 422 ? 'validation_error' : 'invalid_request', message, param || null);
 }
 
