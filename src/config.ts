@@ -98,6 +98,8 @@ const EnvSchema = v.object({
   TASK_CALLBACK_MAX_DELAY_MS: v.optional(intFrom(10, DAY_MS), '3600000'),
   TASK_CALLBACK_WINDOW_MS: v.optional(intFrom(1000, 7 * DAY_MS), String(DAY_MS)),
   TASK_CALLBACK_TIMEOUT_MS: v.optional(intFrom(100, 600_000), '10000'),
+  // The gateway's public address: vendors that call back (Vidu, Ark) are given a hint URL under it.
+  PUBLIC_URL: v.optional(url(/^https?:\/\//)),
   MEDIA_MAX_VIDEO_BYTES: v.optional(intFrom(1024, 4 * 1024 * 1024 * 1024), String(256 * 1024 * 1024)),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
@@ -190,6 +192,8 @@ export interface TaskConfig {
   readonly callbackTimeoutMs: number;
   /** Largest result a task downloads to rehost. */
   readonly maxMediaBytes: number;
+  /** PUBLIC_URL without a trailing slash: where vendors' status callbacks (hints to poll now) reach the gateway; undefined: none asked for. */
+  readonly publicUrl: string | undefined;
 }
 
 /** Fetching URLs named by callers or returned by vendors (src/media/url-guard.ts). */
@@ -318,6 +322,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       callbackWindowMs: e.TASK_CALLBACK_WINDOW_MS,
       callbackTimeoutMs: e.TASK_CALLBACK_TIMEOUT_MS,
       maxMediaBytes: e.MEDIA_MAX_VIDEO_BYTES,
+      publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     }),
   });
 }

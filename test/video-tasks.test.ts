@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGateway, postJson, type Gateway } from './helpers/harness.js';
+import { freePort, startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
 import { verifyWebhook } from '../src/tasks/webhook-signature.js';
 import { mp4DurationSeconds } from '../bench/mock-vendor/mp4.js';
@@ -250,6 +250,32 @@ t.test('callback_url: a receiver failing three times gets the same signed event 
   t.same(JSON.parse(last.body), task, 'the body is the final task object');
   const [row] = await gateway.sql<{ callback_status: string; callback_attempts: number }[]>`select callback_status, callback_attempts from tasks where id = ${task.id}`;
   t.same(row, { callback_status: 'delivered', callback_attempts: 4 });
+});
+
+t.test("vendors' callbacks are hints: with PUBLIC_URL set, a task ends long before its next poll", async (t) => {
+  const port = await freePort();
+  const hinted = await startGateway({
+    mock: gateway.mock,
+    port,
+    env: {
+      PUBLIC_URL: `http://127.0.0.1:${port}`, JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, FETCH_ALLOW_LOOPBACK: 'true',
+      TASK_POLL_MS: '600000', TASK_TIMER_TICK_MS: '20',
+    },
+  });
+  t.teardown(() => hinted.close());
+  for (const model of [{ model: 'shengshu/viduq2-r2v', prompt: '@1 [[mock job_ms=200]]', image_urls: [REF] }, { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x [[mock job_ms=200]]', image_urls: [REF] }]) {
+    const { key } = await fastUser(hinted, `hinted-${model.model.replace('/', '-')}`, '10');
+    const submitted = await postJson(`${hinted.v1}/videos/generations`, key, model);
+    let task: any;
+    const ended = await eventually(async () => {
+      task = (await (await fetch(`${hinted.v1}/videos/generations/${submitted.body.id}`, { headers: { authorization: `Bearer ${key}` } })).json());
+      return task.status !== 'pending';
+    }, 10_000, 50);
+    t.ok(ended && task.status === 'success', `${model.model}: ended by the vendor's callback, not a poll 10 minutes later`);
+  }
+  t.ok(hinted.mock.videos.callbacks.some((c) => c.ok && c.url.startsWith(`http://127.0.0.1:${port}/hooks/vendor-task/`)), 'the vendor called the hint URL');
+  const forged = await fetch(`http://127.0.0.1:${port}/hooks/vendor-task/${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}?token=nope`, { method: 'POST', body: '{}' });
+  t.equal(forged.status, 404, 'a hint without the right token is refused');
 });
 
 t.test('the ledger check passes after all of the above', async (t) => {

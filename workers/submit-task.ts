@@ -9,6 +9,8 @@ export interface SubmitTaskInput {
   readonly job: VideoJob;
   readonly target: VendorTarget;
   readonly timeoutMs: number;
+  /** Where the vendor may call back with status hints (vendors that take one). */
+  readonly vendorCallbackUrl?: string;
 }
 
 export type SubmitTaskOutput = { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
@@ -16,6 +18,6 @@ export type SubmitTaskOutput = { readonly kind: 'submitted'; readonly upstreamId
 export default async function submitTask(input: SubmitTaskInput): Promise<SubmitTaskOutput> {
   const adapter = VIDEO_ADAPTERS[input.family];
   if (!adapter) return { kind: 'refused', retryable: false, code: 'family_not_served', message: `No adapter for the ${input.family} task API.`, httpStatus: 0 };
-  const answer = await exchange(adapter.submit(input.job, input.target), input.timeoutMs);
+  const answer = await exchange(adapter.submit(input.job, input.target, input.vendorCallbackUrl), input.timeoutMs);
   return answer.kind === 'answer' ? adapter.submitted(answer.status, answer.body) : answer;
 }

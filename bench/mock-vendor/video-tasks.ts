@@ -156,6 +156,8 @@ export class VideoTasks {
   private readonly files = new Map<string, { bytes: Buffer; expiresAtMs: number; broken: boolean }>();
   /** Where the mock serves files (set once it listens). */
   url = '';
+  /** Callbacks the vendors sent (Vidu, Ark), oldest first: for tests. */
+  readonly callbacks: { taskId: string; url: string; phase: string; ok: boolean }[] = [];
 
   constructor(private readonly defaultJobMs: number) {}
 
@@ -190,6 +192,8 @@ export class VideoTasks {
         const submitFail = Number(keys.get('submit_fail'));
         if (submitFail >= 400 && submitFail <= 599) return send(submitFail, dialect.error(submitFail, errorCodeFor(submitFail), `Mock failure (${submitFail}).`));
         const task = this.add(dialect, fields, keys);
+        const callbackUrl = (body as Record<string, unknown>).callback_url;
+        if (dialect !== DASHSCOPE && typeof callbackUrl === 'string') this.callBack(task, callbackUrl);
         return send(200, dialect.submitted(task, body as Record<string, unknown>));
       });
     }
@@ -232,6 +236,26 @@ export class VideoTasks {
     this.tasks.set(task.id, task);
     if (this.tasks.size > TASK_LIMIT) this.tasks.delete(this.tasks.keys().next().value as string);
     return task;
+  }
+
+  /**
+   * Vidu and Ark POST the task's query body to its `callback_url` when it starts running and when it
+   * ends; the final one is retried up to 3 times until answered 2xx. (Vidu's HMAC signature is not played.)
+   */
+  private callBack(task: VideoTask, url: string): void {
+    const deliver = (final: boolean, attempt: number) => {
+      const phase = this.phaseOf(task, false);
+      const body = JSON.stringify(task.vendor.polled(task, phase, phase === 'succeeded' ? this.resultUrl(task) : undefined));
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(5000) })
+        .then((response) => response.ok, () => false)
+        .then((ok) => {
+          this.callbacks.push({ taskId: task.id, url, phase, ok });
+          if (this.callbacks.length > TASK_LIMIT) this.callbacks.shift();
+          if (!ok && final && attempt < 3) setTimeout(() => deliver(true, attempt + 1), 200).unref();
+        });
+    };
+    setTimeout(() => deliver(false, 0), task.jobMs * 0.3).unref();
+    setTimeout(() => deliver(true, 0), task.jobMs).unref();
   }
 
   /** Where the task stands now; a poll (`counting`) after the end uses up `unknown_status`. */

@@ -64,6 +64,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .post('/v1/videos/generations', videos.submit)
     .get('/v1/videos/generations', videos.list)
     .get('/v1/videos/generations/:id', videos.get)
+    .post('/hooks/vendor-task/:id', videos.vendorHint)
     .get('/api/v1/webhook-secret', webhookSecret.get)
     .post('/api/v1/webhook-secret/rotate', webhookSecret.rotate)
     .post('/api/v1/api-keys', keys.create)

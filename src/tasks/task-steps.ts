@@ -19,6 +19,7 @@ import {
 import { signingSecrets, webhookSecretsOf } from '../store/webhook-secrets.js';
 import { callbackGivesUp, callbackRetryDelayMs } from './callback-policy.js';
 import { taskObject } from './task-object.js';
+import { vendorHintUrl } from './vendor-hints.js';
 import type { TaskWorkers } from './task-workers.js';
 import { videoCallOf, type VideoJob } from './video-job.js';
 
@@ -109,7 +110,11 @@ export class TaskSteps {
     }
     const route = this.route(row);
     if ('code' in route) return this.fail(row, lease, route);
-    const submitted = await workers.submit({ family: route.family, job: row.job as unknown as VideoJob, target: route.target, timeoutMs: config.fetch.timeoutMs });
+    const { publicUrl } = config.tasks;
+    const submitted = await workers.submit({
+      family: route.family, job: row.job as unknown as VideoJob, target: route.target, timeoutMs: config.fetch.timeoutMs,
+      vendorCallbackUrl: publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id),
+    });
     if (submitted.kind === 'refused') return this.refused(row, lease, submitted, 'start');
     this.retries.delete(row.id);
     if (!(await markStarted(this.deps.sql, row.id, lease.token, submitted.upstreamId, null))) return;

@@ -40,6 +40,8 @@ export interface GatewayOptions {
    * TcpProxy in front of `postgresAddress()`; the test's own `gateway.sql` still connects directly.
    */
   readonly postgresVia?: { host: string; port: number };
+  /** The port to listen on (when the test must know it before start-up, e.g. for PUBLIC_URL). */
+  readonly port?: number;
 }
 
 /** Host and port of the Postgres server the tests use. */
@@ -153,7 +155,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   const suffix = randomBytes(4).toString('hex');
   const database = options.shared?.database ?? `gw_test_${process.pid}_${suffix}`;
   const prefix = options.shared?.prefix ?? `test:${suffix}:`;
-  const port = await freePort();
+  const port = options.port ?? await freePort();
   const dbUrl = new URL(PG_BASE);
   dbUrl.pathname = `/${database}`;
   const gatewayDbUrl = new URL(dbUrl);

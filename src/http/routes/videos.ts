@@ -11,10 +11,12 @@ import { settleTaskHold } from '../../admission/scripts.js';
 import { VIDEO_ADAPTERS } from '../../providers/video/index.js';
 import { hostInputImage, isPublicMediaUrl, type MediaTransit } from '../../media/rehost.js';
 import { UrlGuardError, vetPublicUrl } from '../../media/url-guard.js';
-import { deleteUnstartedTask, getUserTask, holdIdOf, insertTask, listUserTasks, type TaskKind } from '../../store/tasks.js';
+import { deleteUnstartedTask, getTask, getUserTask, holdIdOf, insertTask, listUserTasks, type TaskKind } from '../../store/tasks.js';
 import { shardOf } from '../../tasks/shards.js';
 import { taskObject } from '../../tasks/task-object.js';
 import { videoCallOf } from '../../tasks/video-job.js';
+import { vendorHintValid } from '../../tasks/vendor-hints.js';
+import { parseQuery } from '../router.js';
 import { children } from '../../metrics.js';
 import { log } from '../../log.js';
 
@@ -121,7 +123,23 @@ export function videoRoutes(services: Services) {
     ctx.reply.json(200, { object: 'list', data: rows.map(taskObject), total, page, per_page: perPage });
   };
 
-  return { submit, get, list };
+  /**
+   * A vendor's status callback for one task: only a hint that the task moved, so its actor polls the
+   * vendor now instead of at its next timer (the body is not read: the poll is what counts).
+   */
+  const vendorHint = async (ctx: RequestContext): Promise<void> => {
+    await ctx.body();
+    const id = ctx.params[0] ?? '';
+    const token = parseQuery(ctx.query).get('token')?.[0] ?? '';
+    if (!UUID.test(id) || !vendorHintValid(config.keySecret, id, token)) throw notFound('No such task callback.');
+    const row = await getTask(sql, id);
+    if (row?.status === 'pending' && row.upstream_id !== null) {
+      await redis.xadd(keys.taskStream(row.shard), '*', 'k', 'a', 't', row.id, 'u', row.user_id);
+    }
+    ctx.reply.json(200, {});
+  };
+
+  return { submit, get, list, vendorHint };
 }
 
 /** A URL the gateway or a vendor will call must be https to a public address (`callback_url` is checked again at each delivery). */
