@@ -27,8 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from './store/db.js';
 import { TaskRuntime } from './tasks/runtime.js';
 import { TaskWorkers } from './tasks/task-workers.js';
-import { CatalogSnapshot } from './catalog/snapshot.js';
-import { loadCallableModels } from './store/catalog.js';
+import { LiveCatalog } from './catalog/live.js';
 import { SealedBox } from './auth/sealed-box.js';
 
 const DAY_MS = 86_400_000;
@@ -158,21 +157,13 @@ async function main(): Promise<void> {
 
   // The task runtime: this process's share of the per-user actors (its own Postgres pool and workers).
   const taskSql = connect(config.databaseUrl, 8);
-  const loadCatalog = async () => {
-    const { chat, media } = await loadCallableModels(taskSql);
-    return new CatalogSnapshot(chat, media);
-  };
-  let taskCatalog = await loadCatalog();
-  const catalogTimer = setInterval(() => {
-    loadCatalog().then((snapshot) => { taskCatalog = snapshot; }, (error) => log.warn('catalog refresh failed (tasks)', { error }));
-  }, 60_000);
-  catalogTimer.unref();
+  const taskCatalog = await LiveCatalog.open(taskSql, (error) => log.warn('catalog refresh failed (tasks)', { error }));
   const tasks = new TaskRuntime({
     owner: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
     config, sql: taskSql, redis, keys,
     balances: new Balances(taskSql, redis, keys),
     workers: new TaskWorkers(config.tasks.workers),
-    catalog: () => taskCatalog,
+    catalog: taskCatalog.current,
     vendors: Object.fromEntries(Object.values(config.vendors).map((vendor) => [vendor.name, { baseUrl: vendor.baseUrl, apiKey: vendor.apiKey }])),
     box: new SealedBox(config.keySecret),
     metrics: createTaskMetrics(registry),
@@ -209,7 +200,7 @@ async function main(): Promise<void> {
     clearInterval(janitor);
     await reservations.stop();
     await mediaJanitor?.stop();
-    clearInterval(catalogTimer);
+    taskCatalog.stop();
     await Promise.allSettled([sql.end({ timeout: 5 }), taskSql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close()]);
     log.info('stopped');
     process.exit(code);

@@ -17,8 +17,7 @@ import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { SettlementJournal } from '../admission/settlement-journal.js';
 import { RedisPipe } from '../store/redis-pipe.js';
-import { CatalogSnapshot } from '../catalog/snapshot.js';
-import { loadCallableModels } from '../store/catalog.js';
+import { LiveCatalog } from '../catalog/live.js';
 import { UpstreamClient } from '../providers/upstream-client.js';
 import type { UpstreamTarget } from '../providers/family.js';
 import { CHAT_FAMILIES } from '../providers/families.js';
@@ -35,7 +34,6 @@ import { openMediaStorage } from '../media/open.js';
 import { LEDGER_INTERVAL_MS } from '../ledger/writer.js';
 import { MediaStore } from '../media/store.js';
 
-const CATALOG_REFRESH_MS = 60_000;
 /** Longest a /readyz check waits for Redis or Postgres to answer. */
 const READY_CHECK_MS = 2_000;
 const port = parentPort!;
@@ -66,15 +64,7 @@ const admission = new Admission(new ScriptBatcher(scriptPipe, keys, ledgerMarked
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls }, { flushMs: config.settleFlushMs, journal });
 
-const loadCatalog = async () => {
-  const { chat, media } = await loadCallableModels(sql);
-  return new CatalogSnapshot(chat, media);
-};
-let catalog = await loadCatalog();
-const catalogTimer = setInterval(() => {
-  loadCatalog().then((snapshot) => { catalog = snapshot; }, (error) => log.warn('catalog refresh failed', { error }));
-}, CATALOG_REFRESH_MS);
-catalogTimer.unref();
+const catalog = await LiveCatalog.open(sql, (error) => log.warn('catalog refresh failed', { error }));
 
 const vendors: Record<string, UpstreamTarget> = {};
 for (const vendor of Object.values(config.vendors)) vendors[vendor.name] = Object.freeze({ baseUrl: vendor.baseUrl, apiKey: vendor.apiKey });
@@ -87,7 +77,7 @@ const media = mediaStorage && new MediaStore(mediaStorage, config.media.maxBytes
 
 const services: Services = {
   config, sql, redis, keys, auth, balances, admission, metrics, byok, media,
-  catalog: () => catalog,
+  catalog: catalog.current,
   upstream,
   vendors,
   families: CHAT_FAMILIES,
@@ -160,7 +150,7 @@ async function drain(deadlineMs: number): Promise<void> {
   // Idle keep-alive connections would keep this thread's loop alive (and abort Node at exit): close them all.
   // The native app has close() although the bundled typings do not declare it.
   (app as unknown as { close(): void }).close();
-  clearInterval(catalogTimer);
+  catalog.stop();
   await Promise.allSettled([services.upstream.close(), closeTokenCounter(), closeDataUriDecoder(), sql.end({ timeout: 5 }), redis.quit(), scriptPipe.close(), subscriber.quit()]);
   send({ type: 'drained', unfinished: services.inflight.count });
   port.close(); // nothing is left: the thread ends by itself

@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { ApiError, badRequest } from '../http/errors.js';
 import type { MediaStore } from './store.js';
+import type { Config } from '../config.js';
 import { DataUriError, decodeDataUri } from './data-uri.js';
 import { UrlGuardError, fetchGuarded } from './url-guard.js';
 import { isLoopbackAddress, isPublicAddress } from './public-address.js';
@@ -22,6 +23,18 @@ export interface MediaTransit {
   readonly mediaIsPublic: boolean;
   /** MEDIA_URL: addresses under it (uploads, earlier results) are read from storage, not fetched. */
   readonly mediaUrl: string;
+}
+
+/** The transit of a gateway's configuration. */
+export function mediaTransitOf(config: Pick<Config, 'media' | 'fetch'>, media: MediaStore | undefined): MediaTransit {
+  return {
+    media,
+    maxBytes: config.media.maxBytes,
+    fetchTimeoutMs: config.fetch.timeoutMs,
+    allowLoopback: config.fetch.allowLoopback,
+    mediaIsPublic: isPublicMediaUrl(config.media.url),
+    mediaUrl: config.media.url,
+  };
 }
 
 const hostOf = (url: string) => new URL(url).hostname.replace(/^\[|\]$/g, '');

@@ -105,10 +105,10 @@ export async function runningTaskCount(sql: AnySql, userId: string): Promise<num
 }
 
 /** A shard's open work (pending tasks, undelivered callbacks), oldest first: what a new owner schedules. */
-export async function openTasksOfShard(sql: AnySql, shard: number): Promise<Pick<TaskRow, 'id' | 'user_id' | 'status' | 'callback_status'>[]> {
+export async function openTasksOfShard(sql: AnySql, shard: number, createdBefore?: Date): Promise<Pick<TaskRow, 'id' | 'user_id' | 'status' | 'callback_status'>[]> {
   return sql`
     select id, user_id, status, callback_status from tasks
-    where shard = ${shard} and (status = 'pending' or callback_status = 'pending')
+    where shard = ${shard} and (status = 'pending' or callback_status = 'pending') ${createdBefore ? sql`and created_at < ${createdBefore}` : sql``}
     order by created_at, id`;
 }
 

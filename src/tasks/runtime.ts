@@ -14,10 +14,7 @@
  */
 import { Redis } from 'ioredis';
 import { log } from '../log.js';
-import type { ScriptedRedis } from '../admission/scripts.js';
-import type { RedisKeys } from '../admission/keys.js';
 import { openTasksOfShard, type TaskRow } from '../store/tasks.js';
-import type { TaskMetrics } from '../metrics.js';
 import { ShardLeases, type OwnedShard } from './shards.js';
 import { TaskSteps, type StepKind, type StepLease, type TaskStepDeps } from './task-steps.js';
 
@@ -28,6 +25,8 @@ const READ_COUNT = 100;
 const TIMERS_PER_MOVE = 500;
 /** How often waiting starts look for a free slot again, and gauges are refreshed. */
 const HOUSEKEEPING_MS = 1000;
+/** Every this many rounds, open tasks older than that many seconds with no timer get one (a lost message). */
+const SWEEP_ROUNDS = 60;
 
 interface Message {
   readonly shard: number;
@@ -124,9 +123,16 @@ export class TaskRuntime {
       if (!this.stopping) this.timerLoop = setTimeout(tick, this.options.config.tasks.timerTickMs);
     };
     tick();
+    let rounds = 0;
     this.housekeeping = setInterval(() => {
       for (const [userId, box] of this.mailboxes) if (box.waiting.length > 0) this.kick(userId);
       this.track(this.refreshGauges().catch(() => {}));
+      if (++rounds % SWEEP_ROUNDS === 0) {
+        const before = new Date(Date.now() - SWEEP_ROUNDS * HOUSEKEEPING_MS);
+        for (const shard of this.leases.tokens.keys()) {
+          this.track(this.scheduleOpenTasks(shard, before).catch((error) => log.warn('sweeping open tasks failed; retried', { shard, error })));
+        }
+      }
     }, HOUSEKEEPING_MS);
   }
 
@@ -153,7 +159,7 @@ export class TaskRuntime {
 
   /** A shard just became ours: its group, its unacknowledged messages, its open tasks, then its reader. */
   private async open(owned: OwnedShard): Promise<void> {
-    const { redis, keys, sql, owner } = this.options;
+    const { redis, keys, owner } = this.options;
     const stream = keys.taskStream(owned.shard);
     try {
       await this.ensureGroup(stream);
@@ -164,23 +170,31 @@ export class TaskRuntime {
         if (next === '0-0' || entries.length === 0) break;
         cursor = next;
       }
-      // Open work the stream and timers may not know (a Redis that lost its data, a submit that died
-      // before its message): every open task of the shard gets a timer, in submission order.
-      const open = await openTasksOfShard(sql, owned.shard);
-      if (open.length > 0) {
-        const now = Date.now();
-        const batch = redis.multi();
-        open.forEach((row, index) => batch.zadd(keys.taskTimers(owned.shard), 'NX', now + index, timerMember(row.status === 'pending' ? 'a' : 'c', row)));
-        await batch.exec();
-      }
+      await this.scheduleOpenTasks(owned.shard);
     } catch (error) {
       log.error('opening a task shard failed; its lease is given up and claimed again', { shard: owned.shard, error });
+      await this.leases.giveUp(owned.shard).catch(() => {});
       return;
     }
     if (!this.leases.holds(owned.shard, owned.token) || this.stopping) return;
     const reader: Reader = { token: owned.token, connection: new Redis(this.options.config.redisUrl, { maxRetriesPerRequest: null }), stopped: false };
     this.readers.set(owned.shard, reader);
     this.track(this.read(owned, reader));
+  }
+
+  /**
+   * Open work the stream and timers may not know (a Redis that lost its data, a submit that died
+   * before its message): every open task of the shard without a timer gets one, in submission order.
+   * A task whose step is under way may get a second step; it finds the row moved on and does nothing twice.
+   */
+  private async scheduleOpenTasks(shard: number, createdBefore?: Date): Promise<void> {
+    const { redis, keys, sql } = this.options;
+    const open = await openTasksOfShard(sql, shard, createdBefore);
+    if (open.length === 0) return;
+    const now = Date.now();
+    const batch = redis.multi();
+    open.forEach((row, index) => batch.zadd(keys.taskTimers(shard), 'NX', now + index, timerMember(row.status === 'pending' ? 'a' : 'c', row)));
+    await batch.exec();
   }
 
   private async ensureGroup(stream: string): Promise<void> {

@@ -111,6 +111,11 @@ export class ShardLeases {
     }
   }
 
+  /** Gives a held shard up now (it could not be opened); the next round claims it again with a new token. */
+  giveUp(shard: number): Promise<void> {
+    return this.release(shard);
+  }
+
   private async release(shard: number): Promise<void> {
     const token = this.owned.get(shard);
     if (token === undefined) return;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { MediaModel } from '../../catalog/model.js';
-import { ApiError, badRequest, modelNotFound, requireJson } from '../errors.js';
+import { ApiError, badRequest, requireJson } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ImageRequestSchema } from '../schemas/images.js';
 import { imageCallOf, imageJobOf, type ImageIo, type ImageJob, type ImageResult } from '../../providers/image-family.js';
@@ -16,7 +16,8 @@ import type { PriceSheet } from '../../billing/price-sheet.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
 import { MeteredCall, type CallIdentity } from '../../billing/metered-call.js';
 import { nanoToUsd } from '../../billing/pricing.js';
-import { hostInputImage, hostResultImage, isLoopbackUrl, isPublicMediaUrl, type MediaTransit } from '../../media/rehost.js';
+import { hostInputImage, hostResultImage, isLoopbackUrl, mediaTransitOf } from '../../media/rehost.js';
+import { mediaModelFor } from './media-model.js';
 import { children } from '../../metrics.js';
 
 /** Pricing fields as the caller named them. */
@@ -59,14 +60,7 @@ export function imageGenerations(services: Services) {
   const { admission, auth, metrics, upstream, config } = services;
   const costOf = children((model) => metrics.cost.labels(model));
   const imagesOf = children((model, hosted) => metrics.images.labels(model, hosted));
-  const transit: MediaTransit = {
-    media: services.media,
-    maxBytes: config.media.maxBytes,
-    fetchTimeoutMs: config.fetch.timeoutMs,
-    allowLoopback: config.fetch.allowLoopback,
-    mediaIsPublic: isPublicMediaUrl(config.media.url),
-    mediaUrl: config.media.url,
-  };
+  const transit = mediaTransitOf(config, services.media);
 
   /**
    * The upstream leg for one call: transport failures as 502s, polls paced and bounded by the call's
@@ -118,13 +112,7 @@ export function imageGenerations(services: Services) {
     const key = await auth.apiKey(ctx);
     requireJson(ctx.headers.contentType);
     const request = parseWith(ImageRequestSchema, parseJsonObject(await ctx.body()));
-    const catalog = services.catalog();
-    const model = catalog.media(request.model);
-    if (!model) {
-      if (catalog.get(request.model)) throw badRequest(`'${request.model}' is a chat model: use POST /v1/chat/completions.`, 'model', 'model_not_supported');
-      throw modelNotFound(request.model);
-    }
-    if (model.modality !== 'image') throw badRequest(`'${request.model}' is a ${model.modality} model, not an image model.`, 'model', 'model_not_supported');
+    const model = mediaModelFor(services, request.model, 'image');
     const asked = imageJobOf(request, model);
     const family = IMAGE_FAMILIES[model.family];
     const target = services.vendors[model.upstreamVendor];

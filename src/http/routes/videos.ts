@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
-import { ApiError, badRequest, modelNotFound, notFound, requireJson } from '../errors.js';
+import { ApiError, badRequest, notFound, requireJson } from '../errors.js';
 import { parseJsonObject } from '../schemas/issues.js';
 import { parseVideoRequest } from '../schemas/videos.js';
 import { pageOf } from './billing.js';
@@ -9,7 +9,8 @@ import { PricingError, worstCaseNano } from '../../billing/media-pricing.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
 import { settleTaskHold } from '../../admission/scripts.js';
 import { VIDEO_ADAPTERS } from '../../providers/video/index.js';
-import { hostInputImage, isPublicMediaUrl, type MediaTransit } from '../../media/rehost.js';
+import { hostInputImage, mediaTransitOf } from '../../media/rehost.js';
+import { mediaModelFor } from './media-model.js';
 import { UrlGuardError, vetPublicUrl } from '../../media/url-guard.js';
 import { deleteUnstartedTask, getTask, getUserTask, holdIdOf, insertTask, listUserTasks, type TaskKind } from '../../store/tasks.js';
 import { shardOf } from '../../tasks/shards.js';
@@ -32,14 +33,7 @@ const KIND: TaskKind = 'video.generation';
 export function videoRoutes(services: Services) {
   const { auth, admission, sql, redis, keys, config, metrics } = services;
   const submittedOf = children((model) => metrics.tasksSubmitted.labels(model));
-  const transit: MediaTransit = {
-    media: services.media,
-    maxBytes: config.media.maxBytes,
-    fetchTimeoutMs: config.fetch.timeoutMs,
-    allowLoopback: config.fetch.allowLoopback,
-    mediaIsPublic: isPublicMediaUrl(config.media.url),
-    mediaUrl: config.media.url,
-  };
+  const transit = mediaTransitOf(config, services.media);
 
   /**
    * A reference image as the vendor is given it: a `data:` URI (or an upload on this media host) is
@@ -57,13 +51,7 @@ export function videoRoutes(services: Services) {
     requireJson(ctx.headers.contentType);
     const body = parseJsonObject(await ctx.body());
     if (typeof body.model !== 'string' || body.model === '') throw badRequest("'model' is required and must be a string.", 'model');
-    const catalog = services.catalog();
-    const model = catalog.media(body.model);
-    if (!model) {
-      if (catalog.get(body.model)) throw badRequest(`'${body.model}' is a chat model: use POST /v1/chat/completions.`, 'model', 'model_not_supported');
-      throw modelNotFound(body.model);
-    }
-    if (model.modality !== 'video') throw badRequest(`'${body.model}' is a ${model.modality} model, not a video model.`, 'model', 'model_not_supported');
+    const model = mediaModelFor(services, body.model, 'video');
     const job = parseVideoRequest(body, model);
     if (!VIDEO_ADAPTERS[model.family] || !services.vendors[model.upstreamVendor]) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} task API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
