@@ -152,6 +152,19 @@ t.test('a result URL that expired before the download fails the task, released, 
   }
 });
 
+t.test("an upload's media-host URL serves as a reference image, even where only https URLs are taken", async (t) => {
+  const { key } = await newUser();
+  const png = Buffer.from(PNG_URI.slice(PNG_URI.indexOf(',') + 1), 'base64');
+  const upload = await fetch(`${gateway.v1}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png' }, body: png });
+  t.equal(upload.status, 201);
+  const { url } = await upload.json() as { url: string };
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x [[mock job_ms=30]]', image_urls: [url] });
+  t.equal(submitted.status, 200, JSON.stringify(submitted.body));
+  t.equal((await finished(key, submitted.body.id)).status, 'success');
+  const sent = gateway.mock.requests().filter((r) => r.path === '/bytedance/v1/contents/generations/tasks').at(-1)!.body as { content: { image_url?: { url: string } }[] };
+  t.match(sent.content[1]?.image_url?.url, /^data:image\/png;base64,/, 'a local media host is not reachable by vendors: the image goes inline');
+});
+
 t.test('transient poll failures are retried, not a failed task', async (t) => {
   const { key } = await newUser();
   const submitted = await postJson(`${gateway.v1}/videos/generations`, key, {
@@ -185,6 +198,8 @@ t.test('validation, unknown models and URL rules answer 4xx in the envelope', as
     ['private callback_url', { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x', image_urls: [REF], callback_url: 'https://10.1.2.3/hook' }, 400, 'callback_url'],
     ['plain-http callback to a public host', { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x', image_urls: [REF], callback_url: 'http://example.com/hook' }, 400, 'callback_url'],
     ['private image URL', { model: 'shengshu/viduq2-r2v', prompt: '@1', image_urls: ['https://192.168.1.1/a.png'] }, 400, 'image_urls[0]'],
+    ['plain-http image URL', { model: 'shengshu/viduq2-r2v', prompt: '@1', image_urls: ['http://example.com/a.png'] }, 400, 'image_urls[0]'],
+    ['plain-http video URL', { model: 'alibaba/wan2.6-r2v', prompt: 'x', video_urls: ['http://example.com/a.mp4'] }, 400, 'video_urls[0]'],
   ];
   for (const [name, body, status, param] of cases) {
     const response = await post(body);

@@ -40,8 +40,9 @@ export function videoRoutes(services: Services) {
    * hosted here, so the task keeps a link rather than megabytes; a URL elsewhere goes to the vendor
    * as sent, once its host is known to be public (the vendor fetches it, not the gateway).
    */
+  const isOwnMedia = (entry: string) => services.media !== undefined && entry.startsWith(`${config.media.url}/`);
   const inputImage = async (entry: string, index: number): Promise<string> => {
-    if (/^data:/i.test(entry) || (services.media && entry.startsWith(`${config.media.url}/`))) return hostInputImage(entry, index, transit);
+    if (/^data:/i.test(entry) || isOwnMedia(entry)) return hostInputImage(entry, index, transit);
     await checkPublicUrl(entry, `image_urls[${index}]`, 'invalid_image_url', config.fetch.allowLoopback);
     return entry;
   };
@@ -66,7 +67,7 @@ export function videoRoutes(services: Services) {
       throw badRequest(`${error.message}.`, error.field === 'seconds' ? 'duration' : error.field, error.field === 'model' ? 'model_not_supported' : 'invalid_request');
     }
     const imageUrls = await Promise.all(job.imageUrls.map((entry, index) => inputImage(entry, index)));
-    await Promise.all(job.videoUrls.map((entry, index) => checkPublicUrl(entry, `video_urls[${index}]`, 'invalid_video_url', config.fetch.allowLoopback)));
+    await Promise.all(job.videoUrls.map((entry, index) => (isOwnMedia(entry) ? undefined : checkPublicUrl(entry, `video_urls[${index}]`, 'invalid_video_url', config.fetch.allowLoopback))));
 
     const taskId = randomUUID();
     const holdId = holdIdOf(key.id, taskId);

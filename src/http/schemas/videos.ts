@@ -26,7 +26,8 @@ const integer = (min: number, max: number) => v.pipe(
 const flag = v.boolean('must be true or false');
 const seed = integer(0, SEED_MAX);
 
-const HTTPS = /^https:\/\/[^\s]+$/i;
+/** http too: an upload on this gateway's media host may be plain http (a local gateway); the route refuses plain http anywhere else. */
+const HTTPS = /^https?:\/\/[^\s]+$/i;
 const DATA_IMAGE = /^data:image\/(?:png|jpeg|jpg|webp);base64,/i;
 const httpsUrl = v.pipe(v.string('must be a string'), v.maxLength(2048, 'must be at most 2048 characters'), v.regex(HTTPS, 'must be an https URL'));
 const imageEntry = (inline: boolean) => v.pipe(
