@@ -19,12 +19,19 @@ import { ShardLeases, type OwnedShard } from './shards.js';
 import { TaskSteps, type StepKind, type StepLease, type TaskStepDeps } from './task-steps.js';
 
 const GROUP = 'actors';
-/** Longest a shard reader blocks: it also bounds how late a reader notices it must stop. */
-const READ_BLOCK_MS = 2000;
+/** Longest a shard reader blocks (closing its connection ends the block at once when the shard goes). */
+const READ_BLOCK_MS = 15_000;
 const READ_COUNT = 100;
 const TIMERS_PER_MOVE = 500;
 /** How often waiting starts look for a free slot again, and gauges are refreshed. */
 const HOUSEKEEPING_MS = 1000;
+/** Gauges are read every this many rounds (each read asks Redis about every owned shard). */
+const GAUGE_ROUNDS = 10;
+/**
+ * Longest pause between timer passes. This process schedules every timer of the shards it owns, so it
+ * knows when the next is due and sleeps until then; this bound is a safety net.
+ */
+const TIMER_IDLE_MS = 5000;
 /** Every this many rounds, open tasks older than that many seconds with no timer get one (a lost message). */
 const SWEEP_ROUNDS = 60;
 
@@ -86,6 +93,8 @@ export class TaskRuntime {
   private readonly slots: Slots;
   private readonly running = new Set<Promise<void>>();
   private timerLoop: NodeJS.Timeout | undefined;
+  /** When the next timer pass is planned (Infinity: none planned). */
+  private timerAt = Infinity;
   private housekeeping: NodeJS.Timeout | undefined;
   private stopping = false;
 
@@ -118,16 +127,11 @@ export class TaskRuntime {
 
   start(): void {
     this.leases.start();
-    const tick = () => {
-      this.track(this.moveDueTimers().catch((error) => log.error('moving due task timers failed; retried', { error })));
-      if (!this.stopping) this.timerLoop = setTimeout(tick, this.options.config.tasks.timerTickMs);
-    };
-    tick();
     let rounds = 0;
     this.housekeeping = setInterval(() => {
       for (const [userId, box] of this.mailboxes) if (box.waiting.length > 0) this.kick(userId);
-      this.track(this.refreshGauges().catch(() => {}));
-      if (++rounds % SWEEP_ROUNDS === 0) {
+      if (++rounds % GAUGE_ROUNDS === 0) this.track(this.refreshGauges().catch(() => {}));
+      if (rounds % SWEEP_ROUNDS === 0) {
         const before = new Date(Date.now() - SWEEP_ROUNDS * HOUSEKEEPING_MS);
         for (const shard of this.leases.tokens.keys()) {
           this.track(this.scheduleOpenTasks(shard, before).catch((error) => log.warn('sweeping open tasks failed; retried', { shard, error })));
@@ -171,6 +175,7 @@ export class TaskRuntime {
         cursor = next;
       }
       await this.scheduleOpenTasks(owned.shard);
+      this.planTimers(Date.now()); // timers an earlier owner left, and those just made
     } catch (error) {
       log.error('opening a task shard failed; its lease is given up and claimed again', { shard: owned.shard, error });
       await this.leases.giveUp(owned.shard).catch(() => {});
@@ -195,6 +200,7 @@ export class TaskRuntime {
     const batch = redis.multi();
     open.forEach((row, index) => batch.zadd(keys.taskTimers(shard), 'NX', now + index, timerMember(row.status === 'pending' ? 'a' : 'c', row)));
     await batch.exec();
+    this.planTimers(now);
   }
 
   private async ensureGroup(stream: string): Promise<void> {
@@ -232,10 +238,38 @@ export class TaskRuntime {
 
   // ---- timers ----
 
-  private async moveDueTimers(): Promise<void> {
+  /**
+   * Plans a pass over the owned shards' timers at `atMs` unless one is planned sooner. Passes are at
+   * least TASK_TIMER_TICK_MS apart, so timers due close together move in one pass.
+   */
+  private planTimers(atMs: number): void {
+    if (this.stopping || atMs >= this.timerAt) return;
+    clearTimeout(this.timerLoop);
+    this.timerAt = atMs;
+    this.timerLoop = setTimeout(() => {
+      this.timerAt = Infinity;
+      const { timerTickMs } = this.options.config.tasks;
+      this.track(this.moveDueTimers().then(
+        (nextMs) => this.planTimers(Date.now() + Math.max(timerTickMs, Math.min(nextMs, TIMER_IDLE_MS))),
+        (error) => {
+          log.error('moving due task timers failed; retried', { error });
+          this.planTimers(Date.now() + timerTickMs);
+        },
+      ));
+    }, Math.max(0, atMs - Date.now()));
+  }
+
+  /** Moves every owned shard's due timers into its stream; returns ms until the next one is due (Infinity: none). */
+  private async moveDueTimers(): Promise<number> {
     const { redis, keys } = this.options;
     const shards = [...this.leases.tokens.keys()];
-    await Promise.all(shards.map((shard) => redis.timers_due(keys.taskTimers(shard), keys.taskStream(shard), TIMERS_PER_MOVE)));
+    const replies = await Promise.all(shards.map((shard) => redis.timers_due(keys.taskTimers(shard), keys.taskStream(shard), TIMERS_PER_MOVE)));
+    let nextMs = Infinity;
+    for (const [moved = 0, untilNext = -1] of replies) {
+      if (moved >= TIMERS_PER_MOVE) nextMs = 0; // more are due than one pass moves
+      else if (untilNext >= 0) nextMs = Math.min(nextMs, untilNext);
+    }
+    return nextMs;
   }
 
   /**
@@ -244,7 +278,9 @@ export class TaskRuntime {
    */
   private async schedule(shard: number, kind: StepKind, row: Pick<TaskRow, 'id' | 'user_id'>, delayMs: number): Promise<void> {
     const { redis, keys } = this.options;
-    await redis.zadd(keys.taskTimers(shard), Date.now() + Math.max(0, delayMs), timerMember(kind, row));
+    const dueMs = Date.now() + Math.max(0, delayMs);
+    await redis.zadd(keys.taskTimers(shard), dueMs, timerMember(kind, row));
+    this.planTimers(dueMs);
   }
 
   // ---- mailboxes ----
