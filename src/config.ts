@@ -169,7 +169,7 @@ export interface TaskConfig {
   readonly shards: number;
   /** A shard lease's life; its owner renews it every third of that. A dead owner's shards move after it. */
   readonly leaseMs: number;
-  /** How often due timers (polls, retries, callback attempts) move into the shard streams. */
+  /** Least time between two passes that move due timers (polls, retries, callback attempts) into the shard streams. */
   readonly timerTickMs: number;
   /** Pause between two polls of a vendor task. */
   readonly pollMs: number;
