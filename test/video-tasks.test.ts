@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, eventually, fastUser, parsePrometheus, sumSamples } from './helpers/http-tools.js';
 import { verifyWebhook } from '../src/tasks/webhook-signature.js';
 import { mp4DurationSeconds } from '../bench/mock-vendor/mp4.js';
 
@@ -291,6 +291,22 @@ t.test("vendors' callbacks are hints: with PUBLIC_URL set, a task ends long befo
   t.ok(hinted.mock.videos.callbacks.some((c) => c.ok && c.url.startsWith(`http://127.0.0.1:${port}/hooks/vendor-task/`)), 'the vendor called the hint URL');
   const forged = await fetch(`http://127.0.0.1:${port}/hooks/vendor-task/${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}?token=nope`, { method: 'POST', body: '{}' });
   t.equal(forged.status, 404, 'a hint without the right token is refused');
+});
+
+t.test('/metrics shows the tasks, the actors and the HTTP threads\' event-loop delay', async (t) => {
+  const samples = parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text());
+  t.ok(sumSamples(samples, 'gateway_tasks_submitted_total', { model: 'alibaba/wan2.6-r2v' }) >= 3, 'submitted, by model');
+  t.ok(sumSamples(samples, 'gateway_tasks_ended_total', { model: 'shengshu/viduq1-r2v', status: 'success' }) >= 1, 'ended, by model and status');
+  t.ok(sumSamples(samples, 'gateway_tasks_ended_total', { status: 'failed' }) >= 6, 'failures counted');
+  t.ok(sumSamples(samples, 'gateway_task_duration_seconds_count') >= 10, 'durations observed');
+  t.ok(sumSamples(samples, 'gateway_task_callbacks_total', { outcome: 'retry' }) >= 3, 'callback retries');
+  t.equal(sumSamples(samples, 'gateway_task_callbacks_total', { outcome: 'delivered' }), 1, 'one delivery');
+  t.ok(sumSamples(samples, 'gateway_task_shard_moves_total', { event: 'acquired' }) >= 16, 'shards acquired');
+  t.ok(sumSamples(samples, 'gateway_task_steps_total', { kind: 'poll', outcome: 'retry' }) >= 3, 'transient poll failures retried');
+  for (const name of ['gateway_task_shards_owned', 'gateway_task_mailbox_depth', 'gateway_task_worker_utilization', 'gateway_task_timers']) {
+    t.ok(samples.some((sample) => sample.name === name), `${name} is exported`);
+  }
+  t.equal(samples.filter((sample) => sample.name === 'gateway_http_event_loop_delay_seconds').length, 3, 'event-loop delay: p50, p99, max');
 });
 
 t.test('the ledger check passes after all of the above', async (t) => {
