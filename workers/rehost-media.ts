@@ -1,13 +1,13 @@
 /**
  * piscina task: downloads a vendor's result through the URL guard (every hop vetted, bounded by size
- * and time) and stores it on the media host. Plain data in and out; the storage is opened once per
- * worker thread.
+ * and time) and stores it on the media host as it arrives (local storage; S3 is given it whole). Plain
+ * data in and out; the storage is opened once per worker thread.
  */
 import type { MediaConfig } from '../src/config.js';
 import { openMediaStorage } from '../src/media/open.js';
 import type { MediaStorage } from '../src/media/storage.js';
 import { sniffMediaType } from '../src/media/sniff.js';
-import { UrlGuardError, fetchGuarded } from '../src/media/url-guard.js';
+import { UrlGuardError, fetchGuarded, fetchGuardedStream } from '../src/media/url-guard.js';
 
 export interface RehostMediaInput {
   readonly url: string;
@@ -30,13 +30,22 @@ export default async function rehostMedia(input: RehostMediaInput): Promise<Reho
   storage ??= openMediaStorage(input.media);
   const store = await storage;
   if (!store) return { ok: false, reason: 'storage_off', message: 'Media storage is off.' };
+  const options = { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback };
+  const expected = (contentType: string | undefined) => contentType?.startsWith(`${input.expect}/`) === true;
+  const notMedia = (contentType: string | undefined): RehostMediaOutput =>
+    ({ ok: false, reason: 'not_media', message: `The vendor's result is not ${input.expect === 'video' ? 'a video' : 'audio'} (${contentType ?? 'unknown type'}).` });
   try {
-    const fetched = await fetchGuarded(input.url, { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback });
-    const type = sniffMediaType(fetched.bytes);
-    if (!type?.contentType.startsWith(`${input.expect}/`)) {
-      return { ok: false, reason: 'not_media', message: `The vendor's result is not ${input.expect === 'video' ? 'a video' : 'audio'} (${type?.contentType ?? 'unknown type'}).` };
+    let stored;
+    if (store.putStream) {
+      // Streamed to storage: a result of hundreds of megabytes never sits in memory whole.
+      stored = await fetchGuardedStream(input.url, options, (chunks) => store.putStream!(chunks, expected));
+      if ('refused' in stored) return notMedia(stored.refused);
+    } else {
+      const fetched = await fetchGuarded(input.url, options);
+      const contentType = sniffMediaType(fetched.bytes)?.contentType;
+      if (!expected(contentType)) return notMedia(contentType);
+      stored = await store.put(fetched.bytes, contentType!);
     }
-    const stored = await store.put(fetched.bytes, type.contentType);
     return { ok: true, url: stored.url, bytes: stored.bytes, contentType: stored.contentType };
   } catch (error) {
     if (error instanceof UrlGuardError) return { ok: false, reason: error.reason, message: error.message };

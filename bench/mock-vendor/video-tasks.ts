@@ -7,7 +7,7 @@
 // expires. Steered by `[[mock …]]` keys in the prompt: job_ms, task_fail=CODE, submit_fail=STATUS,
 // poll_fail=STATUS (poll_fail_times=K: only the first K polls), url_ttl_ms, broken_url,
 // unknown_status=K (K polls after the end report a status no adapter knows).
-import { randomInt, randomUUID } from 'node:crypto';
+import { createHmac, randomInt, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { directivePairs } from './directives.js';
 import { mockMp4 } from './mp4.js';
@@ -150,6 +150,21 @@ const ARK: Dialect = {
 
 const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK];
 
+/**
+ * Vidu's callback signature (reference §2): base64 HMAC-SHA256 keyed by the API token over
+ * METHOD, path, query, "vidu", Date and the signed headers, one per line.
+ */
+export function viduSignedHeaders(callbackUrl: string, apiToken: string, date = new Date().toUTCString(), nonce = randomUUID()): Record<string, string> {
+  const url = new URL(callbackUrl);
+  const signed = ['Date', 'x-request-nonce'];
+  const values: Record<string, string> = { Date: date, 'x-request-nonce': nonce };
+  const signingString = ['POST', url.pathname, url.search.slice(1), 'vidu', date, signed.map((name) => `${name}:${values[name]}\n`).join('')].join('\n');
+  return {
+    Date: date, 'x-request-nonce': nonce, 'X-HMAC-SIGNED-HEADERS': signed.join(';'), 'X-HMAC-ALGORITHM': 'hmac-sha256', 'X-HMAC-ACCESS-KEY': 'vidu',
+    'X-HMAC-SIGNATURE': createHmac('sha256', apiToken).update(signingString).digest('base64'),
+  };
+}
+
 /** The video tasks and result files of one mock vendor. */
 export class VideoTasks {
   private readonly tasks = new Map<string, VideoTask>();
@@ -193,7 +208,7 @@ export class VideoTasks {
         if (submitFail >= 400 && submitFail <= 599) return send(submitFail, dialect.error(submitFail, errorCodeFor(submitFail), `Mock failure (${submitFail}).`));
         const task = this.add(dialect, fields, keys);
         const callbackUrl = (body as Record<string, unknown>).callback_url;
-        if (dialect !== DASHSCOPE && typeof callbackUrl === 'string') this.callBack(task, callbackUrl);
+        if (dialect !== DASHSCOPE && typeof callbackUrl === 'string') this.callBack(task, callbackUrl, exchange.record.authorization ?? '');
         return send(200, dialect.submitted(task, body as Record<string, unknown>));
       });
     }
@@ -240,13 +255,15 @@ export class VideoTasks {
 
   /**
    * Vidu and Ark POST the task's query body to its `callback_url` when it starts running and when it
-   * ends; the final one is retried up to 3 times until answered 2xx. (Vidu's HMAC signature is not played.)
+   * ends; the final one is retried up to 3 times until answered 2xx. Vidu signs its deliveries with the
+   * API token that created the task; Ark does not sign.
    */
-  private callBack(task: VideoTask, url: string): void {
+  private callBack(task: VideoTask, url: string, authorization: string): void {
     const deliver = (final: boolean, attempt: number) => {
       const phase = this.phaseOf(task, false);
       const body = JSON.stringify(task.vendor.polled(task, phase, phase === 'succeeded' ? this.resultUrl(task) : undefined));
-      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(5000) })
+      const headers = task.vendor === VIDU ? viduSignedHeaders(url, authorization.replace(/^Token /, '')) : {};
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(5000) })
         .then((response) => response.ok, () => false)
         .then((ok) => {
           this.callbacks.push({ taskId: task.id, url, phase, ok });

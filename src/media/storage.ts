@@ -4,9 +4,9 @@
  * is used when an S3 bucket is configured.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MEDIA_TYPES } from './sniff.js';
+import { MEDIA_TYPES, sniffMediaType } from './sniff.js';
 
 /** A stored name: the SHA-256 of the bytes in lowercase hex, a dot, a known extension. Nothing else is ever looked up. */
 export const MEDIA_KEY = new RegExp(`^[0-9a-f]{64}\\.(?:${Object.keys(MEDIA_TYPES).join('|')})$`);
@@ -46,7 +46,16 @@ export interface MediaStorage {
   head(key: string): Promise<MediaObject | undefined>;
   /** Deletes every object stored (or last re-stored) before `olderThan`; returns how many. */
   sweep(olderThan: Date): Promise<number>;
+  /**
+   * Stores bytes as they arrive, never holding them whole (a storage without it is given them whole
+   * through `put`). The type is sniffed from the first bytes; `accept` refuses a type, and then nothing
+   * is stored and the answer is the type refused.
+   */
+  putStream?(chunks: AsyncIterable<Uint8Array>, accept: (contentType: string | undefined) => boolean): Promise<StoredMedia | { readonly refused: string | undefined }>;
 }
+
+/** Bytes kept from the start of a streamed object for sniffing its type (matroska's DocType sits early). */
+const SNIFF_BYTES = 4096;
 
 export interface MediaStorageOptions {
   /** Public base address of stored objects (`MEDIA_URL`), without a trailing slash. */
@@ -119,6 +128,42 @@ export class LocalMediaStorage implements MediaStorage {
       url: `${this.options.baseUrl}/${key}`,
       expiresAt: new Date(now.getTime() + this.options.retentionMs),
     };
+  }
+
+  async putStream(chunks: AsyncIterable<Uint8Array>, accept: (contentType: string | undefined) => boolean): Promise<StoredMedia | { readonly refused: string | undefined }> {
+    await this.ensureDir();
+    const temp = join(this.dir, `${TEMP_PREFIX}${randomUUID()}`);
+    const hash = createHash('sha256');
+    const head: Uint8Array[] = [];
+    let headBytes = 0;
+    let total = 0;
+    const file = await open(temp, 'wx');
+    let kept = false;
+    try {
+      for await (const chunk of chunks) {
+        hash.update(chunk);
+        if (headBytes < SNIFF_BYTES) {
+          head.push(chunk);
+          headBytes += chunk.byteLength;
+        }
+        total += chunk.byteLength;
+        await file.write(chunk);
+      }
+      await file.close();
+      const contentType = total === 0 ? undefined : sniffMediaType(Buffer.concat(head))?.contentType;
+      if (contentType === undefined || !accept(contentType)) return { refused: contentType };
+      const sha256 = hash.digest('hex');
+      const key = mediaKey(sha256, contentType);
+      const now = new Date(this.now());
+      await utimes(temp, now, now);
+      // The same bytes stored already: renaming over them is the same content, and restarts their retention.
+      await rename(temp, join(this.dir, key));
+      kept = true;
+      return { key, sha256, contentType, bytes: total, url: `${this.options.baseUrl}/${key}`, expiresAt: new Date(now.getTime() + this.options.retentionMs) };
+    } finally {
+      await file.close().catch(() => {});
+      if (!kept) await unlink(temp).catch(() => {});
+    }
   }
 
   async head(key: string): Promise<MediaObject | undefined> {

@@ -44,6 +44,21 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * the connect (rebinding) cannot redirect it.
  */
 export async function fetchGuarded(url: string, options: GuardedFetchOptions): Promise<FetchedMedia> {
+  return fetchGuardedWith(url, options, async (response, target, signal) => ({
+    bytes: await readBody(response, options.maxBytes, signal), contentType: response.headers['content-type'], finalUrl: target.href,
+  }));
+}
+
+/**
+ * `fetchGuarded` handing the body to `consume` as it arrives, without holding it whole: the chunks
+ * stop with a `too_large` UrlGuardError past `maxBytes`, and with the timeout's error when the whole
+ * exchange (consuming included) takes longer than `timeoutMs`.
+ */
+export async function fetchGuardedStream<T>(url: string, options: GuardedFetchOptions, consume: (chunks: AsyncIterable<Buffer>) => Promise<T>): Promise<T> {
+  return fetchGuardedWith(url, options, (response, _target, signal) => consume(bodyChunks(response, options.maxBytes, signal)));
+}
+
+async function fetchGuardedWith<T>(url: string, options: GuardedFetchOptions, consume: (response: IncomingMessage, target: URL, signal: AbortSignal) => Promise<T>): Promise<T> {
   const allowLoopback = options.allowLoopback ?? false;
   const maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
   const controller = new AbortController();
@@ -72,8 +87,7 @@ export async function fetchGuarded(url: string, options: GuardedFetchOptions): P
         response.destroy();
         throw new UrlGuardError('status', `The server answered ${status}.`, status);
       }
-      const bytes = await readBody(response, options.maxBytes, signal);
-      return { bytes, contentType: response.headers['content-type'], finalUrl: target.href };
+      return await consume(response, target, signal);
     }
   } finally {
     clearTimeout(timer);
@@ -179,28 +193,39 @@ function request(
   });
 }
 
-async function readBody(response: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+/** The body's chunks as they arrive, refused past `maxBytes` (by Content-Length up front, or while reading). */
+async function* bodyChunks(response: IncomingMessage, maxBytes: number, signal: AbortSignal): AsyncGenerator<Buffer> {
   const tooLarge = () => new UrlGuardError('too_large', `The body exceeds ${maxBytes} bytes.`);
   const declared = Number(response.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     response.destroy();
     throw tooLarge();
   }
-  const chunks: Buffer[] = [];
   let total = 0;
   try {
     for await (const chunk of response as AsyncIterable<Buffer>) {
       total += chunk.length;
       if (total > maxBytes) throw tooLarge();
-      chunks.push(chunk);
+      yield chunk;
     }
   } catch (error) {
     response.destroy();
     if (error instanceof UrlGuardError) throw error;
     throw signal.aborted ? signal.reason : networkError(error);
+  } finally {
+    response.destroy();
   }
   // An abort that lands as the body ends must not pass a possibly cut body off as whole.
   if (signal.aborted) throw signal.reason;
+}
+
+async function readBody(response: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of bodyChunks(response, maxBytes, signal)) {
+    chunks.push(chunk);
+    total += chunk.length;
+  }
   return Buffer.concat(chunks, total);
 }
 
