@@ -7,12 +7,17 @@ import { UrlGuardError, postGuarded } from '../src/media/url-guard.js';
 import { signWebhook } from '../src/tasks/webhook-signature.js';
 
 export interface DeliverCallbackInput {
+  /** The task's `callback_url`: https to public addresses only (http to loopback with allowLoopback). */
   readonly url: string;
   /** The same on every attempt: the receiver's idempotency key. */
   readonly webhookId: string;
+  /** The final task object, serialised once: the bytes signed are the bytes sent. */
   readonly body: string;
+  /** Every secret that signs (the current one, and the previous one for a day after a rotation). */
   readonly secrets: readonly string[];
+  /** Bounds the whole attempt: DNS, connect, body, the answer's headers. */
   readonly timeoutMs: number;
+  /** Tests only: loopback addresses and plain http to them. */
   readonly allowLoopback: boolean;
 }
 
@@ -24,6 +29,7 @@ export interface DeliverCallbackOutput {
   readonly durationMs: number;
 }
 
+/** One attempt; never rejects (every failure is an `ok: false` result the runtime records and retries). */
 export default async function deliverCallback(input: DeliverCallbackInput): Promise<DeliverCallbackOutput> {
   const started = Date.now();
   const timestamp = Math.floor(started / 1000);
@@ -42,7 +48,8 @@ export default async function deliverCallback(input: DeliverCallbackInput): Prom
     });
     return { ok: status >= 200 && status < 300, status, durationMs: Date.now() - started };
   } catch (error) {
-    const message = error instanceof UrlGuardError ? `${error.reason}: ${error.message}` : (error as Error).message;
+    // `reason: message` so the task row's last error says which check or step failed.
+    const message = error instanceof UrlGuardError ? `${error.reason}: ${error.message}` : error instanceof Error ? error.message : String(error);
     return { ok: false, error: message, durationMs: Date.now() - started };
   }
 }

@@ -103,7 +103,9 @@ export async function vetPublicUrl(url: string, allowLoopback = false): Promise<
 export interface GuardedPostOptions {
   readonly body: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** DNS, connect, sending the body and the answer's status line and headers. */
   readonly timeoutMs: number;
+  /** Tests only: as in GuardedFetchOptions. */
   readonly allowLoopback?: boolean;
 }
 
@@ -119,7 +121,9 @@ export async function postGuarded(url: string, options: GuardedPostOptions): Pro
     const target = parseUrl(url);
     const addresses = await untilAborted(vet(target, options.allowLoopback ?? false), controller.signal);
     const response = await request(target, addresses, controller.signal, { method: 'POST', headers: options.headers, body: options.body });
-    response.resume();
+    // The status is the whole answer. Closing (not draining) the unpooled socket keeps a receiver
+    // that streams an endless body from holding it open once the timeout is cleared.
+    response.destroy();
     return { status: response.statusCode ?? 0 };
   } finally {
     clearTimeout(timer);

@@ -4,7 +4,8 @@ import type { MediaSeed } from './types.js';
  * Video models (shared/reference/model-catalog-facts.md §4). Price lines: `video_second` per second of
  * output, tiered by `resolution` (and `audio` where the vendor prices sound separately); `video` per
  * clip for flat-priced models (tier by `duration`); add-ons as their own component (`audio` per clip).
- * `profile` names the spec's video profile a model implements (R2V-A, R2V-C, R2V-D, I2V-A, I2V-B).
+ * `profile` names the spec's video profile a model implements (R2V-A, R2V-B, R2V-C, R2V-D, I2V-A, I2V-B):
+ * its request schema (src/http/schemas/videos.ts); the profile's limits are repeated here for the catalog.
  */
 const R2V_A_SIZES = {
   '1920*1080': '1080p', '1080*1920': '1080p', '1440*1440': '1080p', '1632*1248': '1080p', '1248*1632': '1080p',
@@ -113,7 +114,7 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
     },
     prices: perSecond({ 'resolution=2K': '0.216' }, 'unverified'),
     isPopular: false,
-    source: "spec R2V-B; upstream not identified by the reference: served through Ark's reference_image mode; price derived from the BytePlus token formula (2560x1440 x 24 fps / 1024 = 86,400 tokens per second) at the Seedance 1.0 Pro rate of 2.50 USD per 1M tokens",
+    source: "spec R2V-B; upstream not identified by the reference (model-catalog-facts §R2V-B): served through Ark's reference_image mode; price derived from the BytePlus token formula (2560x1440 x 24 fps / 1024 = 86,400 tokens per second) at the Seedance 1.0 Pro rate of 2.50 USD per 1M tokens",
   },
   {
     id: 'bytedance/seedance-1.0-pro', name: 'Seedance 1.0 Pro', provider: 'ByteDance', modality: 'video',

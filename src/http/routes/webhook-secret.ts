@@ -1,7 +1,10 @@
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { SealedBox } from '../../auth/sealed-box.js';
-import { PREVIOUS_SECRET_MS, rotateWebhookSecret, webhookSecretsOf, type WebhookSecrets } from '../../store/webhook-secrets.js';
+import { previousValidUntil, rotateWebhookSecret, webhookSecretsOf, type WebhookSecrets } from '../../store/webhook-secrets.js';
+
+// The answer carries a live secret: no cache on the way may keep it.
+const NO_STORE = { 'cache-control': 'no-store' } as const;
 
 const record = (secrets: WebhookSecrets) => ({
   secret: secrets.current,
@@ -15,16 +18,18 @@ const record = (secrets: WebhookSecrets) => ({
  */
 export function webhookSecretRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql } = services;
+  const caller = (ctx: RequestContext) => auth.jwtOrApiKey(ctx, config.jwtSecret);
 
   const get = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
-    ctx.reply.json(200, record(await webhookSecretsOf(sql, box, userId)));
+    const userId = await caller(ctx);
+    ctx.reply.json(200, record(await webhookSecretsOf(sql, box, userId)), NO_STORE);
   };
 
   const rotate = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
+    const userId = await caller(ctx);
     const secrets = await rotateWebhookSecret(sql, box, userId);
-    ctx.reply.json(200, { ...record(secrets), previous_valid_until: new Date(secrets.rotatedAt!.getTime() + PREVIOUS_SECRET_MS).toISOString() });
+    // Null when the rotation made the user's first secret: no older one signs beside it.
+    ctx.reply.json(200, { ...record(secrets), previous_valid_until: previousValidUntil(secrets)?.toISOString() ?? null }, NO_STORE);
   };
 
   return { get, rotate };

@@ -1,9 +1,16 @@
 /**
  * `POST /v1/videos/generations`: one strict valibot schema per model profile of the spec (R2V-A,
- * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B), built once, chosen by the model's `capabilities.profile`. Each
- * turns a request into a `VideoJob` with every default filled in; a wrong value is a 400 naming the
- * field and what it may be. Durations are JSON numbers (R2V-B's are the strings "6" and "10", numbers
- * accepted too, as SDK users send them); nothing is silently clamped.
+ * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B), built once at load from shared field builders and chosen by the
+ * model's `capabilities.profile`. A request becomes a `VideoJob` with every default filled in; a wrong
+ * value is a 400 naming the field and what it may be; nothing is clamped.
+ *
+ * Each profile takes its own fields, `model`, `callback_url`, and the general table's fields it does
+ * not rule out: `aspect_ratio` is I2V-B's `ratio` under its general name (and R2V-B's declared name
+ * for the `ratio` of the spec's sample); on R2V-A, `resolution` and `aspect_ratio` pick the `size`;
+ * R2V-D takes `duration` and `resolution` at its fixed values only; I2V-A has no aspect ratio to set.
+ * A `null` field counts as not sent (as in the image schema). Durations are JSON numbers: the string
+ * "5" is refused, not coerced, except on R2V-B, whose spec type is the string enum "6" / "10" (the
+ * numbers 6 and 10 are taken too, as SDK users send them).
  */
 import * as v from 'valibot';
 import type { MediaModel } from '../../catalog/model.js';
@@ -11,181 +18,344 @@ import { ApiError, badRequest } from '../errors.js';
 import { parseWith } from './issues.js';
 import { VIDEO_PROFILES, type VideoJob, type VideoProfile } from '../../tasks/video-job.js';
 
-const SEED_MAX = 2_147_483_647;
-const quoted = (values: readonly string[]) => values.map((value) => `'${value}'`).join(', ');
+// ---- field builders ----
 
-const prompt = (max: number) => v.pipe(
-  v.string('must be a string'), v.minLength(1, 'must not be empty'),
-  v.check((text) => [...text].length <= max, `must be at most ${max} characters`),
-);
-const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => v.picklist(values, `must be one of ${quoted(values)}`);
-const integer = (min: number, max: number) => v.pipe(
-  v.number(`must be a whole number from ${min} to ${max}`), v.integer(`must be a whole number from ${min} to ${max}`),
-  v.minValue(min, `must be a whole number from ${min} to ${max}`), v.maxValue(max, `must be a whole number from ${min} to ${max}`),
-);
-const flag = v.boolean('must be true or false');
-const seed = integer(0, SEED_MAX);
+const quoted = (values: readonly (string | number)[]) => values.map((value) => `'${value}'`).join(', ');
+const codePoints = (text: string) => [...text].length;
 
-/** http too: an upload on this gateway's media host may be plain http (a local gateway); the route refuses plain http anywhere else. */
-const HTTPS = /^https?:\/\/[^\s]+$/i;
-const DATA_IMAGE = /^data:image\/(?:png|jpeg|jpg|webp);base64,/i;
-const httpsUrl = v.pipe(v.string('must be a string'), v.maxLength(2048, 'must be at most 2048 characters'), v.regex(HTTPS, 'must be an https URL'));
-const imageEntry = (inline: boolean) => v.pipe(
-  v.string('must be a string'), v.minLength(1, 'must not be empty'),
-  v.check((entry) => HTTPS.test(entry) || (inline && DATA_IMAGE.test(entry)),
-    inline ? 'must be an https URL or a base64 data:image/png, jpeg or webp URI' : 'must be a public https URL'),
+/** A prompt-like text of at most `max` characters, counted as code points (an emoji is one). */
+const text = (max: number) => v.pipe(
+  v.string('must be a string.'),
+  v.minLength(1, 'must not be empty.'),
+  v.check((value) => codePoints(value) <= max, (issue) => `must be at most ${max} characters (${codePoints(issue.input as string)} sent).`),
 );
-const list = <T extends v.GenericSchema>(entry: T, min: number, max: number) => v.pipe(
-  v.array(entry, 'must be an array'),
-  v.minLength(min, min === max ? `must have exactly ${min} element${min === 1 ? '' : 's'}` : `must have ${min} to ${max} elements`),
-  v.maxLength(max, min === max ? `must have exactly ${max} element${max === 1 ? '' : 's'}` : `must have ${min} to ${max} elements`),
+
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => v.picklist(values, `must be one of ${quoted(values)}.`);
+
+/** A field the profile fixes: the one value it may have, and why no other. */
+const only = <const T extends string | number>(value: T, why: string) => v.picklist([value], `must be ${quoted([value])}: ${why}.`);
+
+const wholeNumber = (min: number, max: number) => {
+  const message = `must be a whole number from ${min} to ${max}.`;
+  return v.pipe(v.number(message), v.integer(message), v.minValue(min, message), v.maxValue(max, message));
+};
+
+const flag = v.boolean('must be true or false.');
+const seed = wholeNumber(0, 2_147_483_647);
+
+/** Durations the spec types as strings ("6", "10"), also taken as the JSON numbers they spell. */
+const numericStringEnum = <const T extends readonly [string, ...string[]]>(values: T) => v.pipe(
+  v.union([v.picklist(values), v.picklist(values.map(Number) as [number, ...number[]])], `must be one of ${quoted(values)}.`),
+  v.transform(Number),
 );
-/** `callback_url`: only its shape here; the route checks that its host is public. */
-const callbackUrl = v.pipe(v.string('must be a string'), v.maxLength(2048, 'must be at most 2048 characters'), v.regex(/^https?:\/\/[^\s]+$/i, 'must be an https URL'));
 
-const common = { model: v.string(), callback_url: v.optional(callbackUrl) };
+// ---- URLs ----
 
-const R2V_A_SIZES = ['1920*1080', '1080*1920', '1440*1440', '1632*1248', '1248*1632', '1280*720', '720*1280', '960*960', '1088*832', '832*1088'] as const;
+const MAX_URL_CHARS = 2048;
+const LOOPBACK_HOST = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+/** Extensions of media files, to tell a URL that names some other kind of file than the profile takes. */
+const MEDIA_EXTENSIONS = new Set([
+  'png', 'jpg', 'jpeg', 'gif', 'webp', 'avif', 'bmp', 'tif', 'tiff', 'heic', 'heif', 'svg',
+  'mp4', 'm4v', 'mov', 'webm', 'mkv', 'avi', 'flv', 'wmv', 'mp3', 'wav', 'm4a', 'aac', 'ogg', 'flac',
+]);
+
+/**
+ * An absolute http(s) URL as written: `scheme://host…`, no whitespace, at most MAX_URL_CHARS. The
+ * prefix test refuses what the URL parser would repair (`https:/host`, `https:///host`, backslashes).
+ */
+const urlOf = (value: string): URL | undefined => {
+  if (value.length > MAX_URL_CHARS || /\s/.test(value) || !/^https?:\/\/[^/\\?#]/i.test(value)) return undefined;
+  try {
+    const url = new URL(value);
+    return url.hostname === '' ? undefined : url;
+  } catch {
+    return undefined;
+  }
+};
+
+/** The media extension a URL's path ends in, if any (`/a/b.PNG` → `png`; `/render?id=3` → none). */
+const mediaExtensionOf = (url: URL): string | undefined => {
+  const extension = /\.([a-z0-9]{1,5})$/i.exec(url.pathname)?.[1]?.toLowerCase();
+  return extension !== undefined && MEDIA_EXTENSIONS.has(extension) ? extension : undefined;
+};
+
+interface UrlRule {
+  /** `data:` URIs of these image subtypes are taken (decoded and hosted by the route). */
+  readonly inline?: readonly string[];
+  /** A URL whose path names a media file must name one of these extensions; a path naming none is left to the vendor. */
+  readonly extensions?: readonly string[];
+  /** What the entry must be, for the message. */
+  readonly what: string;
+}
+
+/**
+ * A reference image or video. Plain `http://` passes here on purpose: an upload on this gateway's own
+ * media host may be plain http (a local gateway), which only the route can recognise; the route refuses
+ * plain http anywhere else (400 `invalid_image_url`), and checks that the host is public.
+ */
+const reference = (rule: UrlRule) => {
+  const inline = rule.inline === undefined ? undefined : new RegExp(`^data:image/(?:${rule.inline.join('|')});base64,.`, 'i');
+  return v.pipe(
+    v.string('must be a string.'),
+    v.minLength(1, 'must not be empty.'),
+    v.rawCheck(({ dataset, addIssue }) => {
+      if (!dataset.typed) return;
+      const entry = dataset.value;
+      if (/^data:/i.test(entry)) {
+        if (inline === undefined) addIssue({ message: `must be ${rule.what}; data: URIs are not taken by this model.` });
+        else if (!inline.test(entry)) addIssue({ message: `must be ${rule.what}; a data: URI must start data:image/${rule.inline!.join('|')};base64, and carry its bytes.` });
+        return;
+      }
+      const url = urlOf(entry);
+      if (url === undefined) {
+        addIssue({ message: `must be ${rule.what}.` });
+        return;
+      }
+      const extension = mediaExtensionOf(url);
+      if (rule.extensions !== undefined && extension !== undefined && !rule.extensions.includes(extension)) {
+        addIssue({ message: `must be ${rule.what}; this URL names a .${extension} file.` });
+      }
+    }),
+  );
+};
+
+/**
+ * `callback_url`: its shape only (the route checks that the host is public). An absolute https URL;
+ * plain http only to a loopback host, which the route refuses unless loopback is allowed (tests).
+ */
+const callbackUrl = v.pipe(
+  v.string('must be a string.'),
+  v.check((value) => {
+    const url = urlOf(value);
+    return url !== undefined && (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOST.test(url.hostname)));
+  }, `must be an absolute https:// URL of at most ${MAX_URL_CHARS} characters.`),
+);
+
+const list = <T extends v.GenericSchema<unknown, string>>(entry: T, min: number, max: number) => {
+  const count = min === max ? `exactly ${min} ${min === 1 ? 'entry' : 'entries'}` : min === 0 ? `at most ${max} entries` : `${min} to ${max} entries`;
+  return v.pipe(v.array(entry, `must be an array of ${count}.`), v.minLength(min, `must have ${count}.`), v.maxLength(max, `must have ${count}.`));
+};
+
+const HTTPS_URL = 'a public https:// URL';
+const IMAGE_ANY = 'a public https:// URL or a base64 data:image/png, jpeg or webp URI';
+/** What most profiles take: https images or inline PNG, JPEG or WebP. */
+const images = (min: number, max: number) => list(reference({ what: IMAGE_ANY, inline: ['png', 'jpeg', 'webp'] }), min, max);
+
+// ---- the spec's enums ----
+
+/** R2V-A sizes: each sets the aspect ratio and the price tier (about 2M pixels: 1080p; about 0.9M: 720p). */
+const R2V_A_SIZES = {
+  '1920*1080': ['1080p', '16:9'], '1080*1920': ['1080p', '9:16'], '1440*1440': ['1080p', '1:1'], '1632*1248': ['1080p', '4:3'], '1248*1632': ['1080p', '3:4'],
+  '1280*720': ['720p', '16:9'], '720*1280': ['720p', '9:16'], '960*960': ['720p', '1:1'], '1088*832': ['720p', '4:3'], '832*1088': ['720p', '3:4'],
+} as const satisfies Record<string, readonly [string, string]>;
+type R2vASize = keyof typeof R2V_A_SIZES;
+const R2V_A_SIZE_NAMES = Object.keys(R2V_A_SIZES) as [R2vASize, ...R2vASize[]];
+const R2V_A_DEFAULT_SIZE: R2vASize = '1920*1080';
+
+const TIERS = ['540p', '720p', '1080p'] as const;
 const RATIOS_3 = ['16:9', '9:16', '1:1'] as const;
 const R2V_B_RATIOS = ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'] as const;
 const I2V_B_RATIOS = ['16:9', '9:16', '1:1', '4:3', '3:4', '21:9'] as const;
-const TIERS = ['540p', '720p', '1080p'] as const;
+const AMPLITUDES_HIGH = ['auto', 'small', 'medium', 'high'] as const;
+const AMPLITUDES_LARGE = ['auto', 'small', 'medium', 'large'] as const;
 
-const SCHEMAS = {
-  'R2V-A': v.strictObject({
-    ...common,
-    prompt: prompt(1500),
-    image_urls: v.optional(list(imageEntry(false), 0, 5)),
-    video_urls: v.optional(list(httpsUrl, 0, 3)),
-    size: v.optional(oneOf(R2V_A_SIZES), '1920*1080'),
-    duration: v.optional(integer(2, 10), 5),
-    shot_type: v.optional(oneOf(['single', 'multi'] as const), 'single'),
-    audio: v.optional(flag, true),
-    negative_prompt: v.optional(prompt(500)),
-    watermark: v.optional(flag, false),
-    seed: v.optional(seed),
-  }),
-  'R2V-B': v.strictObject({
-    ...common,
-    prompt: prompt(7000),
-    image_urls: list(imageEntry(true), 1, 1),
-    duration: v.optional(v.pipe(
-      v.union([v.picklist(['6', '10']), v.picklist([6, 10])], "must be one of '6', '10'"), v.transform(Number),
-    ), 6),
-    resolution: v.optional(oneOf(['2K'] as const), '2K'),
-    aspect_ratio: v.optional(oneOf(R2V_B_RATIOS)),
-    ratio: v.optional(oneOf(R2V_B_RATIOS)),
-    seed: v.optional(seed),
-  }),
-  'R2V-C': v.strictObject({
-    ...common,
-    prompt: prompt(2000),
-    image_urls: list(imageEntry(true), 1, 7),
-    duration: v.optional(integer(1, 10), 5),
-    resolution: v.optional(oneOf(TIERS), '720p'),
-    aspect_ratio: v.optional(oneOf(RATIOS_3), '16:9'),
-    audio: v.optional(flag, false),
-    movement_amplitude: v.optional(oneOf(['auto', 'small', 'medium', 'high'] as const), 'auto'),
-    bgm: v.optional(flag, false),
-    seed: v.optional(seed),
-  }),
-  'R2V-D': v.strictObject({
-    ...common,
-    prompt: prompt(1500),
-    image_urls: list(imageEntry(true), 1, 7),
-    duration: v.optional(v.picklist([5], 'must be 5: this model makes 5-second clips only'), 5),
-    resolution: v.optional(v.picklist(['1080p'], "must be '1080p': this model makes 1080p clips only"), '1080p'),
-    aspect_ratio: v.optional(oneOf(RATIOS_3), '16:9'),
-    movement_amplitude: v.optional(oneOf(['auto', 'small', 'medium', 'large'] as const), 'auto'),
-    bgm: v.optional(flag, false),
-    seed: v.optional(seed),
-  }),
-  'I2V-A': v.strictObject({
-    ...common,
-    prompt: v.optional(prompt(2000)),
-    image_urls: list(imageEntry(true), 1, 1),
-    duration: v.optional(integer(1, 16), 5),
-    resolution: v.optional(oneOf(TIERS), '720p'),
-    movement_amplitude: v.optional(oneOf(['auto', 'small', 'medium', 'high'] as const), 'auto'),
-    seed: v.optional(seed),
-  }),
-  'I2V-B': v.strictObject({
-    ...common,
-    prompt: prompt(5000),
-    image_urls: list(imageEntry(false), 1, 1),
-    resolution: v.optional(v.picklist(['720p'], "must be '720p': 1080p is not available for this model"), '720p'),
-    ratio: v.optional(oneOf(I2V_B_RATIOS)),
-    aspect_ratio: v.optional(oneOf(I2V_B_RATIOS)),
-    duration: v.optional(integer(3, 12), 5),
-    seed: v.optional(seed),
-  }),
-} satisfies Record<VideoProfile, v.GenericSchema>;
+// ---- profiles ----
 
-/** `ratio` and `aspect_ratio` name one setting (the spec's sample uses one, its table the other): both given must agree. */
-function ratioOf(request: { ratio?: string; aspect_ratio?: string }, fallback: string): string {
-  if (request.ratio !== undefined && request.aspect_ratio !== undefined && request.ratio !== request.aspect_ratio) {
-    throw badRequest(`Invalid value for 'ratio': '${request.ratio}' contradicts aspect_ratio '${request.aspect_ratio}'; send one of them.`, 'ratio');
-  }
-  return request.ratio ?? request.aspect_ratio ?? fallback;
+/** What any profile's schema yields: the request's fields, defaults filled. */
+interface Fields {
+  readonly prompt?: string;
+  readonly negative_prompt?: string;
+  readonly image_urls?: readonly string[];
+  readonly video_urls?: readonly string[];
+  readonly duration: number;
+  readonly size?: string;
+  readonly resolution?: string;
+  readonly aspect_ratio?: string;
+  readonly ratio?: string;
+  readonly shot_type?: 'single' | 'multi';
+  readonly audio?: boolean;
+  readonly watermark?: boolean;
+  readonly seed?: number;
+  readonly movement_amplitude?: string;
+  readonly bgm?: boolean;
 }
 
-/** `@N` in the prompt addresses the N-th image: one past the images sent is the caller's mistake. */
-function checkReferences(text: string, images: number): void {
-  for (const match of text.matchAll(/@(\d+)/g)) {
+interface Profile {
+  readonly schema: v.GenericSchema<unknown, Fields>;
+  /** Rules across fields and aliases, applied to what the schema yields; throws the 400. */
+  readonly settle?: (fields: Fields) => Fields;
+}
+
+const COMMON = {
+  model: v.pipe(v.string('must be a string.'), v.minLength(1, 'must not be empty.')),
+  callback_url: v.optional(callbackUrl),
+};
+
+/** A field that may be left out, with the default it then takes (none: the vendor's own). */
+const opt = v.optional;
+
+/** A profile: its strict schema (which must yield `Fields`, checked by the compiler) and its cross-field rules. */
+const profile = (schema: v.GenericSchema<unknown, Fields>, settle?: Profile['settle']): Profile => Object.freeze({ schema, settle });
+
+/**
+ * `ratio` and `aspect_ratio` name one setting (R2V-B declares `aspect_ratio` and its sample says
+ * `ratio`; I2V-B declares `ratio` and the general table says `aspect_ratio`): either may be sent, both
+ * only if they agree; a disagreement names the profile's alias. The job holds it as `aspectRatio`.
+ */
+const oneRatio = (alias: 'ratio' | 'aspect_ratio', fallback: string) => (fields: Fields): Fields => {
+  const { ratio, aspect_ratio: aspectRatio } = fields;
+  if (ratio !== undefined && aspectRatio !== undefined && ratio !== aspectRatio) {
+    const other = alias === 'ratio' ? 'aspect_ratio' : 'ratio';
+    throw badRequest(`Invalid value for '${alias}': '${fields[alias]}' contradicts ${other} '${fields[other]}'; they name the same setting, send one of them.`, alias);
+  }
+  return { ...fields, aspect_ratio: aspectRatio ?? ratio ?? fallback, ratio: undefined };
+};
+
+/** `@N` in the prompt addresses the N-th image: a number past the images sent is the caller's mistake. */
+const referencesInRange = (fields: Fields): Fields => {
+  const count = fields.image_urls?.length ?? 0;
+  for (const match of (fields.prompt ?? '').matchAll(/@(\d+)/g)) {
     const n = Number(match[1]);
-    if (n < 1 || n > images) {
-      throw badRequest(`Invalid value for 'prompt': it refers to @${match[1]}, but ${images} image${images === 1 ? ' was' : 's were'} sent (use @1 to @${images}).`, 'prompt');
+    if (n < 1 || n > count) {
+      throw badRequest(`Invalid value for 'prompt': it refers to @${match[1]}, but ${count} image${count === 1 ? ' was' : 's were'} sent (use @1 to @${count}).`, 'prompt');
     }
   }
-}
+  return fields;
+};
+
+/**
+ * R2V-A: at least one reference (the spec's "should": without one there is nothing to refer to), and
+ * the `size` from `resolution` and `aspect_ratio` when those general fields are sent instead (each
+ * must agree with a `size` sent too).
+ */
+const r2vA = (fields: Fields): Fields => {
+  if ((fields.image_urls?.length ?? 0) + (fields.video_urls?.length ?? 0) === 0) {
+    throw badRequest("Invalid request: send at least one reference, an image in 'image_urls' or a video in 'video_urls'.", 'image_urls');
+  }
+  const { resolution, aspect_ratio: aspectRatio } = fields;
+  let size = fields.size as R2vASize | undefined;
+  if (size === undefined) {
+    const [tier, ratio] = R2V_A_SIZES[R2V_A_DEFAULT_SIZE];
+    const wanted = [resolution ?? tier, aspectRatio ?? ratio];
+    size = R2V_A_SIZE_NAMES.find((name) => R2V_A_SIZES[name][0] === wanted[0] && R2V_A_SIZES[name][1] === wanted[1])!;
+  }
+  const [tier, ratio] = R2V_A_SIZES[size];
+  for (const [param, sent, implied] of [['resolution', resolution, tier], ['aspect_ratio', aspectRatio, ratio]] as const) {
+    if (sent !== undefined && sent !== implied) {
+      throw badRequest(`Invalid value for '${param}': size '${size}' is ${implied}, not ${sent}; send the size alone, or a size that is ${sent}.`, param);
+    }
+  }
+  return { ...fields, size, resolution: undefined, aspect_ratio: undefined };
+};
+
+const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
+  'R2V-A': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(1500),
+    negative_prompt: opt(text(500)),
+    image_urls: opt(list(reference({ what: `${HTTPS_URL} of a PNG or JPEG image`, extensions: ['png', 'jpg', 'jpeg'] }), 0, 5)),
+    video_urls: opt(list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4'] }), 0, 3)),
+    size: opt(oneOf(R2V_A_SIZE_NAMES)),
+    resolution: opt(oneOf(['720p', '1080p'] as const)),
+    aspect_ratio: opt(oneOf(['16:9', '9:16', '1:1', '4:3', '3:4'] as const)),
+    duration: opt(wholeNumber(2, 10), 5),
+    shot_type: opt(oneOf(['single', 'multi'] as const), 'single'),
+    audio: opt(flag, true),
+    watermark: opt(flag, false),
+    seed: opt(seed),
+  }), r2vA),
+  'R2V-B': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(7000),
+    image_urls: images(1, 1),
+    duration: opt(numericStringEnum(['6', '10'] as const), 6),
+    resolution: opt(oneOf(['2K'] as const), '2K'),
+    aspect_ratio: opt(oneOf(R2V_B_RATIOS)),
+    ratio: opt(oneOf(R2V_B_RATIOS)),
+  }), oneRatio('ratio', '16:9')),
+  'R2V-C': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(2000),
+    image_urls: images(1, 7),
+    duration: opt(wholeNumber(1, 10), 5),
+    resolution: opt(oneOf(TIERS), '720p'),
+    aspect_ratio: opt(oneOf(RATIOS_3), '16:9'),
+    audio: opt(flag, false),
+    movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto'),
+    bgm: opt(flag, false),
+    seed: opt(seed),
+  }), referencesInRange),
+  'R2V-D': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(1500),
+    image_urls: images(1, 7),
+    duration: opt(only(5, 'this model makes 5-second clips only'), 5),
+    resolution: opt(only('1080p', 'this model makes 1080p clips only'), '1080p'),
+    aspect_ratio: opt(oneOf(RATIOS_3), '16:9'),
+    movement_amplitude: opt(oneOf(AMPLITUDES_LARGE), 'auto'),
+    bgm: opt(flag, false),
+    seed: opt(seed),
+  }), referencesInRange),
+  'I2V-A': profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(2000)),
+    image_urls: images(1, 1),
+    duration: opt(wholeNumber(1, 16), 5),
+    resolution: opt(oneOf(TIERS), '720p'),
+    // The general table's field, which this model cannot honour: the clip takes its image's shape.
+    aspect_ratio: opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.')),
+    movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto'),
+    seed: opt(seed),
+  })),
+  'I2V-B': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(5000),
+    image_urls: list(reference({ what: HTTPS_URL }), 1, 1),
+    resolution: opt(only('720p', '1080p is not available for this model'), '720p'),
+    ratio: opt(oneOf(I2V_B_RATIOS)),
+    aspect_ratio: opt(oneOf(I2V_B_RATIOS)),
+    duration: opt(wholeNumber(3, 12), 5),
+    seed: opt(seed),
+  }), oneRatio('aspect_ratio', '16:9')),
+});
 
 const isProfile = (value: unknown): value is VideoProfile => typeof value === 'string' && (VIDEO_PROFILES as readonly string[]).includes(value);
 
-/** The request as a job of `model`'s profile, or a 400 naming the field. */
+/** The job's fields that are set (a job is stored as jsonb: no keys for what the request left open). */
+const defined = <T extends object>(record: T): T =>
+  Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
+
+/**
+ * The request as a job of `model`'s profile: validated by that profile's schema, every default filled
+ * in. Throws `ApiError` 400: `model_not_supported` (param `model`) when the model names no known
+ * profile, `invalid_request` naming the field otherwise.
+ */
 export function parseVideoRequest(body: Record<string, unknown>, model: MediaModel): VideoJob {
-  const profile = model.capabilities.profile;
-  if (!isProfile(profile)) {
+  const name = model.capabilities.profile;
+  if (!isProfile(name)) {
     throw new ApiError(400, 'model_not_supported', `The model '${model.id}' is not offered for video generation through this endpoint yet.`, 'model');
   }
-  const base = { profile, model: model.id, upstreamModel: model.upstreamModel };
-  switch (profile) {
-    case 'R2V-A': {
-      const r = parseWith(SCHEMAS['R2V-A'], body);
-      const imageUrls = r.image_urls ?? [];
-      const videoUrls = r.video_urls ?? [];
-      if (imageUrls.length + videoUrls.length === 0) throw badRequest("Invalid request: send at least one reference in 'image_urls' or 'video_urls'.", 'image_urls');
-      return {
-        ...base, prompt: r.prompt, negativePrompt: r.negative_prompt, imageUrls, videoUrls, duration: r.duration, size: r.size,
-        shotType: r.shot_type, audio: r.audio, watermark: r.watermark, seed: r.seed,
-      };
-    }
-    case 'R2V-B': {
-      const r = parseWith(SCHEMAS['R2V-B'], body);
-      return { ...base, prompt: r.prompt, imageUrls: r.image_urls, videoUrls: [], duration: r.duration, resolution: r.resolution, aspectRatio: ratioOf(r, '16:9'), seed: r.seed };
-    }
-    case 'R2V-C': {
-      const r = parseWith(SCHEMAS['R2V-C'], body);
-      checkReferences(r.prompt, r.image_urls.length);
-      return {
-        ...base, prompt: r.prompt, imageUrls: r.image_urls, videoUrls: [], duration: r.duration, resolution: r.resolution, aspectRatio: r.aspect_ratio,
-        audio: r.audio, movementAmplitude: r.movement_amplitude, bgm: r.bgm, seed: r.seed,
-      };
-    }
-    case 'R2V-D': {
-      const r = parseWith(SCHEMAS['R2V-D'], body);
-      checkReferences(r.prompt, r.image_urls.length);
-      return {
-        ...base, prompt: r.prompt, imageUrls: r.image_urls, videoUrls: [], duration: r.duration, resolution: r.resolution, aspectRatio: r.aspect_ratio,
-        movementAmplitude: r.movement_amplitude, bgm: r.bgm, seed: r.seed,
-      };
-    }
-    case 'I2V-A': {
-      const r = parseWith(SCHEMAS['I2V-A'], body);
-      return { ...base, prompt: r.prompt, imageUrls: r.image_urls, videoUrls: [], duration: r.duration, resolution: r.resolution, movementAmplitude: r.movement_amplitude, seed: r.seed };
-    }
-    case 'I2V-B': {
-      const r = parseWith(SCHEMAS['I2V-B'], body);
-      return { ...base, prompt: r.prompt, imageUrls: r.image_urls, videoUrls: [], duration: r.duration, resolution: r.resolution, aspectRatio: ratioOf(r, '16:9'), seed: r.seed };
-    }
-  }
+  const { schema, settle } = PROFILES[name];
+  const sent = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null));
+  const parsed = parseWith(schema, sent);
+  const fields = settle ? settle(parsed) : parsed;
+  return defined<VideoJob>({
+    profile: name,
+    model: model.id,
+    upstreamModel: model.upstreamModel,
+    prompt: fields.prompt,
+    negativePrompt: fields.negative_prompt,
+    imageUrls: fields.image_urls ?? [],
+    videoUrls: fields.video_urls ?? [],
+    duration: fields.duration,
+    size: fields.size,
+    resolution: fields.resolution,
+    aspectRatio: fields.aspect_ratio,
+    shotType: fields.shot_type,
+    audio: fields.audio,
+    watermark: fields.watermark,
+    seed: fields.seed,
+    movementAmplitude: fields.movement_amplitude,
+    bgm: fields.bgm,
+  });
 }
