@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -23,6 +23,7 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   bytedance: 'https://ark.ap-southeast.bytepluses.com/api/v3',
   shengshu: 'https://api.vidu.com',
   bfl: 'https://api.bfl.ai/v1',
+  elevenlabs: 'https://api.elevenlabs.io/v1',
 };
 
 // Development fallbacks so `npm start` works on a fresh machine; production refuses them.
@@ -101,6 +102,8 @@ const EnvSchema = v.object({
   // The gateway's public address: vendors that call back (Vidu, Ark) are given a hint URL under it.
   PUBLIC_URL: v.optional(url(/^https?:\/\//)),
   MEDIA_MAX_VIDEO_BYTES: v.optional(intFrom(1024, 4 * 1024 * 1024 * 1024), String(256 * 1024 * 1024)),
+  MEDIA_MAX_AUDIO_BYTES: v.optional(intFrom(1024, 1024 * 1024 * 1024), String(64 * 1024 * 1024)),
+  TASK_GENERATE_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
@@ -192,6 +195,10 @@ export interface TaskConfig {
   readonly callbackTimeoutMs: number;
   /** Largest result a task downloads to rehost. */
   readonly maxMediaBytes: number;
+  /** Largest audio result taken (it is held whole: it is timed from its bytes). */
+  readonly maxAudioBytes: number;
+  /** Longest exchange with a vendor that answers with the result itself (a song takes minutes). */
+  readonly generateTimeoutMs: number;
   /** PUBLIC_URL without a trailing slash: where vendors' status callbacks (hints to poll now) reach the gateway; undefined: none asked for. */
   readonly publicUrl: string | undefined;
 }
@@ -322,6 +329,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       callbackWindowMs: e.TASK_CALLBACK_WINDOW_MS,
       callbackTimeoutMs: e.TASK_CALLBACK_TIMEOUT_MS,
       maxMediaBytes: e.MEDIA_MAX_VIDEO_BYTES,
+      maxAudioBytes: e.MEDIA_MAX_AUDIO_BYTES,
+      generateTimeoutMs: e.TASK_GENERATE_TIMEOUT_MS,
       publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     }),
   });

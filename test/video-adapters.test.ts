@@ -163,16 +163,16 @@ t.test('DashScope: poll answers', async (t) => {
   }
   for (const status of casings('SUCCEEDED')) {
     isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: status, video_url: url }, { video_duration: 5, video_count: 1, SR: 720 })),
-      { kind: 'succeeded', status, videoUrl: url, seconds: 5 }, `${status}: succeeded`);
+      { kind: 'succeeded', status, resultUrl: url, seconds: 5 }, `${status}: succeeded`);
   }
   isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED', video_url: url }, { duration: 10, output_video_duration: 4, input_video_duration: 6, SR: 1080 })),
-    { kind: 'succeeded', status: 'SUCCEEDED', videoUrl: url, seconds: 4 }, 'r2v usage: the output duration, not the total');
+    { kind: 'succeeded', status: 'SUCCEEDED', resultUrl: url, seconds: 4 }, 'r2v usage: the output duration, not the total');
   isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED', video_url: url }, { duration: 7 })),
-    { kind: 'succeeded', status: 'SUCCEEDED', videoUrl: url, seconds: 7 }, 'usage.duration alone');
+    { kind: 'succeeded', status: 'SUCCEEDED', resultUrl: url, seconds: 7 }, 'usage.duration alone');
   isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED', video_url: url }, { video_duration: '6' })),
-    { kind: 'succeeded', status: 'SUCCEEDED', videoUrl: url, seconds: 6 }, 'numeric string');
-  isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED', video_url: url })), { kind: 'succeeded', status: 'SUCCEEDED', videoUrl: url }, 'no usage: no seconds');
-  isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED', video_url: url }, { video_duration: 0 })), { kind: 'succeeded', status: 'SUCCEEDED', videoUrl: url }, 'zero seconds ignored');
+    { kind: 'succeeded', status: 'SUCCEEDED', resultUrl: url, seconds: 6 }, 'numeric string');
+  isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED', video_url: url })), { kind: 'succeeded', status: 'SUCCEEDED', resultUrl: url }, 'no usage: no seconds');
+  isState(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED', video_url: url }, { video_duration: 0 })), { kind: 'succeeded', status: 'SUCCEEDED', resultUrl: url }, 'zero seconds ignored');
   isRefusal(t, DASHSCOPE_VIDEO.polled(200, task({ task_status: 'SUCCEEDED' })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'succeeded without a URL');
 
   for (const status of casings('FAILED')) {
@@ -325,11 +325,11 @@ t.test('Vidu: poll answers', async (t) => {
   }
   for (const status of casings('success')) {
     isState(t, VIDU_VIDEO.polled(200, task({ state: status, creations: [{ id: 'c1', url, cover_url: 'https://vidu-results.example/c.jpg', watermarked_url: 'https://vidu-results.example/w.mp4' }] })),
-      { kind: 'succeeded', status, videoUrl: url }, `${status}: the first creation's url`);
+      { kind: 'succeeded', status, resultUrl: url }, `${status}: the first creation's url`);
   }
   isRefusal(t, VIDU_VIDEO.polled(200, task({ state: 'success', creations: [] })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'success without creations');
   isRefusal(t, VIDU_VIDEO.polled(200, task({ state: 'success', creations: [{ id: 'c1', cover_url: 'https://x/c.jpg' }] })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'a creation without url');
-  isState(t, VIDU_VIDEO.polled(200, task({ status: 'success', creations: [{ url }] })), { kind: 'succeeded', status: 'success', videoUrl: url }, 'the callback spelling `status`');
+  isState(t, VIDU_VIDEO.polled(200, task({ status: 'success', creations: [{ url }] })), { kind: 'succeeded', status: 'success', resultUrl: url }, 'the callback spelling `status`');
 
   for (const status of casings('failed')) {
     isState(t, VIDU_VIDEO.polled(200, task({ state: status, err_code: 'AuditSubmitIllegal' })),
@@ -452,10 +452,10 @@ t.test('Ark: poll answers', async (t) => {
     isState(t, ARK_VIDEO.polled(200, task({ status })), { kind: 'running', status }, `${status}: running`);
   }
   for (const status of casings('succeeded')) {
-    isState(t, ARK_VIDEO.polled(200, task({ status, content: { video_url: url }, duration: 5 })), { kind: 'succeeded', status, videoUrl: url, seconds: 5 }, `${status}: succeeded`);
+    isState(t, ARK_VIDEO.polled(200, task({ status, content: { video_url: url }, duration: 5 })), { kind: 'succeeded', status, resultUrl: url, seconds: 5 }, `${status}: succeeded`);
   }
   isState(t, ARK_VIDEO.polled(200, task({ status: 'succeeded', content: { video_url: url, last_frame_url: 'https://x/last.png' } })),
-    { kind: 'succeeded', status: 'succeeded', videoUrl: url }, 'no duration: no seconds');
+    { kind: 'succeeded', status: 'succeeded', resultUrl: url }, 'no duration: no seconds');
   isRefusal(t, ARK_VIDEO.polled(200, task({ status: 'succeeded', content: {} })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'succeeded without a URL');
   isRefusal(t, ARK_VIDEO.polled(200, task({ status: 'succeeded', video_url: url })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'URL outside content');
 

@@ -8,6 +8,7 @@ import { openMediaStorage } from '../src/media/open.js';
 import type { MediaStorage } from '../src/media/storage.js';
 import { sniffMediaType } from '../src/media/sniff.js';
 import { UrlGuardError, fetchGuarded, fetchGuardedStream } from '../src/media/url-guard.js';
+import { storeAudio } from '../src/media/audio-store.js';
 
 export interface RehostMediaInput {
   readonly url: string;
@@ -21,7 +22,7 @@ export interface RehostMediaInput {
 }
 
 export type RehostMediaOutput =
-  | { readonly ok: true; readonly url: string; readonly bytes: number; readonly contentType: string }
+  | { readonly ok: true; readonly url: string; readonly bytes: number; readonly contentType: string; readonly audio?: { readonly format: string; readonly seconds: number } }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
 let storage: Promise<MediaStorage | undefined> | undefined;
@@ -35,6 +36,12 @@ export default async function rehostMedia(input: RehostMediaInput): Promise<Reho
   const notMedia = (contentType: string | undefined): RehostMediaOutput =>
     ({ ok: false, reason: 'not_media', message: `The vendor's result is not ${input.expect === 'video' ? 'a video' : 'audio'} (${contentType ?? 'unknown type'}).` });
   try {
+    if (input.expect === 'audio') {
+      // Audio is timed from its bytes (a per-second price charges the measured length): taken whole.
+      const audio = await storeAudio(store, (await fetchGuarded(input.url, options)).bytes);
+      if (!audio.ok) return audio;
+      return { ok: true, url: audio.url, bytes: audio.bytes, contentType: audio.contentType, audio: { format: audio.format, seconds: audio.seconds } };
+    }
     let stored;
     if (store.putStream) {
       // Streamed to storage: a result of hundreds of megabytes never sits in memory whole.

@@ -6,8 +6,8 @@
 // polls=K (Pending answers before the final one, default 1), task_status=Error|Content_Moderated|
 // Request_Moderated (the final status instead of Ready; `_` stands for a space) and
 // poll_fail=STATUS (every get_result for the task answers that HTTP status). A flag (no_usage,
-// broken_url) may stand alone, meaning `=1`. The video task APIs read their own keys (video-tasks.ts,
-// through `directivePairs`).
+// broken_url) may stand alone, meaning `=1`. The video task APIs and the audio APIs read their own
+// keys (video-tasks.ts, audio.ts, through `directivePairs`).
 
 export interface Directives {
   /** Content tokens per choice. */

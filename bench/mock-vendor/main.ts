@@ -23,6 +23,7 @@ const mock = await startMockVendor({
   defaults,
   keepRequests: envInt('MOCK_KEEP_REQUESTS') ?? 200,
   videoJobMs: envInt('MOCK_VIDEO_JOB_MS'),
+  audioJobMs: envInt('MOCK_AUDIO_JOB_MS'),
 });
 console.log(JSON.stringify({ msg: 'mock vendor listening', url: mock.url }));
 

@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ANTHROPIC_MESSAGES_SUFFIX, anthropicMessages } from './anthropic.js';
+import { AudioVendors } from './audio.js';
 import { BFL_PREFIX, BflTasks, bflRoute } from './bfl.js';
 import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } from './completion.js';
 import { directivesFromMessages } from './directives.js';
@@ -31,6 +32,8 @@ export interface MockVendor {
   cloud: MockCloud;
   /** The video vendors' tasks (DashScope, Vidu, Ark). */
   videos: VideoTasks;
+  /** The audio vendors (OpenAI speech, ElevenLabs, MiniMax): MiniMax's speech tasks and the result files. */
+  audio: AudioVendors;
   requests(): MockRequestRecord[];
   clearRequests(): void;
   close(): Promise<void>;
@@ -49,6 +52,8 @@ export interface MockVendorOptions {
   cloud?: MockCloudOptions;
   /** How long a video task runs unless its prompt says `[[mock job_ms=N]]` (default 1500 ms). */
   videoJobMs?: number;
+  /** How long a MiniMax async speech task runs unless its text says `[[mock job_ms=N]]` (default 800 ms). */
+  audioJobMs?: number;
 }
 
 const DEFAULT_BEHAVIOUR: MockBehaviour = { latencyMs: 0, chunks: 16, chunkDelayMs: 0 };
@@ -62,7 +67,8 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const cloud = new MockCloud(opts.cloud);
   const images: ImageHost = { url: '', files: new FileStore(), tasks: new BflTasks() };
   const videos = new VideoTasks(opts.videoJobMs ?? 1500);
-  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud, images, videos);
+  const audio = new AudioVendors(opts.audioJobMs ?? 800);
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud, images, videos, audio);
   const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
   server.keepAliveTimeout = 65_000;
@@ -81,11 +87,13 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   cloud.url = url;
   images.url = url;
   videos.url = url;
+  audio.url = url;
   return {
     url,
     port,
     cloud,
     videos,
+    audio,
     requests: () => log.list(),
     clearRequests: () => log.clear(),
     close: () =>
@@ -105,7 +113,7 @@ function urlHost(host: string): string {
 
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: ImageHost, videos: VideoTasks): void {
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: ImageHost, videos: VideoTasks, audio: AudioVendors): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -129,6 +137,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   log.add(record);
   const exchange = new Exchange(res, record);
   if (VideoTasks.handles(path)) return videos.route(req, res, exchange, path, readBody);
+  if (AudioVendors.handles(path)) return audio.route(req, res, exchange, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
   if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, readBody, images);

@@ -40,3 +40,8 @@ export async function countTokens(messages: readonly ChatMessage[], completionTe
   const [completionTokens = 0, ...promptCounts] = counts;
   return { promptTokens: fixedTokens + promptCounts.reduce((a, b) => a + b, 0), completionTokens };
 }
+
+/** Tokens of each text, counted in the worker (the tokenizer is too slow for an HTTP thread). */
+export function countTexts(texts: readonly string[]): Promise<number[]> {
+  return counter.run({ texts: [...texts] });
+}

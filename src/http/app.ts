@@ -13,6 +13,7 @@ import { byokRoutes } from './routes/byok.js';
 import { modelRoutes } from './routes/models.js';
 import { MULTIPART_OVERHEAD_BYTES, mediaRoutes } from './routes/media.js';
 import { videoRoutes } from './routes/videos.js';
+import { audioRoutes } from './routes/audio.js';
 import { webhookSecretRoutes } from './routes/webhook-secret.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
@@ -55,6 +56,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const models = modelRoutes(services);
   const media = mediaRoutes(services);
   const videos = videoRoutes(services);
+  const audio = audioRoutes(services);
   const webhookSecret = webhookSecretRoutes(services, box);
 
   router
@@ -64,6 +66,15 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .post('/v1/videos/generations', videos.submit)
     .get('/v1/videos/generations', videos.list)
     .get('/v1/videos/generations/:id', videos.get)
+    .del('/v1/videos/generations/:id', videos.cancel)
+    .post('/v1/audio/speech', audio.speech.submit)
+    .get('/v1/audio/speech', audio.speech.list)
+    .get('/v1/audio/speech/:id', audio.speech.get)
+    .del('/v1/audio/speech/:id', audio.speech.cancel)
+    .post('/v1/audio/generations', audio.music.submit)
+    .get('/v1/audio/generations', audio.music.list)
+    .get('/v1/audio/generations/:id', audio.music.get)
+    .del('/v1/audio/generations/:id', audio.music.cancel)
     .post('/hooks/vendor-task/:id', videos.vendorHint)
     .get('/api/v1/webhook-secret', webhookSecret.get)
     .post('/api/v1/webhook-secret/rotate', webhookSecret.rotate)

@@ -6,6 +6,13 @@ export type TaskKind = 'video.generation' | 'audio.speech' | 'audio.generation';
 export type TaskStatus = 'pending' | 'success' | 'failed';
 export type CallbackStatus = 'pending' | 'delivered' | 'failed';
 
+/** The request log's endpoint name of each kind. */
+export const TASK_ENDPOINTS: Readonly<Record<TaskKind, string>> = Object.freeze({
+  'video.generation': 'videos.generations',
+  'audio.speech': 'audio.speech',
+  'audio.generation': 'audio.generations',
+});
+
 export interface TaskRow {
   id: string;
   user_id: string;
@@ -174,6 +181,25 @@ export async function endTaskFailure(sql: Sql, id: string, fence: bigint, error:
       returning *`;
     if (!row) return undefined;
     await insertTaskRequestLog(tx, row, error.endpoint, error.httpStatus, error.code, 0n);
+    return row;
+  });
+}
+
+/**
+ * The owner's cancel of a pending task: failed with code `cancelled`, whichever process owns its
+ * shard (the owner's intent outranks any fencing token). Conditional on `pending` like every ending,
+ * so a cancel racing the task's success ends it one way only. Undefined when it had already ended.
+ */
+export async function cancelTask(sql: Sql, id: string, userId: string, kind: TaskKind): Promise<TaskRow | undefined> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<TaskRow[]>`
+      update tasks set status = 'failed', error_code = 'cancelled', error_message = 'Cancelled by its owner; nothing was charged.',
+        ended_at = now(), updated_at = now(), callback_status = case when callback_url is null then null else 'pending' end
+      where id = ${id} and user_id = ${userId} and kind = ${kind} and status = 'pending'
+      returning *`;
+    if (!row) return undefined;
+    // 499: the client called it off (the status nginx gave the case).
+    await insertTaskRequestLog(tx, row, TASK_ENDPOINTS[kind], 499, 'cancelled', 0n);
     return row;
   });
 }

@@ -59,7 +59,7 @@ interface Reader {
   stopped: boolean;
 }
 
-export interface TaskRuntimeOptions extends Omit<TaskStepDeps, 'schedule' | 'onEnded'> {
+export interface TaskRuntimeOptions extends Omit<TaskStepDeps, 'schedule' | 'onEnded' | 'track'> {
   /** This process's id among the task runtime's members (unique per process start). */
   readonly owner: string;
   /** A task ended (after Postgres recorded it): balance alerts look at its user. */
@@ -104,6 +104,7 @@ export class TaskRuntime {
     this.steps = new TaskSteps({
       ...options,
       schedule: (lease, kind, row, delayMs) => this.schedule(lease.shard, kind, row, delayMs),
+      track: (work) => this.track(work),
       onEnded: (row) => {
         const box = this.mailboxes.get(row.user_id);
         if (box) box.slotFreed = true;
@@ -291,7 +292,7 @@ export class TaskRuntime {
     const kind = named.get('k');
     const taskId = named.get('t');
     const userId = named.get('u');
-    if ((kind !== 'a' && kind !== 'c') || !taskId || !userId) {
+    if ((kind !== 'a' && kind !== 'c' && kind !== 'x') || !taskId || !userId) {
       log.error('unreadable task message dropped', { shard: owned.shard, id });
       void this.ack(owned.shard, id);
       return;
@@ -346,7 +347,7 @@ export class TaskRuntime {
       if (row) await this.steps.run(row, message.kind, lease);
     } catch (error) {
       log.error('task step failed; retried', { task: message.taskId, error });
-      this.options.metrics.steps.inc({ kind: message.kind === 'c' ? 'callback' : 'advance', outcome: 'error' });
+      this.options.metrics.steps.inc({ kind: message.kind === 'c' ? 'callback' : message.kind === 'x' ? 'cancel' : 'advance', outcome: 'error' });
       try {
         await this.schedule(message.shard, message.kind, { id: message.taskId, user_id: message.userId }, this.options.config.tasks.retryMs);
       } catch {

@@ -2,9 +2,11 @@ import type { TaskRow } from '../store/tasks.js';
 
 /**
  * A task as the API shows it (GET, lists, callbacks): the spec's fields, `data` once it succeeded,
- * `error` once it failed. Vendor addresses never appear: `data[].url` is on the media host.
+ * `error` once it failed. Vendor addresses never appear: `data[].url` is on the media host, where it
+ * lives `retentionMs` from the task's end: each entry says until when (`expires_at`) and, once that
+ * has passed, `expired: true` (the record stays; the file is gone).
  */
-export function taskObject(row: TaskRow): Record<string, unknown> {
+export function taskObject(row: TaskRow, retentionMs: number): Record<string, unknown> {
   const task: Record<string, unknown> = {
     id: row.id,
     object: row.kind,
@@ -13,7 +15,11 @@ export function taskObject(row: TaskRow): Record<string, unknown> {
     created: Math.floor(row.created_at.getTime() / 1000),
   };
   if (row.ended_at) task.completed_at = Math.floor(row.ended_at.getTime() / 1000);
-  if (row.status === 'success') task.data = row.result ?? [];
+  if (row.status === 'success') {
+    const expiresMs = (row.ended_at ?? row.created_at).getTime() + retentionMs;
+    const expired = expiresMs <= Date.now();
+    task.data = (row.result ?? []).map((entry) => ({ ...entry, expires_at: Math.floor(expiresMs / 1000), expired }));
+  }
   if (row.status === 'failed') task.error = { code: row.error_code ?? 'failed', message: row.error_message ?? 'The task failed.' };
   return task;
 }

@@ -14,7 +14,7 @@ import { log } from '../log.js';
 import { isLoopbackUrl } from '../media/rehost.js';
 import type { VendorRefusal, VendorTarget } from '../providers/video/adapter.js';
 import {
-  endTaskFailure, endTaskSuccess, getTask, holdIdOf, markStarted, recordCallbackAttempt, recordPoll, runningTaskCount, type TaskRow,
+  TASK_ENDPOINTS, endTaskFailure, endTaskSuccess, getTask, holdIdOf, markStarted, recordCallbackAttempt, recordPoll, runningTaskCount, type TaskRow,
 } from '../store/tasks.js';
 import { signingSecrets, webhookSecretsOf } from '../store/webhook-secrets.js';
 import { callbackGivesUp, callbackRetryDelayMs } from './callback-policy.js';
@@ -22,9 +22,16 @@ import { taskObject } from './task-object.js';
 import { vendorHintUrl } from './vendor-hints.js';
 import type { TaskWorkers } from './task-workers.js';
 import { videoCallOf, type VideoJob } from './video-job.js';
+import { audioCallOf, audioOutcomeOf, type AudioJob } from './audio-job.js';
+import { AUDIO_ADAPTERS } from '../providers/audio/index.js';
+import type { TaskJob } from './task-apis.js';
+import type { GenerateAudioOutput } from '../../workers/generate-audio.js';
 
-/** What a timer or message asks of a task: advance it (start, poll, settle), or deliver its callback. */
-export type StepKind = 'a' | 'c';
+/** What a timer or message asks of a task: advance it (start, poll, settle), deliver its callback, or pass its cancel on (`x`). */
+export type StepKind = 'a' | 'c' | 'x';
+
+/** `upstream_id` of a task whose vendor answers with the result at once: it holds a slot while being made. */
+export const MADE_AT_ONCE = 'made-at-once';
 
 /** The shard lease a step runs under: its writes carry the token and lose to any newer owner's. */
 export interface StepLease {
@@ -47,13 +54,17 @@ export interface TaskStepDeps {
   readonly schedule: (lease: StepLease, kind: StepKind, row: Pick<TaskRow, 'id' | 'user_id'>, delayMs: number) => Promise<void>;
   /** A task of the user ended: a start waiting for a slot may go. */
   readonly onEnded: (row: TaskRow) => void;
+  /** Work that outlives its step (a result being made at once): stopping waits for it. */
+  readonly track: (work: Promise<void>) => void;
 }
 
-const ENDPOINTS: Readonly<Record<TaskRow['kind'], string>> = {
-  'video.generation': 'videos.generations',
-  'audio.speech': 'audio.speech',
-  'audio.generation': 'audio.generations',
-};
+/** What was delivered, on the media host (or the vendor's URL with storage off). */
+interface Delivered {
+  readonly url: string;
+  readonly seconds?: number;
+  readonly format?: string;
+}
+
 
 /**
  * The steps of one task, driven by its row in Postgres (the truth), so a replayed or duplicated
@@ -66,6 +77,8 @@ export class TaskSteps {
   private readonly retries = new Map<string, number>();
   /** Failed downloads of a task's result, likewise. */
   private readonly downloads = new Map<string, number>();
+  /** Tasks whose result is being made at once in this process (a step finding one does nothing). */
+  private readonly making = new Set<string>();
   private readonly endedOf;
   private readonly durationOf;
   private readonly costOf;
@@ -96,7 +109,9 @@ export class TaskSteps {
   /** Runs the step `kind` asks for on `row` (read just before). */
   async run(row: TaskRow, kind: StepKind, lease: StepLease): Promise<void> {
     if (kind === 'c') return this.deliver(row, lease);
+    if (kind === 'x') return this.cancelled(row, lease);
     if (row.status !== 'pending') return this.settle(row, lease);
+    if (row.upstream_id === MADE_AT_ONCE) return this.make(row, lease);
     if (row.upstream_id === null) return this.start(row, lease);
     return this.poll(row, lease);
   }
@@ -110,9 +125,14 @@ export class TaskSteps {
     }
     const route = this.route(row);
     if ('code' in route) return this.fail(row, lease, route);
+    if (this.madeAtOnce(row, route.family)) {
+      if (!(await markStarted(this.deps.sql, row.id, lease.token, MADE_AT_ONCE, null))) return;
+      this.stepsOf('start', 'ok').inc();
+      return this.make({ ...row, upstream_id: MADE_AT_ONCE, fence: lease.token }, lease);
+    }
     const { publicUrl } = config.tasks;
     const submitted = await workers.submit({
-      family: route.family, job: row.job as unknown as VideoJob, target: route.target, timeoutMs: config.fetch.timeoutMs,
+      family: route.family, job: row.job as unknown as TaskJob, target: route.target, timeoutMs: config.fetch.timeoutMs,
       vendorCallbackUrl: publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id),
     });
     if (submitted.kind === 'refused') return this.refused(row, lease, submitted, 'start');
@@ -156,6 +176,50 @@ export class TaskSteps {
     return { family: model.family, target };
   }
 
+  /** An audio job whose vendor answers with the audio itself (not a vendor task). */
+  private madeAtOnce(row: TaskRow, family: string): boolean {
+    if (row.kind === 'video.generation') return false;
+    const adapter = Object.hasOwn(AUDIO_ADAPTERS, family) ? AUDIO_ADAPTERS[family] : undefined;
+    return adapter !== undefined && !adapter.runsAsTask(row.job as unknown as AudioJob);
+  }
+
+  // ---- made at once ----
+
+  /**
+   * Has the vendor make the result, in the background: the exchange may take minutes (a song), and
+   * the user's other steps must not wait behind it. A step that finds it under way here does nothing;
+   * one that finds it started elsewhere (an owner that died) makes it again, first taking the row
+   * (its fence) so the old owner's late result is not recorded.
+   */
+  private async make(row: TaskRow, lease: StepLease): Promise<void> {
+    if (this.making.has(row.id)) return;
+    if (row.fence < lease.token && !(await recordPoll(this.deps.sql, row.id, lease.token, 'making'))) return;
+    const route = this.route(row);
+    if ('code' in route) return this.fail(row, lease, route);
+    const { config, workers } = this.deps;
+    this.making.add(row.id);
+    const made = workers.generate({
+      family: route.family, job: row.job as unknown as AudioJob, target: route.target, timeoutMs: config.tasks.generateTimeoutMs,
+      media: config.media, maxBytes: config.tasks.maxAudioBytes, allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(route.target.baseUrl),
+    });
+    this.deps.track(made
+      .then((output) => this.made(row, lease, output))
+      .catch((error) => {
+        log.error('making a task result failed; tried again', { task: row.id, error });
+        return this.deps.schedule(lease, 'a', row, config.tasks.retryMs);
+      })
+      .finally(() => this.making.delete(row.id)));
+  }
+
+  private async made(row: TaskRow, lease: StepLease, output: GenerateAudioOutput): Promise<void> {
+    if (output.kind === 'stored') {
+      this.retries.delete(row.id);
+      return this.succeed(row, lease, { url: output.url, seconds: output.seconds, format: output.format }, 'made');
+    }
+    if (output.kind === 'refused') return this.refused(row, lease, output, 'start');
+    return this.unavailable(row, lease, output, 'made');
+  }
+
   // ---- poll ----
 
   private async poll(row: TaskRow, lease: StepLease): Promise<void> {
@@ -169,7 +233,7 @@ export class TaskSteps {
       this.stepsOf('poll', 'ok').inc();
       return this.fail(row, lease, { code: state.code, message: state.message, httpStatus: 502, upstreamStatus: state.status });
     }
-    if (state.kind === 'succeeded') return this.succeed(row, lease, route.target, state.videoUrl, state.seconds, state.status);
+    if (state.kind === 'succeeded') return this.download(row, lease, route.target, state.resultUrl, state.seconds, state.status);
     if (state.kind === 'unknown') log.warn('vendor reported a status the adapter does not know; polling again', { task: row.id, vendor: row.upstream_vendor, status: state.status });
     if (state.status !== row.upstream_status && !(await recordPoll(this.deps.sql, row.id, lease.token, state.status))) return;
     this.stepsOf('poll', 'ok').inc();
@@ -204,43 +268,63 @@ export class TaskSteps {
 
   // ---- end ----
 
-  private async succeed(row: TaskRow, lease: StepLease, target: VendorTarget, vendorUrl: string, seconds: number | undefined, upstreamStatus: string): Promise<void> {
-    const { config, workers, sql } = this.deps;
-    let url = vendorUrl;
-    if (config.media.storage !== 'off') {
-      const hosted = await workers.rehost({
-        url: vendorUrl, media: config.media, maxBytes: config.tasks.maxMediaBytes, timeoutMs: config.fetch.timeoutMs,
-        allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl), expect: row.kind === 'video.generation' ? 'video' : 'audio',
-      });
-      if (!hosted.ok) {
-        const failures = (this.downloads.get(row.id) ?? 0) + 1;
-        this.downloads.set(row.id, failures);
-        log.warn('result download failed', { task: row.id, vendor: row.upstream_vendor, reason: hosted.reason, failures });
-        if (failures < config.tasks.rehostAttempts) {
-          this.stepsOf('rehost', 'retry').inc();
-          return this.deps.schedule(lease, 'a', row, this.backoffMs(failures));
-        }
-        this.downloads.delete(row.id);
-        this.stepsOf('rehost', 'error').inc();
-        return this.fail(row, lease, { code: 'result_unavailable', message: `The result could not be downloaded from the vendor (${hosted.message}); nothing was charged.`, httpStatus: 502, upstreamStatus });
-      }
-      url = hosted.url;
+  /** A vendor task's result: downloaded onto the media host before the task counts as done (vendor URLs expire). */
+  private async download(row: TaskRow, lease: StepLease, target: VendorTarget, vendorUrl: string, seconds: number | undefined, upstreamStatus: string): Promise<void> {
+    const { config, workers } = this.deps;
+    if (config.media.storage === 'off') return this.succeed(row, lease, { url: vendorUrl, seconds }, upstreamStatus);
+    const hosted = await workers.rehost({
+      url: vendorUrl, media: config.media, maxBytes: row.kind === 'video.generation' ? config.tasks.maxMediaBytes : config.tasks.maxAudioBytes,
+      timeoutMs: config.fetch.timeoutMs, allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl),
+      expect: row.kind === 'video.generation' ? 'video' : 'audio',
+    });
+    if (!hosted.ok) return this.unavailable(row, lease, hosted, upstreamStatus);
+    // Audio is charged by its measured length; a video by the seconds its vendor reports.
+    return this.succeed(row, lease, { url: hosted.url, seconds: hosted.audio?.seconds ?? seconds, format: hosted.audio?.format }, upstreamStatus);
+  }
+
+  /** The result could not be fetched or stored: tried again a few times (a new download, or a new generation), then failed. */
+  private async unavailable(row: TaskRow, lease: StepLease, failure: { reason: string; message: string }, upstreamStatus: string): Promise<void> {
+    const { config } = this.deps;
+    const failures = (this.downloads.get(row.id) ?? 0) + 1;
+    this.downloads.set(row.id, failures);
+    log.warn('result download failed', { task: row.id, vendor: row.upstream_vendor, reason: failure.reason, failures });
+    if (failures < config.tasks.rehostAttempts) {
+      this.stepsOf('rehost', 'retry').inc();
+      return this.deps.schedule(lease, 'a', row, this.backoffMs(failures));
     }
     this.downloads.delete(row.id);
-    const chargeNano = this.chargeOf(row, seconds);
-    const ended = await endTaskSuccess(sql, row.id, lease.token, { chargeNano, result: [{ url }], upstreamStatus, endpoint: ENDPOINTS[row.kind] });
+    this.stepsOf('rehost', 'error').inc();
+    return this.fail(row, lease, { code: 'result_unavailable', message: `The result could not be downloaded from the vendor (${failure.message}); nothing was charged.`, httpStatus: 502, upstreamStatus });
+  }
+
+  private async succeed(row: TaskRow, lease: StepLease, delivered: Delivered, upstreamStatus: string): Promise<void> {
+    this.downloads.delete(row.id);
+    const chargeNano = this.chargeOf(row, delivered.seconds);
+    const entry = row.kind === 'video.generation'
+      ? { url: delivered.url }
+      : { url: delivered.url, format: delivered.format ?? (row.job as unknown as AudioJob).format, duration_seconds: delivered.seconds ?? null };
+    const ended = await endTaskSuccess(this.deps.sql, row.id, lease.token, { chargeNano, result: [entry], upstreamStatus, endpoint: TASK_ENDPOINTS[row.kind] });
     if (!ended) return;
     if (chargeNano > 0n) this.costOf(row.model).inc(nanoToUsd(chargeNano));
     await this.ended(ended, lease);
   }
 
-  /** The cost of what was delivered: the request's seconds (or fewer, as the vendor reports), never above the hold. */
+  /**
+   * The cost of what was delivered, never above the hold: a video's seconds (or fewer, as the vendor
+   * reports); audio's characters as sent, its measured seconds, the audio tokens those seconds make.
+   */
   private chargeOf(row: TaskRow, seconds: number | undefined): bigint {
     const model = this.deps.catalog().media(row.model);
     if (!model || row.hold_nano === 0n) return row.hold_nano;
     try {
-      const job = row.job as unknown as VideoJob;
-      const charge = actualNano(model.sheet, videoCallOf(job), { kind: 'video', seconds: seconds ?? job.duration });
+      let charge: bigint;
+      if (row.kind === 'video.generation') {
+        const job = row.job as unknown as VideoJob;
+        charge = actualNano(model.sheet, videoCallOf(job), { kind: 'video', seconds: seconds ?? job.duration });
+      } else {
+        const perSecond = model.capabilities.audioTokensPerSecond;
+        charge = actualNano(model.sheet, audioCallOf(row.job as unknown as AudioJob), audioOutcomeOf(seconds, typeof perSecond === 'number' ? perSecond : undefined));
+      }
       return charge < row.hold_nano ? charge : row.hold_nano;
     } catch (error) {
       if (!(error instanceof PricingError)) throw error;
@@ -250,11 +334,26 @@ export class TaskSteps {
 
   private async fail(row: TaskRow, lease: StepLease, error: { code: string; message: string; httpStatus: number; upstreamStatus?: string }): Promise<void> {
     const ended = await endTaskFailure(this.deps.sql, row.id, lease.token, {
-      code: error.code, message: error.message, upstreamStatus: error.upstreamStatus ?? null, endpoint: ENDPOINTS[row.kind], httpStatus: error.httpStatus,
+      code: error.code, message: error.message, upstreamStatus: error.upstreamStatus ?? null, endpoint: TASK_ENDPOINTS[row.kind], httpStatus: error.httpStatus,
     });
     if (!ended) return;
     log.info('task failed', { task: row.id, code: error.code });
     await this.ended(ended, lease);
+  }
+
+  /**
+   * A task its owner cancelled (the API ended it and released its hold): the vendor's own cancel where
+   * it has one, then what every ended task gets (hold settled if still there, callback).
+   */
+  private async cancelled(row: TaskRow, lease: StepLease): Promise<void> {
+    if (row.status !== 'failed' || row.error_code !== 'cancelled') return this.settle(row, lease);
+    const route = this.route(row);
+    if (row.upstream_id !== null && row.upstream_id !== MADE_AT_ONCE && !('code' in route)) {
+      const answer = await this.deps.workers.cancel({ family: route.family, upstreamId: row.upstream_id, target: route.target, timeoutMs: this.deps.config.fetch.timeoutMs });
+      if (answer.kind !== 'no_cancel') log.info('vendor asked to cancel a task', { task: row.id, vendor: row.upstream_vendor, status: answer.httpStatus });
+    }
+    this.stepsOf('cancel', 'ok').inc();
+    return this.ended(row, lease);
   }
 
   private async ended(row: TaskRow, lease: StepLease): Promise<void> {
@@ -284,7 +383,7 @@ export class TaskSteps {
     const { config, sql, box, workers, metrics } = this.deps;
     const secrets = signingSecrets(await webhookSecretsOf(sql, box, row.user_id), new Date());
     const outcome = await workers.deliver({
-      url: row.callback_url, webhookId: `msg_${row.id.replaceAll('-', '')}`, body: JSON.stringify(taskObject(row)), secrets,
+      url: row.callback_url, webhookId: `msg_${row.id.replaceAll('-', '')}`, body: JSON.stringify(taskObject(row, config.media.retentionMs)), secrets,
       timeoutMs: config.tasks.callbackTimeoutMs, allowLoopback: config.fetch.allowLoopback,
     });
     if (outcome.ok) {

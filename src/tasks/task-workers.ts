@@ -3,6 +3,8 @@ import type { SubmitTaskInput, SubmitTaskOutput } from '../../workers/submit-tas
 import type { PollTaskInput, PollTaskOutput } from '../../workers/poll-task.js';
 import type { RehostMediaInput, RehostMediaOutput } from '../../workers/rehost-media.js';
 import type { DeliverCallbackInput, DeliverCallbackOutput } from '../../workers/deliver-callback.js';
+import type { GenerateAudioInput, GenerateAudioOutput } from '../../workers/generate-audio.js';
+import type { CancelTaskInput, CancelTaskOutput } from '../../workers/cancel-task.js';
 
 const worker = (name: string) => new URL(`../../workers/${name}.js`, import.meta.url).href;
 
@@ -28,6 +30,14 @@ export class TaskWorkers {
 
   rehost(input: RehostMediaInput): Promise<RehostMediaOutput> {
     return this.pool.run(input, { filename: worker('rehost-media') });
+  }
+
+  generate(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
+    return this.pool.run(input, { filename: worker('generate-audio') });
+  }
+
+  cancel(input: CancelTaskInput): Promise<CancelTaskOutput> {
+    return this.pool.run(input, { filename: worker('cancel-task') });
   }
 
   deliver(input: DeliverCallbackInput): Promise<DeliverCallbackOutput> {

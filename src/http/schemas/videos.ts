@@ -123,7 +123,7 @@ const reference = (rule: UrlRule) => {
  * `callback_url`: its shape only (the route checks that the host is public). An absolute https URL;
  * plain http only to a loopback host, which the route refuses unless loopback is allowed (tests).
  */
-const callbackUrl = v.pipe(
+export const callbackUrl = v.pipe(
   v.string('must be a string.'),
   v.check((value) => {
     const url = urlOf(value);
@@ -322,7 +322,7 @@ const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
 const isProfile = (value: unknown): value is VideoProfile => typeof value === 'string' && (VIDEO_PROFILES as readonly string[]).includes(value);
 
 /** The job's fields that are set (a job is stored as jsonb: no keys for what the request left open). */
-const defined = <T extends object>(record: T): T =>
+export const defined = <T extends object>(record: T): T =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
 
 /**

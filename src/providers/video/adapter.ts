@@ -29,25 +29,38 @@ export interface VendorRefusal {
 /** A vendor task's state as one poll saw it. `status` is the vendor's own spelling, for logs. */
 export type VendorTaskState =
   | { readonly kind: 'running'; readonly status: string }
-  | { readonly kind: 'succeeded'; readonly status: string; readonly videoUrl: string; readonly seconds?: number }
+  | { readonly kind: 'succeeded'; readonly status: string; readonly resultUrl: string; readonly seconds?: number }
   | { readonly kind: 'failed'; readonly status: string; readonly code: string; readonly message: string }
   /** A status the adapter does not know: logged, and polled again. */
   | { readonly kind: 'unknown'; readonly status: string };
 
+/** A poll that needs one more exchange to learn where the result is (MiniMax: the file's download URL). */
+export interface RetrieveStep {
+  readonly kind: 'retrieve';
+  readonly status: string;
+  readonly request: VendorRequest;
+}
+
 /**
- * A video vendor's task API as pure functions: what to send, and what an answer means. No I/O: the
- * worker pool sends the requests (workers/video-submit.ts, workers/video-poll.ts). Statuses are
- * compared case-insensitively.
+ * A vendor's task API as pure functions: what to send, and what an answer means. No I/O: the worker
+ * pool sends the requests (workers/submit-task.ts, workers/poll-task.ts). Statuses are compared
+ * case-insensitively.
  */
-export interface VideoAdapter {
-  /** The catalog `family` it serves (`dashscope`, `vidu`, `modelark`). */
-  readonly family: string;
+export interface TaskApi<J> {
   /** `vendorCallbackUrl`: where the vendor may POST status hints (only vendors that take one use it). */
-  submit(job: VideoJob, target: VendorTarget, vendorCallbackUrl?: string): VendorRequest;
+  submit(job: J, target: VendorTarget, vendorCallbackUrl?: string): VendorRequest;
   /** The vendor's task id from the submit answer, or why there is none. */
   submitted(httpStatus: number, body: string): { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
   poll(upstreamId: string, target: VendorTarget): VendorRequest;
-  polled(httpStatus: number, body: string): VendorTaskState | VendorRefusal;
+  /** `target`: for a `RetrieveStep`'s request (always given by the worker). */
+  polled(httpStatus: number, body: string, target?: VendorTarget): VendorTaskState | VendorRefusal | RetrieveStep;
+  /** Reads the answer to a `RetrieveStep`'s request. */
+  retrieved?(httpStatus: number, body: string, status: string): VendorTaskState | VendorRefusal;
   /** The vendor's own cancel, where it has one. */
   cancel?(upstreamId: string, target: VendorTarget): VendorRequest;
+}
+
+/** A video vendor's task API; `family` is the catalog family it serves (`dashscope`, `vidu`, `modelark`). */
+export interface VideoAdapter extends TaskApi<VideoJob> {
+  readonly family: string;
 }

@@ -103,7 +103,7 @@ export const ARK_VIDEO = Object.freeze({
       const videoUrl = textOf(objectAt(answer.body, 'content')?.video_url);
       if (videoUrl === undefined) return missingResult(httpStatus, status);
       const seconds = secondsOf(answer.body.duration);
-      return seconds === undefined ? { kind: 'succeeded', status, videoUrl } : { kind: 'succeeded', status, videoUrl, seconds };
+      return seconds === undefined ? { kind: 'succeeded', status, resultUrl: videoUrl } : { kind: 'succeeded', status, resultUrl: videoUrl, seconds };
     }
     if (meaning === 'failed') {
       const error = objectAt(answer.body, 'error');

@@ -87,7 +87,7 @@ export const DASHSCOPE_VIDEO = Object.freeze({
       // The usage field names differ by model generation; the most specific one wins.
       const usage = objectAt(answer.body, 'usage');
       const seconds = secondsOf(usage?.video_duration) ?? secondsOf(usage?.output_video_duration) ?? secondsOf(usage?.duration);
-      return seconds === undefined ? { kind: 'succeeded', status, videoUrl } : { kind: 'succeeded', status, videoUrl, seconds };
+      return seconds === undefined ? { kind: 'succeeded', status, resultUrl: videoUrl } : { kind: 'succeeded', status, resultUrl: videoUrl, seconds };
     }
     if (meaning === 'failed') {
       const cancelled = status.toLowerCase() !== 'failed';

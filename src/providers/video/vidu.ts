@@ -158,7 +158,7 @@ export const VIDU_VIDEO = Object.freeze({
       const creations = answer.body.creations;
       const first: unknown = Array.isArray(creations) ? creations[0] : undefined;
       const videoUrl = typeof first === 'object' && first !== null ? textOf((first as JsonObject).url) : undefined;
-      return videoUrl === undefined ? missingResult(httpStatus, status) : { kind: 'succeeded', status, videoUrl };
+      return videoUrl === undefined ? missingResult(httpStatus, status) : { kind: 'succeeded', status, resultUrl: videoUrl };
     }
     if (meaning === 'failed') {
       const code = codeOf(answer.body.err_code);

@@ -1,0 +1,56 @@
+/**
+ * piscina task: makes a job's audio at a vendor that answers with it at once (OpenAI speech,
+ * ElevenLabs, MiniMax music), downloads it where the answer is a link, times it and stores it on the
+ * media host. Plain data in and out; the storage is opened once per worker thread.
+ */
+import type { MediaConfig } from '../src/config.js';
+import { openMediaStorage } from '../src/media/open.js';
+import type { MediaStorage } from '../src/media/storage.js';
+import { storeAudio } from '../src/media/audio-store.js';
+import { UrlGuardError, fetchGuarded } from '../src/media/url-guard.js';
+import { AUDIO_ADAPTERS } from '../src/providers/audio/index.js';
+import type { VendorRefusal, VendorTarget } from '../src/providers/video/adapter.js';
+import type { AudioJob } from '../src/tasks/audio-job.js';
+import { exchangeBytes } from '../src/tasks/vendor-exchange.js';
+
+export interface GenerateAudioInput {
+  readonly family: string;
+  readonly job: AudioJob;
+  readonly target: VendorTarget;
+  /** The whole generation (a song takes minutes) and, separately, the download of a linked result. */
+  readonly timeoutMs: number;
+  readonly media: MediaConfig;
+  readonly maxBytes: number;
+  /** Loopback vendors (the built-in mock) and tests. */
+  readonly allowLoopback: boolean;
+}
+
+export type GenerateAudioOutput =
+  | { readonly kind: 'stored'; readonly url: string; readonly bytes: number; readonly format: string; readonly seconds: number }
+  /** The vendor made it, but it could not be fetched or is not audio the gateway can read: tried again, then failed. */
+  | { readonly kind: 'unavailable'; readonly reason: string; readonly message: string }
+  | VendorRefusal;
+
+let storage: Promise<MediaStorage | undefined> | undefined;
+
+export default async function generateAudio(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
+  const adapter = Object.hasOwn(AUDIO_ADAPTERS, input.family) ? AUDIO_ADAPTERS[input.family] : undefined;
+  if (!adapter) return { kind: 'refused', retryable: false, code: 'family_not_served', message: `No adapter for the ${input.family} audio API.`, httpStatus: 0 };
+  storage ??= openMediaStorage(input.media);
+  const store = await storage;
+  if (!store) return { kind: 'unavailable', reason: 'storage_off', message: 'Media storage is off.' };
+
+  const answer = await exchangeBytes(adapter.generate(input.job, input.target), input.timeoutMs, input.maxBytes);
+  if (answer.kind === 'refused') return answer;
+  const made = adapter.generated(answer.status, answer.contentType, answer.body);
+  if (made.kind === 'refused') return made;
+  try {
+    const bytes = made.kind === 'bytes' ? made.bytes : (await fetchGuarded(made.url, { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback })).bytes;
+    const stored = await storeAudio(store, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    if (!stored.ok) return { kind: 'unavailable', reason: stored.reason, message: stored.message };
+    return { kind: 'stored', url: stored.url, bytes: stored.bytes, format: stored.format, seconds: stored.seconds };
+  } catch (error) {
+    if (error instanceof UrlGuardError) return { kind: 'unavailable', reason: error.reason, message: error.message };
+    return { kind: 'unavailable', reason: 'storage', message: (error as Error).message };
+  }
+}
