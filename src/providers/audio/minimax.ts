@@ -73,7 +73,7 @@ const SPEECH_TASKS = Object.freeze({
     return { method: 'GET', url: `${trimBase(target.baseUrl)}/query/t2a_async_query_v2?task_id=${encodeURIComponent(upstreamId)}`, headers: authorization(target) };
   },
 
-  polled(httpStatus, body, target): VendorTaskState | VendorRefusal | RetrieveStep {
+  polled(httpStatus, body, target?: VendorTarget): VendorTaskState | VendorRefusal | RetrieveStep {
     const answer = envelope('poll', httpStatus, body);
     if (answer.kind === 'refused') return answer;
     const status = textOf(answer.body.status);
