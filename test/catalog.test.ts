@@ -64,15 +64,15 @@ t.test('filters: task and provider are OR within, AND across', async (t) => {
   const audio = await get('/api/v1/models?task=audio&per_page=100');
   t.equal(videoOrAudio.body.total, video.body.total + audio.body.total, 'task OR');
   t.same(new Set(videoOrAudio.body.data.map((m: any) => m.modality)), new Set(['video', 'audio']));
-  const google = await get('/api/v1/models?provider=Google&per_page=100');
-  const openai = await get('/api/v1/models?provider=OpenAI&per_page=100');
-  const both = await get('/api/v1/models?provider=Google&provider=OpenAI&per_page=100');
+  const google = await get('/api/v1/models?provider=Google&per_page=100&include_inactive=true');
+  const openai = await get('/api/v1/models?provider=OpenAI&per_page=100&include_inactive=true');
+  const both = await get('/api/v1/models?provider=Google&provider=OpenAI&per_page=100&include_inactive=true');
   t.equal(both.body.total, google.body.total + openai.body.total, 'provider OR');
-  const googleVideo = await get('/api/v1/models?provider=Google&task=video&per_page=100');
+  const googleVideo = await get('/api/v1/models?provider=Google&task=video&per_page=100&include_inactive=true');
   t.ok(googleVideo.body.total > 0);
   t.ok(googleVideo.body.data.every((m: any) => m.provider === 'Google' && m.modality === 'video'), 'AND across');
   t.equal(googleVideo.body.total, google.body.data.filter((m: any) => m.modality === 'video').length);
-  const combo = await get('/api/v1/models?provider=Google&provider=OpenAI&task=image&task=video&per_page=100');
+  const combo = await get('/api/v1/models?provider=Google&provider=OpenAI&task=image&task=video&per_page=100&include_inactive=true');
   t.ok(combo.body.data.every((m: any) => ['Google', 'OpenAI'].includes(m.provider) && ['image', 'video'].includes(m.modality)));
   t.ok(ids(combo.body).includes('openai/sora-2') && ids(combo.body).includes('google/gemini-3-pro-image'));
   const multiWord = await get(`/api/v1/models?provider=${encodeURIComponent('Black Forest Labs')}`);
@@ -83,7 +83,7 @@ t.test("the issue's Done-when query answers from the real catalog", async (t) =>
   const res = await get('/api/v1/models?task=video&provider=Alibaba&search=reference');
   t.equal(res.status, 200);
   t.equal(res.body.data[0].id, 'alibaba/wan2.6-r2v', 'the R2V-A model first');
-  t.ok(ids(res.body).includes('alibaba/wan2.6-r2v-flash'));
+  t.notOk(ids(res.body).includes('alibaba/wan2.6-r2v-flash'), 'a model no adapter serves yet is listed only with include_inactive');
   t.ok(res.body.data.every((m: any) => m.provider === 'Alibaba' && m.modality === 'video'));
   const alias = res.body.data.find((m: any) => m.id === 'video_generate.wan26_r2v');
   t.match(alias, { deprecated: true, alias_of: 'alibaba/wan2.6-r2v' }, 'the deprecated id is listed, marked, after current ids');
@@ -227,8 +227,9 @@ t.test('GET /api/v1/pricing: every active current model', async (t) => {
   const current = list.body.data.filter((m: any) => m.alias_of === null).map((m: any) => m.id).sort();
   t.same(res.body.data.map((r: any) => r.model_id).sort(), current);
   t.equal(res.body.total, current.length);
-  const sora = res.body.data.find((r: any) => r.model_id === 'openai/sora-2');
-  t.equal(line(sora, 'video_second', 'resolution=720p').usd_per_unit, '0.1');
+  const wan = res.body.data.find((r: any) => r.model_id === 'alibaba/wan2.6-r2v');
+  t.equal(line(wan, 'video_second', 'resolution=720p').usd_per_unit, '0.1');
+  t.notOk(res.body.data.some((r: any) => r.model_id === 'openai/sora-2'), 'a model not served yet is not priced for calling');
   t.ok(res.body.data.filter((r: any) => r.modality === 'chat').every((r: any) => r.prices.length >= 4), 'every chat model priced');
 });
 

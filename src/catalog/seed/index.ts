@@ -28,6 +28,31 @@ export interface CatalogRows {
 
 /** The chat families this gateway speaks (src/providers/<family>/). */
 const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'];
+
+/**
+ * The media families this gateway speaks: the image families (src/providers/image-families.ts), the
+ * video task adapters (src/providers/video/index.ts) and the audio adapters (src/providers/audio/index.ts);
+ * test/callable-models.test.ts keeps these lists equal to the adapters.
+ */
+export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
+  image: ['openai-images', 'bfl'],
+  video: ['dashscope', 'vidu', 'modelark'],
+  audio: ['openai-audio', 'elevenlabs', 'minimax'],
+});
+
+/** Tag of a model listed inactive because no adapter here speaks its vendor's API yet. */
+export const NOT_SERVED_TAG = 'not-served-yet';
+
+/**
+ * Whether the gateway can call `seed`: its family is spoken here, through a configured vendor, and a
+ * video model follows one of the spec's profiles (its request schema). An active model is a callable
+ * model: one that is not is listed inactive, tagged NOT_SERVED_TAG, until an adapter serves it.
+ */
+function servable(seed: MediaSeed): boolean {
+  if (!SERVED_MEDIA_FAMILIES[seed.modality].includes(seed.family)) return false;
+  if (!(VENDORS as readonly string[]).includes(seed.upstreamVendor)) return false;
+  return seed.modality !== 'video' || typeof seed.capabilities.profile === 'string';
+}
 const CHAT_COMPONENTS = [['input_token', 'input'], ['cached_input_token', 'cachedInput'], ['cache_write_token', 'cacheWrite'], ['output_token', 'output']] as const;
 const ALIAS_ID = /^(chat|image|video|audio)_generate\.[a-z0-9_]+$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -55,11 +80,13 @@ function chatRows(seed: ChatSeed): { model: ModelSeedRow; prices: PriceSeedRow[]
 const PER_MILLION = { 1: 1_000_000n, 1000: 1_000n, 1000000: 1n } as const;
 
 function mediaRows(seed: MediaSeed): { model: ModelSeedRow; prices: PriceSeedRow[] } {
+  const served = servable(seed);
   return {
     model: {
-      id: seed.id, name: seed.name, provider: seed.provider, modality: seed.modality, description: seed.description, tags: [...seed.tags],
+      id: seed.id, name: seed.name, provider: seed.provider, modality: seed.modality, description: seed.description,
+      tags: served ? [...seed.tags] : [...seed.tags, NOT_SERVED_TAG],
       family: seed.family, upstream_vendor: seed.upstreamVendor, upstream_model: seed.upstreamModel, capabilities: { ...seed.capabilities },
-      alias_of: null, is_popular: seed.isPopular, is_active: seed.isActive ?? true, status: seed.status ?? 'active', retired_at: seed.retiredAt ?? null, source: seed.source,
+      alias_of: null, is_popular: seed.isPopular, is_active: (seed.isActive ?? true) && served, status: seed.status ?? 'active', retired_at: seed.retiredAt ?? null, source: seed.source,
     },
     prices: seed.prices.map((price) => {
       const scale = PER_MILLION[price.per ?? 1];
