@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { countTokens } from 'gpt-tokenizer';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
+import { ledgerCleanOnceTasksEnd } from './helpers/task-checks.js';
 import { audioInfo } from '../src/media/audio-duration.js';
 
 let gateway: Gateway;
@@ -273,10 +274,4 @@ t.test("a task is its owner's only", async (t) => {
   t.equal((await fetch(`${gateway.v1}/${PATHS.speech}/not-a-uuid`, { headers: { authorization: `Bearer ${owner.key}` } })).status, 404);
 });
 
-t.test('once every task has ended, the ledger check passes', async (t) => {
-  t.ok(await eventually(async () => {
-    const [row] = await gateway.sql<{ n: number }[]>`select count(*)::int as n from tasks where status = 'pending'`;
-    return row!.n === 0;
-  }, 20_000), 'no task left pending');
-  t.match(await gateway.cli('ledger', 'check'), /^ledger check: ok/);
-});
+t.test('once every task has ended, the ledger check passes', (t) => ledgerCleanOnceTasksEnd(t, gateway));

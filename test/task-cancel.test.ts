@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
+import { ledgerCleanOnceTasksEnd } from './helpers/task-checks.js';
 import { verifyWebhook } from '../src/tasks/webhook-signature.js';
 
 let gateway: Gateway;
@@ -203,10 +204,4 @@ t.test('retention: media past 14 days is gone (404, deleted); the task record st
   t.match(kept, { id: submitted.body.id, status: 'success', data: [{ url: media, expired: true }] }, 'the record stays, marked expired');
 });
 
-t.test('once every task has ended, the ledger check passes', async (t) => {
-  t.ok(await eventually(async () => {
-    const [row] = await gateway.sql<{ n: number }[]>`select count(*)::int as n from tasks where status = 'pending'`;
-    return row!.n === 0;
-  }, 20_000), 'no task left pending');
-  t.match(await gateway.cli('ledger', 'check'), /^ledger check: ok/);
-});
+t.test('once every task has ended, the ledger check passes', (t) => ledgerCleanOnceTasksEnd(t, gateway));

@@ -65,7 +65,6 @@ interface Delivered {
   readonly format?: string;
 }
 
-
 /**
  * The steps of one task, driven by its row in Postgres (the truth), so a replayed or duplicated
  * message changes nothing: an unstarted task is submitted to its vendor, a started one is polled,

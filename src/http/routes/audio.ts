@@ -31,7 +31,7 @@ export function audioRoutes(services: Services) {
     const model = mediaModelFor(services, body.model, 'audio');
     const made = model.capabilities.task === 'speech' ? 'speech' : 'music';
     if (made !== task) {
-      throw badRequest(`The model '${model.id}' makes ${made === 'speech' ? 'speech' : 'music'}: use ${ENDPOINT[made]}.`, 'model', 'model_not_supported');
+      throw badRequest(`The model '${model.id}' makes ${made}: use ${ENDPOINT[made]}.`, 'model', 'model_not_supported');
     }
     if (!Object.hasOwn(AUDIO_ADAPTERS, model.family) || !services.vendors[model.upstreamVendor]) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} audio API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
