@@ -62,9 +62,11 @@ t.test('body parsing: malformed JSON, non-object bodies, empty body, wrong Conte
   assertEnvelope(t, await chat(key, 'null'), 400, undefined, 'JSON null');
   assertEnvelope(t, await chat(key, ''), 400, undefined, 'empty body');
   const plain = await chat(key, JSON.stringify({ model: MODEL, messages: msg('hi') }), { 'content-type': 'text/plain' });
-  assertEnvelope(t, plain, 415, undefined, 'text/plain');
+  assertEnvelope(t, plain, 401, 'invalid_content_type', 'text/plain: 401, as the spec answers wrong inference headers');
+  t.match(plain.body.msg, /^Access is not permitted/);
   const form = await chat(key, 'model=x', { 'content-type': 'application/x-www-form-urlencoded' });
-  assertEnvelope(t, form, 415, undefined, 'form body');
+  assertEnvelope(t, form, 401, 'invalid_content_type', 'form body');
+  assertEnvelope(t, await chat(key, JSON.stringify({ model: MODEL, messages: msg('hi') }), { 'content-type': '' }), 401, 'invalid_content_type', 'no Content-Type');
   const charset = await chat(key, JSON.stringify({ model: MODEL, messages: msg('hi [[mock chunks=1]]') }), { 'content-type': 'application/json; charset=utf-8' });
   t.equal(charset.status, 200, 'application/json with a charset parameter is accepted');
   t.equal(gateway.mock.requests().length, before + 1, 'only the valid request reached the upstream');

@@ -219,7 +219,7 @@ t.test('every field is checked against the model: 400 naming it, nothing charged
     t.equal(reply.body?.error?.param, param, `${label} names ${param}`);
   }
   assertEnvelope(t, await generate(key, '{"model": "openai/gpt-image-2",'), 400, 'invalid_json', 'malformed JSON');
-  assertEnvelope(t, await generate(key, gpt, { 'content-type': 'text/plain' }), 415, 'unsupported_media_type', 'not JSON');
+  assertEnvelope(t, await generate(key, gpt, { 'content-type': 'text/plain' }), 401, 'invalid_content_type', 'not JSON');
   assertEnvelope(t, await generate('sk-gw-nope', gpt), 401, undefined, 'no valid key');
   const money = await settled(user);
   t.equal(money.charged, 0n);

@@ -50,10 +50,14 @@ export const notFound = (message: string) => new ApiError(404, 'not_found', mess
 /** An inference call naming a model the catalog does not serve. */
 export const modelNotFound = (id: string) => new ApiError(404, 'model_not_found', `The model '${id}' does not exist or is not available.`, 'model');
 
-/** Inference endpoints take JSON bodies only. */
+/**
+ * Inference endpoints take JSON bodies only. The spec counts `Content-Type: application/json` among
+ * the headers an inference call must carry, and answers missing or wrong ones with 401 (integer `code`
+ * 401, `msg` saying access is not permitted), so a wrong type is a 401 here, not a 415.
+ */
 export function requireJson(contentType: string): void {
   if (contentType.split(';', 1)[0]!.trim().toLowerCase() !== 'application/json') {
-    throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+    throw new ApiError(401, 'invalid_content_type', `Access is not permitted: inference calls must send Content-Type: application/json${contentType ? ` (not ${contentType.slice(0, 100)})` : ''}.`);
   }
 }
 export const internalError = () => new ApiError(500, 'internal_error', 'The gateway failed to handle this request.');
