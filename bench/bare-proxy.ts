@@ -8,6 +8,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { loadUws, type HttpResponse, type us_listen_socket } from '../src/http/uws.js';
 import { UpstreamClient, endpointFor, type UpstreamResponse } from '../src/providers/upstream-client.js';
 import { statusLine } from '../src/http/reply.js';
+import { collectWhenIdle } from '../src/idle-gc.js';
 
 interface ProxySettings {
   readonly port: number;
@@ -16,7 +17,9 @@ interface ProxySettings {
 
 function serve({ port, upstream }: ProxySettings): void {
   const uws = loadUws();
-  const client = new UpstreamClient({ timeoutMs: 60_000 });
+  collectWhenIdle(); // as the gateway's threads do: memory figures compare what each holds, not when V8 collects
+  // The gateway's defaults (UPSTREAM_TIMEOUT_MS, UPSTREAM_MAX_CONNECTIONS): streams held open idle (bench/stream-memory.ts) stay open.
+  const client = new UpstreamClient({ timeoutMs: 600_000, maxConnectionsPerOrigin: 10_000 });
   const endpoint = endpointFor(`${upstream}/openai/v1/chat/completions`);
   const headers = Object.freeze({ authorization: 'Bearer bench', 'content-type': 'application/json' });
   let listenSocket: us_listen_socket | undefined;

@@ -21,6 +21,15 @@
   leases hold; spent + held never exceeds the cap. A new period (ARGV[11] differs from the stored
   one) starts the spend at 0.
 
+  Lease slack: the credit a lease holds beyond its asking call is recorded per lease in KEYS[10] and
+  summed in the balance's `slack` field (part of `held`; settle.lua keeps both up to date from the
+  lease's reports). When the balance (or the key's credit limit) does not cover the call but the
+  whole reservations of the leases holding slack would (ARGV[16] > 0), the call is not refused yet:
+  the recall flag (KEYS[11]) is set for ARGV[16] ms, during which no lease of the user gets slack,
+  `r<user id>` is published on ARGV[17] so that every HTTP thread gives its leases' unused credit
+  back at once, and code 6 tells the caller to retry shortly (settle.lua publishes `d<user id>` when
+  the last lease with slack is drained).
+
   KEYS[1]  rate window of the key      (zset: lease id -> ms its slots count from)
   KEYS[2]  rate window weights         (hash: lease id -> slots, only when more than 1; '#' -> sum of all weights)
   KEYS[3]  per-minute window of the key, for its rate_limit_rpm (zset, as KEYS[1])
@@ -30,6 +39,8 @@
   KEYS[7]  reservation deadlines       (zset: reservation or lease id -> expiry ms)
   KEYS[8]  spend of the key            (hash: period -> period start ms, spent, held; nano-USD)
   KEYS[9]  token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens)
+  KEYS[10] leases holding slack        (hash: lease id -> unused credit at its last report, nano-USD)
+  KEYS[11] recall flag of the user     (string, expiring)
   ARGV[1]  lease id
   ARGV[2]  cost of the asking call, nano-USD (integer): the least credit the lease must hold
   ARGV[3]  credit wanted, nano-USD (integer, >= ARGV[2])
@@ -45,6 +56,11 @@
   ARGV[12] the key's tokens per hour (rate_limit_tph), -1 for none
   ARGV[13] the key's tokens per day (rate_limit_tpd), -1 for none
   ARGV[14] worst-case tokens of one call (integer, >= 1)
+  ARGV[15] the key's id (lease ids of the key begin with it and ':')
+  ARGV[16] recall wait, ms: above 0, a refusal that recalling the leases' slack may avert answers
+           code 6 (and recalls); 0 refuses at once
+  ARGV[17] pub/sub channel of recalls
+  ARGV[18] the user's id (the recall message)
 
   Returns {code, ...}:
     {0, credit granted, slots granted, available after, slots left in the window, ms until the oldest leaves it, balance epoch}
@@ -55,11 +71,14 @@
     {3, 0}                                  balance not loaded (the caller hydrates it from Postgres and retries)
     {4, credit limit left}                  the key's credit limit for the period is used up
     {5, 0}                                  the key's spend is not loaded (the caller loads it from Postgres, loadspend.lua, and retries)
+    {6, available or credit limit left, which}  not covered now, but leases hold slack that may cover it: recalled,
+                                            retry; which: 0 the balance (else code 2), 1 the credit limit (else code 4)
 ]]
 local rcall = redis.call
 local rateKey, weightsKey, minuteKey, minuteWeightsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local balanceKey, reservationsKey, deadlinesKey = KEYS[5], KEYS[6], KEYS[7]
 local spendKey, tokensKey = KEYS[8], KEYS[9]
+local slackKey, recallKey = KEYS[10], KEYS[11]
 local leaseId = ARGV[1]
 local callCost = tonumber(ARGV[2])
 local wantCredit = tonumber(ARGV[3])
@@ -75,6 +94,8 @@ local periodStart = ARGV[11]
 local tph = tonumber(ARGV[12])
 local tpd = tonumber(ARGV[13])
 local callTokens = math.max(1, tonumber(ARGV[14]))
+local keyId = ARGV[15]
+local recallMs = tonumber(ARGV[16])
 local MINUTE_MS, QUARTER_MS = 60000, 900000
 local HOUR_BUCKETS, DAY_BUCKETS = 60, 96
 
@@ -176,10 +197,34 @@ if windowed and (tph >= 0 or tpd >= 0) then
   if tpd >= 0 and (not spareTokens or tpd - usedDay < spareTokens) then spareTokens = tpd - usedDay end
 end
 
+-- The most a recall could free: the whole reservation of each lease with slack (of the key, for its
+-- credit limit); part of it may be calls in flight, which stay held.
+local function recallable(ofKey)
+  local ids = rcall('HKEYS', slackKey)
+  local total = 0
+  local prefix = keyId .. ':'
+  for i = 1, #ids, 1000 do
+    local chunk = {unpack(ids, i, math.min(i + 999, #ids))}
+    local held = rcall('HMGET', reservationsKey, unpack(chunk))
+    for j = 1, #chunk do
+      if not ofKey or string.sub(chunk[j], 1, #prefix) == prefix then total = total + tonumber(held[j] or '0') end
+    end
+  end
+  return total
+end
+local function recall(value, which)
+  rcall('SET', recallKey, '1', 'PX', recallMs)
+  rcall('PUBLISH', ARGV[17], 'r' .. ARGV[18])
+  return {6, value, which}
+end
+
 local balance = rcall('HMGET', balanceKey, 'credits', 'held')
 if not balance[1] then return {3, 0} end
 local available = tonumber(balance[1]) - tonumber(balance[2] or '0')
-if callCost > available then return {2, available} end
+if callCost > available then
+  if recallMs > 0 and available + recallable(false) >= callCost then return recall(available, 0) end
+  return {2, available}
+end
 
 local spare = available - callCost
 if cap >= 0 then
@@ -191,10 +236,15 @@ if cap >= 0 then
     rcall('HSET', spendKey, 'period', periodStart, 'spent', 0)
   end
   local capLeft = cap - spent - tonumber(spend[3] or '0')
-  if callCost > capLeft then return {4, capLeft} end
+  if callCost > capLeft then
+    if recallMs > 0 and capLeft + recallable(true) >= callCost then return recall(capLeft, 1) end
+    return {4, capLeft}
+  end
   spare = math.min(spare, capLeft - callCost)
 end
 
+-- While a recall runs, leases get no slack: the recalled credit goes to the calls waiting for it.
+if rcall('EXISTS', recallKey) == 1 then spare = 0 end
 local credit = callCost + math.max(0, math.min(wantCredit - callCost, math.floor(spare / 8)))
 local spareSlots = math.floor((limit - used - 1) / 8)
 if hasRpm then spareSlots = math.min(spareSlots, math.floor((rpm - usedMinute - 1) / 8)) end
@@ -227,6 +277,10 @@ rcall('HINCRBY', balanceKey, 'held', string.format('%d', credit))
 rcall('HSET', reservationsKey, leaseId, string.format('%d', credit))
 rcall('ZADD', deadlinesKey, nowMs + ttlMs, leaseId)
 rcall('HINCRBY', spendKey, 'held', string.format('%d', credit))
+if credit > callCost then
+  rcall('HSET', slackKey, leaseId, string.format('%d', credit - callCost))
+  rcall('HINCRBY', balanceKey, 'slack', string.format('%d', credit - callCost))
+end
 local oldest = rcall('ZRANGE', rateKey, 0, 0, 'WITHSCORES')
 local resetMs = oldest[2] and (tonumber(oldest[2]) + windowMs - nowMs) or 0
 return {0, credit, slots, available - credit, limit - used - slots, resetMs, epoch()}

@@ -9,6 +9,7 @@
   KEYS[4]  last batch applied, per open lease (hash)
   KEYS[5]  leases settled without their reservation (hash: lease id -> last batch applied)
   KEYS[6]  spend of the lease's key    (hash: period, spent, held)
+  KEYS[7]  leases holding slack        (hash: lease id -> unused credit; its entry leaves, and the balance's `slack` with it)
   ARGV[1]  lease id
 
   Returns {released nano-USD} as {1, amount}, or {0, 0} when the lease is not past its deadline
@@ -16,6 +17,7 @@
 ]]
 local rcall = redis.call
 local balanceKey, reservationsKey, deadlinesKey, batchesKey, outsideKey, spendKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local slackKey = KEYS[7]
 local leaseId = ARGV[1]
 
 local deadline = rcall('ZSCORE', deadlinesKey, leaseId)
@@ -25,6 +27,9 @@ if tonumber(deadline) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000
 rcall('ZREM', deadlinesKey, leaseId)
 local held = tonumber(rcall('HGET', reservationsKey, leaseId) or '0')
 rcall('HDEL', reservationsKey, leaseId)
+local slack = tonumber(rcall('HGET', slackKey, leaseId) or '0')
+if slack > 0 then rcall('HINCRBY', balanceKey, 'slack', string.format('-%d', slack)) end
+rcall('HDEL', slackKey, leaseId)
 if held > 0 then
   rcall('HINCRBY', balanceKey, 'held', string.format('-%d', held))
   if rcall('EXISTS', spendKey) == 1 then rcall('HINCRBY', spendKey, 'held', string.format('-%d', held)) end

@@ -11,6 +11,11 @@
   because they were served and their cost is owed, and the mark keeps the lease's last batch so a
   resend charges nothing twice.
 
+  Lease slack (see admit.lua): a lease granted slack reports with each batch the unused credit it
+  holds after it (ARGV[8]), which becomes its entry in KEYS[13] and its share of the balance's
+  `slack`; a retired lease (ARGV[9] = 1) or a closed one leaves KEYS[13]. When the last lease with
+  slack leaves it while a recall runs (KEYS[14]), `d<user id>` is published on ARGV[10].
+
   KEYS[1]  balance of the user         (hash: credits, held, deposits, epoch)
   KEYS[2]  open reservations           (hash: reservation or lease id -> nano-USD still held)
   KEYS[3]  reservation deadlines       (zset)
@@ -23,6 +28,8 @@
   KEYS[10] per-minute window weights   (hash)
   KEYS[11] spend of the key            (hash: period, spent, held; see admit.lua)
   KEYS[12] token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens)
+  KEYS[13] leases holding slack        (hash: lease id -> unused credit at its last report)
+  KEYS[14] recall flag of the user     (string, expiring; see admit.lua)
   ARGV[1]  lease id
   ARGV[2]  batch number (integer, from 1)
   ARGV[3]  reservation time-to-live, ms (a lease that stays open gets a new deadline)
@@ -30,7 +37,11 @@
   ARGV[5]  slots the lease did not use (returned to both windows when closing)
   ARGV[6]  credit to release now without closing, nano-USD (integer)
   ARGV[7]  the balance epoch admit.lua returned when it opened the lease
-  ARGV[8..] quadruples: call id, cost nano-USD (integer; capped at what the lease holds), tokens used, ledger event (JSON, opaque here)
+  ARGV[8]  unused credit the lease holds after this batch, nano-USD (integer; -1 when not known: a replay)
+  ARGV[9]  1 when the lease admits no more calls (retired: its unused credit is released by now)
+  ARGV[10] pub/sub channel of recalls
+  ARGV[11] the user's id
+  ARGV[12..] quadruples: call id, cost nano-USD (integer; capped at what the lease holds), tokens used, ledger event (JSON, opaque here)
 
   Returns {code, charged}:
     {0, nano-USD charged by this batch}
@@ -43,6 +54,7 @@ local rcall = redis.call
 local balanceKey, reservationsKey, deadlinesKey, ledgerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local rateKey, weightsKey, batchesKey, outsideKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local minuteKey, minuteWeightsKey, spendKey, tokensKey = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local slackKey, recallKey = KEYS[13], KEYS[14]
 local leaseId = ARGV[1]
 local batch = tonumber(ARGV[2])
 local ttlMs = tonumber(ARGV[3])
@@ -50,6 +62,8 @@ local closing = ARGV[4] == '1'
 local unusedSlots = tonumber(ARGV[5])
 local release = tonumber(ARGV[6])
 local leaseEpoch = ARGV[7]
+local reportedSlack = tonumber(ARGV[8])
+local retired = ARGV[9] == '1'
 local DAY_MS = 86400000
 
 local heldRaw = rcall('HGET', reservationsKey, leaseId)
@@ -71,7 +85,7 @@ else
 end
 
 local charged, fromHeld, tokens = 0, 0, 0
-for i = 8, #ARGV, 4 do
+for i = 12, #ARGV, 4 do
   local charge = math.max(0, tonumber(ARGV[i + 1]))
   if held then
     if charge > held - fromHeld then charge = held - fromHeld end
@@ -97,6 +111,29 @@ if held then
     rcall('ZADD', deadlinesKey, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttlMs, leaseId)
   end
   if freed > 0 then rcall('HINCRBY', balanceKey, 'held', string.format('-%d', freed)) end
+  -- The lease's slack: what it reported (never above what it still holds), or none once it admits no more.
+  local oldSlack = rcall('HGET', slackKey, leaseId)
+  if oldSlack then
+    oldSlack = tonumber(oldSlack)
+    local left = held - freed
+    local newSlack = -1
+    if not (closing or retired) then
+      newSlack = reportedSlack
+      if newSlack < 0 then newSlack = oldSlack end
+      if newSlack > left then newSlack = left end
+    end
+    if newSlack >= 0 then
+      rcall('HSET', slackKey, leaseId, string.format('%d', newSlack))
+    else
+      newSlack = 0
+      rcall('HDEL', slackKey, leaseId)
+      if rcall('EXISTS', recallKey) == 1 and rcall('HLEN', slackKey) == 0 then rcall('PUBLISH', ARGV[10], 'd' .. ARGV[11]) end
+    end
+    if newSlack ~= oldSlack then rcall('HINCRBY', balanceKey, 'slack', string.format('%d', newSlack - oldSlack)) end
+  end
+else
+  -- Charged without the reservation: it holds nothing, slack included (the balance's sum was rebuilt or released with it).
+  rcall('HDEL', slackKey, leaseId)
 end
 
 -- A spend hash lost with Redis's data is rebuilt from Postgres by admit (code 5); one recreated

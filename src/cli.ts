@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** `gateway`: the operator's command line (migrate, token, coupon create, topup, catalog sync, ledger check). */
+/** `gateway`: the operator's command line (migrate, token, account set-email, coupon create, topup, catalog sync, ledger check). */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from './config.js';
@@ -13,10 +13,12 @@ import { RedisKeys } from './admission/keys.js';
 import { Balances } from './billing/balances.js';
 import { nanoToUsd } from './billing/pricing.js';
 import { checkLedger, describeDifference, differenceJson } from './ledger/check.js';
+import { emailAddress, setAccountEmail } from './store/accounts.js';
 
 const USAGE = `usage:
   gateway migrate
-  gateway token --user <id> [--ttl 1h]
+  gateway token --user <id> [--ttl 1h] [--email <address>]
+  gateway account set-email --user <id> --email <address>
   gateway coupon create --credits <usd> [--code <code>]
   gateway topup --user <id> --amount <usd> --method <processor>
   gateway catalog sync
@@ -32,6 +34,12 @@ function usdArgument(name: string, value: string | undefined): bigint {
   return nano;
 }
 
+function emailArgument(value: string | undefined): string {
+  const email = emailAddress(value);
+  if (email === undefined) throw new UsageError('--email must be an email address (at most 254 characters)');
+  return email;
+}
+
 function userArgument(value: string | undefined): string {
   if (!value || !USER_ID_PATTERN.test(value)) throw new UsageError('--user must be 1 to 128 letters, digits or . _ @ : -');
   return value;
@@ -42,7 +50,7 @@ async function run(argv: string[]): Promise<void> {
     args: argv,
     allowPositionals: true,
     options: {
-      user: { type: 'string' }, ttl: { type: 'string' }, credits: { type: 'string' }, code: { type: 'string' },
+      user: { type: 'string' }, ttl: { type: 'string' }, email: { type: 'string' }, credits: { type: 'string' }, code: { type: 'string' },
       amount: { type: 'string' }, method: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
   });
@@ -57,10 +65,13 @@ async function run(argv: string[]): Promise<void> {
     const user = userArgument(values.user);
     const ttl = parseTtl(values.ttl ?? '1h');
     if (!ttl) throw new UsageError('--ttl must look like 90s, 15m, 1h or 7d');
-    process.stdout.write(`${signJwt(config.jwtSecret, { sub: user, exp: Math.floor(Date.now() / 1000) + ttl })}\n`);
+    const email = values.email === undefined ? {} : { email: emailArgument(values.email) };
+    process.stdout.write(`${signJwt(config.jwtSecret, { sub: user, exp: Math.floor(Date.now() / 1000) + ttl, ...email })}\n`);
     return;
   }
-  if (!['migrate', 'coupon create', 'topup', 'catalog sync', 'ledger check'].includes(command)) throw new UsageError(`unknown command: ${command}`);
+  if (!['migrate', 'account set-email', 'coupon create', 'topup', 'catalog sync', 'ledger check'].includes(command)) throw new UsageError(`unknown command: ${command}`);
+  // Arguments are checked before the database is touched.
+  const accountEmail = command === 'account set-email' ? { user: userArgument(values.user), email: emailArgument(values.email) } : undefined;
 
   const { sql, applied } = await prepareDatabase(config);
   try {
@@ -71,6 +82,12 @@ async function run(argv: string[]): Promise<void> {
       case 'catalog sync':
         process.stdout.write('catalog synced\n');
         break;
+      case 'account set-email': {
+        const { user, email } = accountEmail!;
+        await setAccountEmail(sql, user, email);
+        process.stdout.write(`email of ${user} set to ${email}\n`);
+        break;
+      }
       case 'coupon create': {
         const credits = usdArgument('credits', values.credits);
         const code = values.code ?? `GW-${randomBase62(16).toUpperCase()}`;

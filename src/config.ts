@@ -58,6 +58,8 @@ const EnvSchema = v.object({
   SETTLE_JOURNAL_STALE_SECONDS: v.optional(intFrom(2, 3600), '30'),
   LEDGER_IDLE_POLL_MS: v.optional(intFrom(100, 60_000), '1000'),
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
+  // Open connections one HTTP thread keeps to one upstream origin (one per call in progress: a stream holds one); calls beyond wait for one.
+  UPSTREAM_MAX_CONNECTIONS: v.optional(intFrom(1, 1_000_000), '10000'),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
   MOCK_VENDOR_PORT: v.optional(intFrom(0, 65535), '8090'),
@@ -146,6 +148,8 @@ export interface Config {
   /** The ledger writer's longest pause while no events come (a thread's settlements end it at once). */
   readonly ledgerIdlePollMs: number;
   readonly upstreamTimeoutMs: number;
+  /** Most connections one HTTP thread opens to one upstream origin (each call in progress holds one). */
+  readonly upstreamMaxConnections: number;
   readonly shutdownDrainMs: number;
   readonly mockVendor: 'auto' | 'off';
   readonly mockVendorPort: number;
@@ -298,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     settleJournalStaleMs: e.SETTLE_JOURNAL_STALE_SECONDS * 1000,
     ledgerIdlePollMs: e.LEDGER_IDLE_POLL_MS,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    upstreamMaxConnections: e.UPSTREAM_MAX_CONNECTIONS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     mockVendor: e.MOCK_VENDOR,
     mockVendorPort: e.MOCK_VENDOR_PORT,

@@ -1,6 +1,6 @@
 /**
  * The gateway process: config -> database (create, migrate, catalog) -> Redis -> ledger writer and
- * balance alerts -> N HTTP threads on one port -> janitors (reservations, request logs, media). SIGTERM drains streams, then flushes the ledger.
+ * balance alerts -> N HTTP threads on one port -> janitors (reservations, retention of request logs and sent mails, media). SIGTERM drains streams, then flushes the ledger.
  */
 import { Redis } from 'ioredis';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -8,18 +8,20 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { RedisKeys } from './admission/keys.js';
 import { LedgerWriter } from './ledger/writer.js';
-import { createMainMetrics, createTaskMetrics } from './metrics.js';
+import { createDependencyMetrics, createLedgerLagMetrics, createLoopMetrics, createMainMetrics, createTaskMetrics, selfLoop } from './metrics.js';
 import { configureLog, log } from './log.js';
-import { ensureRequestLogPartitions, dropExpiredRequestLogPartitions } from './store/request-logs.js';
+import { collectWhenIdle } from './idle-gc.js';
+import { ensureRequestLogPartitions, expireRequestLogs } from './store/request-logs.js';
 import { HttpThreadPool } from './http/thread-pool.js';
 import { defineScripts } from './admission/scripts.js';
 import { ReservationJanitor } from './admission/janitor.js';
 import { replayJournals } from './admission/journal-replay.js';
+import { LedgerRecovery } from './admission/ledger-recovery.js';
 import { ScriptBatcher } from './admission/script-batcher.js';
 import { RedisPipe } from './store/redis-pipe.js';
 import { Balances } from './billing/balances.js';
 import { AlertMonitor } from './billing/alerts.js';
-import { OutboxSender } from './mail/outbox-sender.js';
+import { OutboxSender, deleteSentMails } from './mail/outbox-sender.js';
 import { openMediaStorage } from './media/open.js';
 import { MediaJanitor } from './media/janitor.js';
 import { hostname } from 'node:os';
@@ -30,7 +32,8 @@ import { TaskWorkers } from './tasks/task-workers.js';
 import { LiveCatalog } from './catalog/live.js';
 import { SealedBox } from './auth/sealed-box.js';
 
-const DAY_MS = 86_400_000;
+/** Period of the retention janitor (request logs, sent mails): a record outlives its retention by at most this. */
+const RETENTION_PASS_MS = 3_600_000;
 
 async function startMockVendorIfNeeded(port: number, env: NodeJS.ProcessEnv): Promise<{ url: string; close(): Promise<void> } | undefined> {
   const probe = loadConfig(env);
@@ -54,6 +57,7 @@ async function main(): Promise<void> {
     throw error;
   }
   configureLog(config.logLevel, { thread: 'main' });
+  collectWhenIdle(); // as each HTTP thread does (src/idle-gc.ts)
   if (config.usesDevSecrets) log.warn('using built-in development secrets; set JWT_SECRET and KEY_SECRET outside development');
 
   const mock = await startMockVendorIfNeeded(config.mockVendorPort, process.env);
@@ -70,6 +74,14 @@ async function main(): Promise<void> {
   // third of an idle gateway's CPU; samples a tenth of a second apart still show a stalled loop.
   collectDefaultMetrics({ register: registry, prefix: 'gateway_process_', eventLoopMonitoringPrecision: 100 });
   const mainMetrics = createMainMetrics(registry);
+  createDependencyMetrics(registry, { redis: () => redis.ping(), postgres: () => sql`select 1`.execute() });
+  createLedgerLagMetrics(registry, redis, keys);
+  // Loops seen from here: this thread's (sampled every 100 ms, as the default metrics do), the HTTP threads'
+  // utilisation (their delay is their own metric) and the task workers'.
+  const mainLoop = selfLoop('main', 100, true);
+  let threads: HttpThreadPool | undefined;
+  let taskWorkers: TaskWorkers | undefined;
+  createLoopMetrics(registry, () => [mainLoop, ...(threads?.loopThreads() ?? []), ...(taskWorkers?.loopThreads() ?? [])]);
   const mail = config.smtpUrl === undefined ? undefined : new OutboxSender(sql, {
     smtpUrl: config.smtpUrl,
     from: config.alertMailFrom,
@@ -102,6 +114,7 @@ async function main(): Promise<void> {
       mainMetrics.ledgerUnreadable.inc();
       log.error('ledger event unreadable: its charge is kept, its request log is not', entry);
     },
+    onEpochChanged: (userIds) => log.warn('Redis lost ledger data during a ledger pass: nothing written; the settlement journals charge what was lost again', { users: userIds.length }),
   });
   ledger.start();
 
@@ -109,21 +122,33 @@ async function main(): Promise<void> {
   const replayPipe = new RedisPipe(config.redisUrl);
   const replayScripts = new ScriptBatcher(replayPipe, keys, () => ledger.nudge());
   const replayBalances = new Balances(sql, redis, keys);
+  const replayRecovery = new LedgerRecovery({ sql, redis, keys, scripts: replayScripts, balances: replayBalances, ttlMs: config.reservationTtlMs });
   const reservations = new ReservationJanitor(redis, keys, (leaseId, userId, releasedNano) => {
     mainMetrics.reservationsExpired.inc();
     log.warn('lease released at its deadline (its gateway died or lost touch); late calls on it are still charged', { leaseId, userId, released_nano: String(releasedNano) });
   }, (error) => log.error('reservation janitor pass failed', { error }), async () => {
-    const { batches } = await replayJournals(config.settleJournalDir, replayScripts, replayBalances, config.reservationTtlMs, config.settleJournalStaleMs);
+    const { batches } = await replayJournals(config.settleJournalDir, replayScripts, replayBalances, config.reservationTtlMs, config.settleJournalStaleMs, replayRecovery);
     if (batches > 0) mainMetrics.journalBatchesReplayed.inc(batches);
   });
   await reservations.pass(); // before serving: what dead threads left is charged first
   reservations.start(config.reservationJanitorMs);
 
-  const janitor = setInterval(() => {
-    Promise.all([ensureRequestLogPartitions(sql), dropExpiredRequestLogPartitions(sql)])
-      .then(([, dropped]) => dropped.length && log.info('request log partitions dropped', { dropped }))
-      .catch((error) => log.error('request log partition upkeep failed', { error }));
-  }, DAY_MS);
+  // Retention, at start-up and hourly: next month's log partition, request logs older than two months
+  // (whole partitions dropped, the oldest kept month and the default partition deleted row by row),
+  // and mails sent more than SENT_MAIL_RETENTION_DAYS ago. One pass at a time.
+  let retentionPass: Promise<void> | undefined;
+  const runRetention = () => {
+    retentionPass ??= (async () => {
+      await ensureRequestLogPartitions(sql);
+      const { dropped, deleted } = await expireRequestLogs(sql);
+      const mails = await deleteSentMails(sql);
+      if (dropped.length || deleted || mails) log.info('retention: expired records deleted', { partitions_dropped: dropped, request_logs_deleted: deleted, sent_mails_deleted: mails });
+    })()
+      .catch((error) => log.error('retention pass failed; retried at the next one', { error }))
+      .finally(() => { retentionPass = undefined; });
+  };
+  runRetention();
+  const janitor = setInterval(runRetention, RETENTION_PASS_MS);
   janitor.unref();
 
   const mediaStorage = await openMediaStorage(config.media);
@@ -144,7 +169,6 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
-  let threads: HttpThreadPool | undefined;
   threads = await HttpThreadPool.start(config, registry, {
     onUnexpectedExit: (code) => {
       // During start-up the failure surfaces through start() itself.
@@ -158,11 +182,12 @@ async function main(): Promise<void> {
   // The task runtime: this process's share of the per-user actors (its own Postgres pool and workers).
   const taskSql = connect(config.databaseUrl, 8);
   const taskCatalog = await LiveCatalog.open(taskSql, (error) => log.warn('catalog refresh failed (tasks)', { error }));
+  taskWorkers = new TaskWorkers(config.tasks.workers);
   const tasks = new TaskRuntime({
     owner: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
     config, sql: taskSql, redis, keys,
     balances: new Balances(taskSql, redis, keys),
-    workers: new TaskWorkers(config.tasks.workers),
+    workers: taskWorkers,
     catalog: taskCatalog.current,
     vendors: Object.fromEntries(Object.values(config.vendors).map((vendor) => [vendor.name, { baseUrl: vendor.baseUrl, apiKey: vendor.apiKey }])),
     box: new SealedBox(config.keySecret),
@@ -197,7 +222,7 @@ async function main(): Promise<void> {
     await alerts.stop();
     await mail?.stop();
     await threads!.stop();
-    clearInterval(janitor);
+    clearInterval(janitor); // a pass under way is cut at its next batch when Postgres closes: each batch is its own statement
     await reservations.stop();
     await mediaJanitor?.stop();
     taskCatalog.stop();

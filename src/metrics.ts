@@ -1,29 +1,95 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Redis } from 'ioredis';
 import type { NormalizedUsage } from './providers/usage.js';
+import type { RedisKeys } from './admission/keys.js';
 import { nanoToUsd } from './billing/pricing.js';
+import { LoopDelaySampler, selfUtilization, type LoopDelay, type LoopThread } from './worker-pool.js';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const SCRIPT_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25];
 
-/** The gateway's own metrics; one set per HTTP thread, summed across threads on /metrics. */
-export function createMetrics(registry = new Registry()) {
+/**
+ * `gateway_event_loop_delay_seconds{thread,quantile}` and `gateway_event_loop_utilization{thread}`:
+ * each thread's loop since the previous scrape. Every registry (main thread, each HTTP thread) reports
+ * the threads it can see; their names differ, so /metrics keeps one series per thread.
+ */
+export function createLoopMetrics(registry: Registry, threads: () => LoopThread[]) {
   const registers = [registry];
-  // The histogram records the gap between timer wake-ups, so the delay is what exceeds the resolution;
-  // 20 ms is fine enough to see a stalled loop without waking an idle thread often. Read and restarted at each scrape.
-  const resolutionMs = 20;
-  const loopDelay = monitorEventLoopDelay({ resolution: resolutionMs });
-  loopDelay.enable();
-  const delaySeconds = (ns: number) => Math.max(0, ns / 1e6 - resolutionMs) / 1000;
   return {
+    delay: new Gauge({
+      name: 'gateway_event_loop_delay_seconds',
+      help: 'Event-loop delay of each thread since the previous scrape, by quantile (0.5, 0.99, 1 for the max): main, http-N, tasks-N (task workers), http-N/<pool>-0 (an HTTP thread\'s on-demand worker).',
+      labelNames: ['thread', 'quantile'], aggregator: 'max', registers,
+      async collect() {
+        const list = threads();
+        const delays = await Promise.all(list.map((thread) => thread.delay()));
+        this.reset();
+        list.forEach(({ thread }, index) => {
+          const delay = delays[index];
+          if (!delay) return; // unknown this scrape (a busy worker answers at the next one)
+          this.set({ thread, quantile: '0.5' }, delay.p50);
+          this.set({ thread, quantile: '0.99' }, delay.p99);
+          this.set({ thread, quantile: '1' }, delay.max);
+        });
+      },
+    }),
+    utilization: new Gauge({
+      name: 'gateway_event_loop_utilization',
+      help: 'Share of the time since the previous scrape each thread\'s event loop was busy (0 to 1), by thread (as gateway_event_loop_delay_seconds).',
+      labelNames: ['thread'], aggregator: 'max', registers,
+      collect() {
+        this.reset();
+        for (const thread of threads()) {
+          const utilization = thread.utilization();
+          if (utilization !== undefined) this.set({ thread: thread.thread }, utilization);
+        }
+      },
+    }),
+  };
+}
+
+/** This thread's loop as a `LoopThread`: its delay sampler (`resolutionMs` timer period) and, when asked, its utilisation. */
+export function selfLoop(thread: string, resolutionMs: number, withUtilization: boolean): LoopThread & { last(): LoopDelay | undefined } {
+  const sampler = new LoopDelaySampler(resolutionMs);
+  const utilization = withUtilization ? selfUtilization() : () => undefined;
+  let last: LoopDelay | undefined;
+  return {
+    thread,
+    delay: () => (last = sampler.read()),
+    utilization,
+    /** The delay the latest `delay()` read (the window is read once per scrape). */
+    last: () => last,
+  };
+}
+
+export interface HttpThreadLoops {
+  /** This HTTP thread's name (`http-0`). */
+  readonly thread: string;
+  /** The loops of this thread's worker pools, named by the caller. */
+  readonly pools?: () => LoopThread[];
+}
+
+/** The gateway's own metrics; one set per HTTP thread, summed across threads on /metrics. */
+export function createMetrics(registry = new Registry(), loops: HttpThreadLoops = { thread: 'http' }) {
+  const registers = [registry];
+  // The delay is what exceeds the sampler's 20 ms timer period: fine enough to see a stalled loop without
+  // waking an idle thread often. The thread's utilisation is read by the main thread, from its Worker handle,
+  // so that a stuck HTTP thread still shows.
+  const self = selfLoop(loops.thread, 20, false);
+  // Registered first: its collect reads the window that gateway_http_event_loop_delay_seconds reports too.
+  const loopMetrics = createLoopMetrics(registry, () => [self, ...(loops.pools?.() ?? [])]);
+  return {
+    loopMetrics,
     eventLoopDelay: new Gauge({
       name: 'gateway_http_event_loop_delay_seconds',
-      help: 'Event-loop delay of the HTTP threads since the previous scrape, by quantile (0.5, 0.99, 1 for the max); the worst thread.',
+      help: 'Event-loop delay of the HTTP threads since the previous scrape, by quantile (0.5, 0.99, 1 for the max); the worst thread (per thread: gateway_event_loop_delay_seconds).',
       labelNames: ['quantile'], aggregator: 'max', registers,
       collect() {
-        for (const q of [0.5, 0.99]) this.set({ quantile: String(q) }, loopDelay.count > 0 ? delaySeconds(loopDelay.percentile(q * 100)) : 0);
-        this.set({ quantile: '1' }, loopDelay.count > 0 ? delaySeconds(loopDelay.max) : 0);
-        loopDelay.reset();
+        const delay = self.last() ?? { p50: 0, p99: 0, max: 0 };
+        this.set({ quantile: '0.5' }, delay.p50);
+        this.set({ quantile: '0.99' }, delay.p99);
+        this.set({ quantile: '1' }, delay.max);
       },
     }),
     registry,
@@ -66,6 +132,136 @@ export function createMainMetrics(registry: Registry) {
     mediaSwept: new Counter({ name: 'gateway_media_swept_total', help: 'Media objects deleted by the retention janitor.', registers }),
     mediaSweepErrors: new Counter({ name: 'gateway_media_sweep_errors_total', help: 'Failed media janitor passes (retried at the next interval).', registers }),
     alertMailFailures: new Counter({ name: 'gateway_alert_mail_failures_total', help: 'Failed attempts to send a balance-alert mail (the mail stays queued and is retried).', registers }),
+    buildInfo: createBuildInfo(registry),
+  };
+}
+
+/** `gateway_build_info{version, node_version, commit}` = 1 (commit only when known). */
+export function createBuildInfo(registry: Registry): Gauge {
+  const gauge = new Gauge({
+    name: 'gateway_build_info', help: 'Always 1: the gateway\'s version (package.json), the Node.js version and, when known, the git commit (GATEWAY_COMMIT, or the checkout\'s HEAD).',
+    labelNames: ['version', 'node_version', 'commit'], registers: [registry], aggregator: 'first',
+  });
+  const root = new URL('../../', import.meta.url); // dist/src/metrics.js -> the package's root
+  let version = 'unknown';
+  try {
+    version = String((JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { version?: unknown }).version ?? 'unknown');
+  } catch {
+    // not shipped with its package.json
+  }
+  const commit = process.env.GATEWAY_COMMIT || process.env.GIT_COMMIT || gitHead(root);
+  gauge.set({ version, node_version: process.version, ...(commit ? { commit } : {}) }, 1);
+  return gauge;
+}
+
+/** The commit checked out at `root`, read from `.git` (no git binary needed); undefined when there is none. */
+function gitHead(root: URL): string | undefined {
+  const read = (path: string | URL) => {
+    try {
+      return readFileSync(path, 'utf8').trim();
+    } catch {
+      return undefined;
+    }
+  };
+  let gitDir = new URL('.git/', root);
+  const pointer = read(new URL('.git', root)); // a worktree's or submodule's `.git` file: `gitdir: <path>`
+  if (pointer?.startsWith('gitdir: ')) gitDir = new URL(`${pointer.slice(8).replace(/\/?$/, '/')}`, root);
+  const head = read(new URL('HEAD', gitDir));
+  if (!head) return undefined;
+  if (!head.startsWith('ref: ')) return /^[0-9a-f]{40,64}$/.test(head) ? head : undefined;
+  const ref = head.slice(5);
+  const common = read(new URL('commondir', gitDir));
+  const refsDir = common ? new URL(`${common.replace(/\/?$/, '/')}`, gitDir) : gitDir;
+  const loose = read(new URL(ref, refsDir));
+  if (loose && /^[0-9a-f]{40,64}$/.test(loose)) return loose;
+  const packed = read(new URL('packed-refs', refsDir))?.split('\n').find((line) => line.endsWith(` ${ref}`));
+  return packed?.split(' ')[0];
+}
+
+const raceTimeout = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> => {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([promise, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), ms); timer.unref(); })])
+    .finally(() => clearTimeout(timer));
+};
+
+/**
+ * `gateway_dependency_up{dependency}`: whether each dependency answered a probe (Redis PING, Postgres
+ * `select 1`) within `timeoutMs` at this scrape. A probe still waiting from an earlier scrape is not repeated.
+ */
+export function createDependencyMetrics(registry: Registry, probes: Record<string, () => Promise<unknown>>, timeoutMs = 1_000): Gauge {
+  const inFlight = new Map<string, Promise<boolean>>();
+  const probe = (name: string, run: () => Promise<unknown>) => {
+    let pending = inFlight.get(name);
+    if (!pending) {
+      pending = run().then(() => true, () => false).finally(() => inFlight.delete(name));
+      inFlight.set(name, pending);
+    }
+    return raceTimeout(pending, timeoutMs).then((ok) => ok === true);
+  };
+  return new Gauge({
+    name: 'gateway_dependency_up', help: 'Whether a dependency (redis, postgres) answered this process\'s probe at this scrape (1) or not (0).',
+    labelNames: ['dependency'], registers: [registry], aggregator: 'first',
+    async collect() {
+      const names = Object.keys(probes);
+      const results = await Promise.all(names.map((name) => probe(name, probes[name]!)));
+      names.forEach((name, index) => this.set({ dependency: name }, results[index] ? 1 : 0));
+    },
+  });
+}
+
+/** Users whose ledger stream is looked at per scrape for the oldest waiting event. */
+const LEDGER_LAG_SAMPLE = 100;
+
+/**
+ * The ledger writer's backlog, read from Redis at each scrape: `gateway_ledger_pending_users` (users whose
+ * ledger stream has events not yet written to Postgres) and `gateway_ledger_lag_seconds` (age of the oldest
+ * such event among up to 100 of them, by Redis's clock; 0 when nothing waits). Both shared by every
+ * gateway process on the same Redis; NaN while Redis does not answer.
+ */
+export function createLedgerLagMetrics(registry: Registry, redis: Redis, keys: RedisKeys, timeoutMs = 1_000) {
+  const registers = [registry];
+  let read: Promise<{ users: number; lagSeconds: number } | undefined> | undefined;
+  const measure = async () => {
+    const replies = await redis.multi().scard(keys.ledgerDirty()).srandmember(keys.ledgerDirty(), LEDGER_LAG_SAMPLE).time().exec();
+    if (!replies) return undefined;
+    const [[, users], [, sample], [, time]] = replies as [[unknown, number], [unknown, string[]], [unknown, [string, string]]];
+    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    let oldestMs = nowMs;
+    if (sample.length) {
+      const firsts = await sample.reduce((pipeline, userId) => pipeline.xrange(keys.ledger(userId), '-', '+', 'COUNT', 1), redis.pipeline()).exec();
+      for (const [error, entries] of firsts ?? []) {
+        const id = !error && (entries as [string, string[]][])[0]?.[0];
+        if (id) oldestMs = Math.min(oldestMs, Number(id.slice(0, id.indexOf('-'))));
+      }
+    }
+    return { users, lagSeconds: Math.max(0, nowMs - oldestMs) / 1000 };
+  };
+  // One Redis read serves both gauges of a scrape; a read still waiting from an earlier scrape is not repeated.
+  let current: Promise<{ users: number; lagSeconds: number } | undefined> | undefined;
+  const sample = () => {
+    read ??= measure().catch(() => undefined).finally(() => { read = undefined; });
+    return raceTimeout(read, timeoutMs);
+  };
+  return {
+    pendingUsers: new Gauge({
+      name: 'gateway_ledger_pending_users', help: 'Users whose ledger stream in Redis has events the ledger writer has not yet written to Postgres (all gateways on this Redis).',
+      registers, aggregator: 'first',
+      async collect() {
+        // Registered first: starts the read that gateway_ledger_lag_seconds reports too.
+        current = sample();
+        const result = await current;
+        this.set(result ? result.users : NaN); // NaN (a gap) while Redis does not answer
+      },
+    }),
+    lag: new Gauge({
+      name: 'gateway_ledger_lag_seconds', help: 'Age of the oldest ledger event waiting in Redis for the ledger writer (among up to 100 pending users, by Redis\'s clock); 0 when none waits.',
+      registers, aggregator: 'first',
+      async collect() {
+        const result = await (current ?? sample());
+        current = undefined;
+        this.set(result ? result.lagSeconds : NaN);
+      },
+    }),
   };
 }
 

@@ -201,7 +201,7 @@ t.test('Lua scripts against Redis', async (t) => {
   });
 
   t.test('each script declares and uses exactly the KEYS count the wrapper passes', async (t) => {
-    t.same(SCRIPT_KEY_COUNTS, { admit: 9, settle: 12, hydrate: 2, credit: 1, loadspend: 1, expire: 6, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 }, 'pinned KEYS counts');
+    t.same(SCRIPT_KEY_COUNTS, { admit: 11, settle: 14, hydrate: 2, credit: 1, loadspend: 1, expire: 7, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 }, 'pinned KEYS counts');
     const luaDir = new URL('../../lua/', import.meta.url);
     const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
     t.same(files, Object.keys(SCRIPT_KEY_COUNTS).sort(), 'one count per lua/*.lua file');
@@ -587,6 +587,86 @@ t.test('Lua scripts against Redis', async (t) => {
     t.same(await scripts.settle(settleInput(user, 'L', 1, [['c1', 400n]])), { kind: 'resent', chargedNano: 0n }, 'a resent batch still changes nothing');
     t.same(await scripts.settle(settleInput(user, 'L', 2, [['c2', 300n]], { close: true })), { kind: 'outside', chargedNano: 300n }, 'a late call is charged');
     t.same(await redis.hgetall(keys.keySpend(user, 'key-1')), { period: '1000', spent: '700', held: '0' }, 'and counts in the key spend');
+  });
+
+  t.test("lease slack: recorded per lease and in the balance's `slack` (part of held), kept up to date by settle, gone once retired, closed or expired", async (t) => {
+    const user = 'slack';
+    await hydrate(redis, keys, user, 100_000n, 100_000n);
+    const slack = async () => ({ field: BigInt((await redis.hget(keys.balance(user), 'slack')) ?? '0'), leases: await redis.hgetall(keys.leaseSlack(user)) });
+    grantOf(t, await scripts.admit(admitInput(user, 'one', 1000n, { limit: 1000 })), 'a one-call admission');
+    t.same(await slack(), { field: 0n, leases: {} }, 'a one-call lease holds no slack');
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'L', 1000n, 4, { limit: 1000 }))), { creditNano: 4000n, slots: 4 });
+    t.same(await slack(), { field: 3000n, leases: { L: '3000' } }, 'a lease of 4 calls: 3 calls of slack');
+    // The lease admitted two more calls locally, and one of its three settled for 400: 2 calls in flight, 1,600 unused.
+    t.same(await scripts.settle({ ...settleInput(user, 'L', 1, [['c1', 400n]]), slackNano: 1600n }), { kind: 'applied', chargedNano: 400n });
+    t.same(await slack(), { field: 1600n, leases: { L: '1600' } }, 'its report: 1,600 of slack');
+    t.same(await bal(user), { credits: 99_600n, held: 4600n, deposits: 100_000n }, 'held still counts the slack (1,000 + 3,600)');
+    t.same(await scripts.settle(settleInput(user, 'L', 2, [])), { kind: 'applied', chargedNano: 0n }, 'a batch without a report (a replay)');
+    t.same(await slack(), { field: 1600n, leases: { L: '1600' } }, 'keeps the last report');
+    t.same(await scripts.settle({ ...settleInput(user, 'L', 3, [], { releaseNano: 1600n }), slackNano: 0n, retired: true }), { kind: 'applied', chargedNano: 0n },
+      'retired: its unused credit released');
+    t.same(await slack(), { field: 0n, leases: {} }, 'a retired lease holds no slack');
+    t.same(await redis.hgetall(keys.reservations(user)), { one: '1000', L: '2000' }, 'its calls in flight are still held');
+    t.same(await scripts.settle({ ...settleInput(user, 'L', 4, [['c2', 1000n], ['c3', 1000n]], { close: true }), slackNano: 0n, retired: true }), { kind: 'applied', chargedNano: 2000n });
+
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'M', 1000n, 4, { limit: 1000 }))), { creditNano: 4000n });
+    t.same(await scripts.settle({ ...settleInput(user, 'M', 1, [], { releaseNano: 5000n }), slackNano: 9000n }), { kind: 'applied', chargedNano: 0n },
+      'a report above what the lease still holds');
+    t.same(await slack(), { field: 0n, leases: { M: '0' } }, 'is capped at it');
+    t.same(await scripts.settle({ ...settleInput(user, 'M', 2, [], { close: true }) }), { kind: 'applied', chargedNano: 0n });
+    t.same(await slack(), { field: 0n, leases: {} }, 'a closed lease leaves');
+
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'N', 1000n, 4, { limit: 1000 }))), { creditNano: 4000n });
+    await redis.zadd(keys.reservationDeadlines(user), (await redisNowMs()) - 1, 'N');
+    t.equal(await expireLease(redis, keys, user, 'key-1', 'N'), 4000n, 'a lease past its deadline released');
+    t.same(await slack(), { field: 0n, leases: {} }, 'with its slack');
+    t.same(await bal(user), { credits: 97_600n, held: 1000n, deposits: 100_000n });
+  });
+
+  t.test('recall: a refusal that the slack of leases may avert answers recalling and publishes a recall; no slack is granted while it runs', async (t) => {
+    const user = 'recall';
+    const subscriber = new Redis(REDIS_URL);
+    t.teardown(() => subscriber.disconnect());
+    const messages: string[] = [];
+    subscriber.on('message', (_channel: string, message: string) => messages.push(message));
+    await subscriber.subscribe(keys.leaseRecallChannel());
+    const heard = async (message: string) => {
+      for (let i = 0; i < 100 && !messages.includes(message); i++) await sleep(10);
+      return messages.includes(message);
+    };
+    const recallable = (input: AdmitInput): AdmitInput => ({ ...input, recallMs: 500 });
+    await hydrate(redis, keys, user, 10_000n, 10_000n);
+    // 1000 + floor((10_000 - 1000) / 8) = 2125: the asking call and 1,125 of slack.
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'key-1:L', 1000n, 8, { limit: 1000 }))), { creditNano: 2125n, slots: 8 });
+    t.same(await scripts.admit(admitInput(user, 'a', 8000n, { limit: 1000 })), { kind: 'insufficient_credits', available: 7875 }, 'without recallMs: refused at once');
+    t.same(await scripts.admit(recallable(admitInput(user, 'a', 10_001n, { limit: 1000 }))), { kind: 'insufficient_credits', available: 7875 },
+      'more than even the whole reservations of the leases with slack: refused at once');
+    t.equal(await redis.exists(keys.leaseRecall(user)), 0, 'no recall');
+    t.same(await scripts.admit(recallable(admitInput(user, 'a', 8000n, { limit: 1000 }))), { kind: 'recalling', refused: 'insufficient_credits', value: 7875 },
+      'what the slack may cover: recalling');
+    t.ok(await heard(`r${user}`), 'the recall is published');
+    const pttl = await redis.pttl(keys.leaseRecall(user));
+    t.ok(pttl > 0 && pttl <= 500, `the recall flag lasts recallMs (${pttl} ms left)`);
+    t.same(await bal(user), { credits: 10_000n, held: 2125n, deposits: 10_000n }, 'nothing reserved');
+    t.match(grantOf(t, await scripts.admit(leaseInput(user, 'key-1:M', 100n, 8, { limit: 1000 }))), { creditNano: 100n, slots: 1 },
+      'while the recall runs, a lease gets no slack');
+    t.same(await scripts.settle({ ...settleInput(user, 'key-1:L', 1, [], { releaseNano: 1125n }), slackNano: 0n, retired: true }), { kind: 'applied', chargedNano: 0n },
+      'the lease gives its slack back');
+    t.ok(await heard(`d${user}`), 'the last lease with slack gone while the recall runs: published');
+    t.match(grantOf(t, await scripts.admit(recallable(admitInput(user, 'a', 8000n, { limit: 1000 })))), { creditNano: 8000n, available: 900 }, 'asked again: admitted');
+
+    // A key's credit limit counts only the slack of that key's leases.
+    const capped = 'recall-cap';
+    await hydrate(redis, keys, capped, 1_000_000n, 1_000_000n);
+    await loadSpend(redis, keys, capped, 'key-1', 1000, 0n);
+    const cap = { keyLimits: { capNano: 10_000n, periodStartMs: 1000 }, limit: 1000 };
+    t.match(grantOf(t, await scripts.admit(leaseInput(capped, 'key-1:K', 1000n, 8, cap))), { creditNano: 2125n }, "a lease of the capped key: 1/8 of the cap's spare");
+    t.match(grantOf(t, await scripts.admit(leaseInput(capped, 'key-2:K', 1000n, 8, { limit: 1000, keyId: 'key-2' }))), { creditNano: 8000n }, 'a lease of another key');
+    t.same(await scripts.admit(recallable(admitInput(capped, 'b', 10_001n, cap))), { kind: 'credit_limit_reached', capLeftNano: 7875 },
+      "the other key's lease does not count for this key's cap");
+    t.same(await scripts.admit(recallable(admitInput(capped, 'b', 8000n, cap))), { kind: 'recalling', refused: 'credit_limit_reached', value: 7875 },
+      "its own lease's slack may cover it: recalling");
+    t.ok(await heard(`r${capped}`), 'published');
   });
 
   t.test('credit: an older deposit total adds nothing', async (t) => {

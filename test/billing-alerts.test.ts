@@ -2,8 +2,16 @@
 // crossing of the threshold by usage, again after a top-up re-arms it, and nothing lost while the
 // SMTP server is down.
 import t from 'tap';
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { startGateway, freePort, postJson, type Gateway } from './helpers/harness.js';
+import { loadConfig } from '../src/config.js';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connect, ensureDatabase } from '../src/store/db.js';
+import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js';
+import { dropDatabase } from '../bench/namespaces.js';
 import { envelopeProblems, eventually, jwtFor } from './helpers/billing-checks.js';
 import { SmtpSink } from './helpers/smtp.js';
 
@@ -20,7 +28,24 @@ t.teardown(async () => {
   await sink.close();
 });
 
-interface AlertRecord { id: string; threshold: number; email: string; armed: boolean; created_at: string; last_triggered_at: string | null }
+interface AlertRecord { id: string; threshold: number; email: string; email_source: 'alert' | 'account'; armed: boolean; created_at: string; last_triggered_at: string | null }
+
+/** A dashboard JWT with any claims (an `email` claim, `email_verified`), signed with the gateway's secret. */
+function jwtWithClaims(user: string, claims: Record<string, unknown>): string {
+  const secret = loadConfig({ ...process.env, ...gateway.env }).jwtSecret;
+  const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
+  const payload = Buffer.from(JSON.stringify({ sub: user, exp: Math.floor(Date.now() / 1000) + 3600, ...claims })).toString('base64url');
+  return `${header}.${payload}.${createHmac('sha256', secret).update(`${header}.${payload}`).digest('base64url')}`;
+}
+
+/**
+ * The account's stored address and its row version: xmin changes with every write of the row, xmax
+ * with every statement that even locks it (an upsert that finds nothing to change still does).
+ */
+async function accountRow(user: string): Promise<{ email: string | null; xmin: string; xmax: string } | undefined> {
+  const [row] = await gateway.sql<{ email: string | null; xmin: string; xmax: string }[]>`select email, xmin::text as xmin, xmax::text as xmax from accounts where id = ${user}`;
+  return row;
+}
 
 async function call(method: string, path: string, credential: string | undefined, body?: unknown): Promise<{ status: number; body: any; text: string }> {
   const headers: Record<string, string> = {};
@@ -70,13 +95,13 @@ t.test('create, list and delete', async (t) => {
 
   const first = await createAlert(token, { threshold: 0.5 });
   t.equal(first.status, 201, 'created');
-  t.same(Object.keys(first.body).sort(), ['armed', 'created_at', 'email', 'id', 'last_triggered_at', 'threshold'], 'the record has exactly its documented fields');
-  t.match(first.body, { threshold: 0.5, email: user, armed: true, last_triggered_at: null }, 'the account id is the recipient; armed, as credits (1) are above 0.5');
+  t.same(Object.keys(first.body).sort(), ['armed', 'created_at', 'email', 'email_source', 'id', 'last_triggered_at', 'threshold'], 'the record has exactly its documented fields');
+  t.match(first.body, { threshold: 0.5, email: user, email_source: 'account', armed: true, last_triggered_at: null }, 'the account id is the recipient; armed, as credits (1) are above 0.5');
   t.ok(!Number.isNaN(Date.parse(first.body.created_at)), 'created_at is a timestamp');
 
   const second = await createAlert(token, { threshold: 2.000000001, email: ' billing@example.com ' });
   t.equal(second.status, 201);
-  t.match(second.body, { threshold: 2.000000001, email: 'billing@example.com', armed: false }, 'created disarmed: credits are already below 2 USD');
+  t.match(second.body, { threshold: 2.000000001, email: 'billing@example.com', email_source: 'alert', armed: false }, 'created disarmed: credits are already below 2 USD');
   const [row] = await gateway.sql<{ threshold_nano: bigint }[]>`select threshold_nano from billing_alerts where id = ${second.body.id}`;
   t.equal(row?.threshold_nano, 2_000_000_001n, 'the threshold is kept exactly in nano-USD');
 
@@ -143,9 +168,13 @@ t.test('every rejected input', async (t) => {
 
   const plain = jwtFor(gateway, 'plain-user');
   const noAddress = await createAlert(plain, { threshold: 1 });
-  t.equal(noAddress.status, 422, 'an account id that is not an address, and no email: 422');
+  t.equal(noAddress.status, 422, 'an account without an address (id not one, no email claim, none set), and no email: 422');
   t.equal(noAddress.body?.error?.param, 'email', 'naming email');
-  t.equal((await createAlert(plain, { threshold: 1, email: 'plain@example.com' })).status, 201, 'with an email it is created');
+  t.match(noAddress.body?.error?.message, /no email address/, 'saying the account has no address');
+  t.same(envelopeProblems(noAddress.body, 422), []);
+  const created = await createAlert(plain, { threshold: 1, email: 'plain@example.com' });
+  t.equal(created.status, 201, 'with an email it is created');
+  t.match(created.body, { email: 'plain@example.com', email_source: 'alert' });
 
   t.equal((await listAlerts(token)).total, 0, 'nothing was created by the rejected requests');
 
@@ -228,6 +257,73 @@ t.test('usage crossing a threshold mails once per crossing; a top-up re-arms it'
     return counted >= 3 ? counted : undefined;
   });
   t.ok(sent >= 3, `gateway_alert_mails_sent_total counts the mails (${sent})`);
+});
+
+t.test("a threshold-only alert mails the account's address: the JWT email claim, or gateway account set-email", async (t) => {
+  const user = 'acct-grace'; // not an address itself
+  const token = jwtWithClaims(user, { email: 'grace@example.com' });
+  await gateway.topup(user, '0.001');
+  const key = await gateway.createKey(token);
+
+  const alert = await createAlert(token, { threshold: 0.0009 });
+  t.equal(alert.status, 201, 'threshold only: created, the address comes from the token');
+  t.match(alert.body, { threshold: 0.0009, email: 'grace@example.com', email_source: 'account', armed: true });
+  const stored = await accountRow(user);
+  t.equal(stored?.email, 'grace@example.com', 'the claim is stored on the account');
+
+  for (let i = 0; i < 5; i++) t.equal((await call('GET', '/api/v1/billing/alerts', token)).status, 200);
+  t.same(await accountRow(user), stored, 'the same claim again costs no statement: the row is neither rewritten nor locked');
+  t.equal((await call('GET', '/api/v1/billing/alerts', jwtFor(gateway, user))).status, 200);
+  t.equal((await accountRow(user))?.email, 'grace@example.com', 'a token without the claim leaves the address alone');
+  t.equal((await call('GET', '/api/v1/billing/alerts', jwtWithClaims(user, { email: 'not-an-address' }))).status, 200, 'a claim that is not an address is ignored, the token still valid');
+  t.equal((await call('GET', '/api/v1/billing/alerts', jwtWithClaims(user, { email: 'other@example.com', email_verified: false }))).status, 200);
+  t.same(await accountRow(user), stored, 'nor does an invalid or unverified claim change it');
+
+  // The address changes after the alert was created: the mail goes where the account's address is when it fires.
+  const moved = jwtWithClaims(user, { email: 'grace.new@example.com' });
+  const listed = await listAlerts(moved);
+  t.equal((await accountRow(user))?.email, 'grace.new@example.com', 'a token with a new claim updates the account');
+  t.match(listed.data[0], { id: alert.body.id, email: 'grace.new@example.com', email_source: 'account' }, 'the alert follows it');
+  await spendBelow(key, user, 900_000n);
+  const mail = await eventually('the alert mail', () => mailsTo('grace.new@example.com')[0]);
+  t.match(mail.subject, /fell below 0\.0009 USD/);
+  t.equal(mailsTo('grace@example.com').length, 0, 'nothing to the old address');
+  const [row] = await outbox(user);
+  t.equal(row?.recipient, 'grace.new@example.com', 'the outbox row names the address at firing');
+
+  // An account whose tokens carry no claim gets its address from the operator; an API key then works too.
+  const henry = 'acct-henry';
+  const { key: henryKey } = await gateway.user(henry, '0');
+  t.equal((await createAlert(henryKey, { threshold: 1 })).status, 422, 'no address yet: 422');
+  t.match(await gateway.cli('account', 'set-email', '--user', henry, '--email', 'henry@example.com'), /henry@example\.com/);
+  const viaKey = await createAlert(henryKey, { threshold: 1 });
+  t.equal(viaKey.status, 201, 'created through an API key once the account has an address');
+  t.match(viaKey.body, { email: 'henry@example.com', email_source: 'account', armed: false });
+});
+
+t.test('migration 0007: an alert that copied its account id follows the account from then on', async (t) => {
+  const admin = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const database = `gw_test_alerts0007_${randomUUID().slice(0, 8)}`;
+  const url = new URL(admin);
+  url.pathname = `/${database}`;
+  await ensureDatabase(url.toString());
+  const sql = connect(url.toString(), 2);
+  const before = mkdtempSync(join(tmpdir(), 'gw-migrations-'));
+  t.teardown(async () => {
+    rmSync(before, { recursive: true, force: true });
+    await sql.end({ timeout: 5 });
+    await dropDatabase(admin, database);
+  });
+  const source = fileURLToPath(MIGRATIONS_DIR);
+  for (const file of readdirSync(source).filter((f) => /^\d{4}_.+\.sql$/.test(f) && f < '0007')) copyFileSync(join(source, file), join(before, file));
+  await migrate(sql, new URL(`file://${before}/`));
+  await sql`insert into accounts (id) values ('old@example.com')`;
+  const copied = randomUUID();
+  const own = randomUUID();
+  await sql`insert into billing_alerts (id, user_id, threshold_nano, email, armed) values (${copied}, 'old@example.com', 1, 'old@example.com', true), (${own}, 'old@example.com', 1, 'team@example.com', true)`;
+  t.same(await migrate(sql), ['0007_account_email_retention.sql'], 'then 0007');
+  const rows = await sql<{ id: string; email: string | null }[]>`select id, email from billing_alerts`;
+  t.same(Object.fromEntries(rows.map((r) => [r.id, r.email])), { [copied]: null, [own]: 'team@example.com' }, 'the copied id now follows the account; an own address stays');
 });
 
 t.test('the sweep mails for a crossing no evaluation saw, and a coupon re-arms', async (t) => {

@@ -106,6 +106,26 @@ t.test('gateway token prints an HS256 JWT with sub and exp = now + ttl', async (
   }
 });
 
+t.test('gateway token --email puts the email claim in the token; account set-email stores the address', async (t) => {
+  const withEmail = await cli('token', '--user', 'acct-ivy', '--email', ' ivy@example.com ');
+  t.equal(withEmail.code, 0, `token --email exits 0 (${withEmail.stderr.trim()})`);
+  t.match(jwtPayload(withEmail.stdout.trim()), { sub: 'acct-ivy', email: 'ivy@example.com' }, 'the claim, trimmed');
+  const without = await cli('token', '--user', 'acct-ivy');
+  t.notOk('email' in jwtPayload(without.stdout.trim()), 'no --email: no claim');
+
+  const set = await cli('account', 'set-email', '--user', 'acct-ivy', '--email', 'ivy@example.com');
+  t.equal(set.code, 0, `set-email exits 0 (${set.stderr.trim()})`);
+  t.equal(set.stdout, 'email of acct-ivy set to ivy@example.com\n');
+  const [created] = await sql<{ email: string; xmin: string }[]>`select email, xmin::text as xmin from accounts where id = 'acct-ivy'`;
+  t.equal(created?.email, 'ivy@example.com', 'the account is created with the address');
+  t.equal((await cli('account', 'set-email', '--user', 'acct-ivy', '--email', 'ivy@example.com')).code, 0);
+  const [same] = await sql<{ email: string; xmin: string }[]>`select email, xmin::text as xmin from accounts where id = 'acct-ivy'`;
+  t.equal(same?.xmin, created?.xmin, 'setting the same address again writes nothing');
+  t.equal((await cli('account', 'set-email', '--user', 'acct-ivy', '--email', 'ivy@work.example')).code, 0);
+  const [changed] = await sql<{ email: string }[]>`select email from accounts where id = 'acct-ivy'`;
+  t.equal(changed?.email, 'ivy@work.example', 'a new address replaces it');
+});
+
 t.test('bad arguments exit with code 2 and a usage message, and change nothing', async (t) => {
   const cases: [string, string[]][] = [
     ['topup without --method', ['topup', '--user', 'bob', '--amount', '1']],
@@ -122,6 +142,12 @@ t.test('bad arguments exit with code 2 and a usage message, and change nothing',
     ['unknown option', ['migrate', '--force-everything']],
     ['token without --user', ['token']],
     ['token with a bad --ttl', ['token', '--user', 'alice', '--ttl', 'forever']],
+    ['token with a bad --email', ['token', '--user', 'alice', '--email', 'alice']],
+    ['account set-email without --email', ['account', 'set-email', '--user', 'nobody-set']],
+    ['account set-email with a bad --email', ['account', 'set-email', '--user', 'nobody-set', '--email', 'not an address']],
+    ['account set-email without --user', ['account', 'set-email', '--email', 'x@example.com']],
+    ['account set-email with a bad --user', ['account', 'set-email', '--user', 'no spaces', '--email', 'x@example.com']],
+    ['account without a subcommand', ['account']],
   ];
   const results = await mapLimited(cases, 4, ([, args]) => cli(...args));
   for (const [i, [label]] of cases.entries()) {
@@ -135,6 +161,8 @@ t.test('bad arguments exit with code 2 and a usage message, and change nothing',
   t.equal(count!.n, 0, 'no transaction was written');
   const [coupons] = await sql`select count(*)::int as n from coupons`;
   t.equal(coupons!.n, 0, 'no coupon was created');
+  const [accounts] = await sql`select count(*)::int as n from accounts where id in ('nobody-set', 'no spaces')`;
+  t.equal(accounts!.n, 0, 'no account was created or given an address');
 
   // The same commands with good arguments work, so the failures above are about the arguments.
   const topup = await cli('topup', '--user', 'bob', '--amount', '1.5', '--method', 'card');

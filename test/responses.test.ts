@@ -199,7 +199,7 @@ t.test('rejected inputs: 400 in the error envelope naming the field, nothing cha
     [{ input: '' }, 'input'],
     [{ input: [] }, 'input'],
     [{ input: 42 }, 'input'],
-    [{ input: [{ type: 'item_reference', id: 'x' }] }, 'input[0].type'],
+    [{ input: [{ type: 'item_reference', id: 'x' }] }, 'input[0].id'], // not an item this gateway issued to the caller
     [{ input: [{ role: 'tool', content: 'x' }] }, 'input[0].role'],
     [{ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }, 'input[0].content[0].type'],
     [{ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'f' }] }] }, 'input[0].content[0].image_url'],

@@ -1,7 +1,8 @@
 // Settlements that wait to leave for Redis (SETTLE_FLUSH_MS) are journaled first: the journal's
 // records and what a replay makes of them, then a gateway killed (SIGKILL) while its last
 // settlements waited, whose journal a second gateway replays: every served call charged exactly once,
-// and a second replay of the same journal changes nothing.
+// and a second replay of the same journal changes nothing. (What the journal does when Redis loses
+// its data: test/redis-data-loss.test.ts.)
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,22 +62,31 @@ t.test('the journal: calls, batches and acknowledgements; a replay resends what 
   appendFileSync(join(dir, files[0]!), '{"type":"call","lease":"k1:le');
   t.equal(readJournal(files.map((name) => join(dir, name))).get('k1:lease')!.calls.size, 4, 'a torn line is skipped');
 
+  t.equal(journal.unconfirmedByUser.get('u1')?.length, 1, 'the calls of the acknowledged batch wait for Postgres');
   journal.close();
   t.same(journalFiles(dir), files, 'a journal with unacknowledged batches is kept at shutdown');
 });
 
-t.test('the journal deletes its files at shutdown once Redis acknowledged everything', async (t) => {
+t.test('the journal keeps an acknowledged call until its ledger entry is in Postgres, and deletes its files at shutdown once everything is', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'journal-unit-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const journal = new SettlementJournal(join(dir, 'ns'), 'def.2');
   const lease = { id: 'k2:lease', userId: 'u2', keyId: 'k2', epoch: '1', batch: 0, sending: false };
   const call = settled('c9', 900n);
+  let told = 0;
+  journal.onUnconfirmed = () => { told++; };
   journal.call(lease, call);
   journal.acknowledged(journal.batch(lease, 1, [call], 0n, true, 3));
   await nextTurn();
   t.equal(journalFiles(join(dir, 'ns')).length, 1, 'written while the lease was open');
   const replay = batchesToReplay(readJournal(journalFiles(join(dir, 'ns')).map((name) => join(dir, 'ns', name))).get('k2:lease')!, 60_000);
   t.same(replay, [], 'a closed and acknowledged lease needs no replay');
+  const waiting = journal.unconfirmedByUser.get('u2') ?? [];
+  t.same(waiting.map((group) => ({ userId: group.userId, epoch: group.epoch, calls: [...group.files.values()] })), [{ userId: 'u2', epoch: '1', calls: [1] }],
+    "Redis acknowledged it, but its ledger entry may not be in Postgres yet: it waits, under its lease's balance epoch");
+  t.equal(told, 1, 'the confirmer is told that calls wait');
+  journal.confirmed(waiting);
+  t.equal(journal.unconfirmedByUser.size, 0);
   journal.close();
   t.same(readdirSync(dir), [], 'the files and the empty folder are gone');
 });

@@ -170,6 +170,8 @@ export interface MessagePlan {
   reasoningTokens: number;
   answerTokens: number;
   toolName: string | undefined;
+  /** With `toolName`: text tokens before the call (directive `tool_text`). */
+  toolTextTokens: number;
   stopReason: 'end_turn' | 'max_tokens' | 'tool_use';
   usage: { input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number; output_tokens: number };
 }
@@ -181,10 +183,12 @@ export function planMessage(id: string, req: AnthropicRequest, directives: Direc
   // Like the real API: no thinking unless it was enabled.
   const wantedReasoning = req.thinking?.type === 'enabled' ? directives.reasoning ?? 0 : 0;
   const wantedAnswer = toolName !== undefined ? TOOL_ARGUMENT_FRAGMENTS.length : directives.chunks ?? 16;
+  const wantedToolText = toolName !== undefined ? directives.toolText ?? 0 : 0;
   const cap = req.max_tokens as number;
   const reasoningTokens = Math.min(wantedReasoning, cap);
-  const answerTokens = Math.min(wantedAnswer, cap - reasoningTokens);
-  const truncated = reasoningTokens + answerTokens < wantedReasoning + wantedAnswer;
+  const toolTextTokens = Math.min(wantedToolText, cap - reasoningTokens);
+  const answerTokens = Math.min(wantedAnswer, cap - reasoningTokens - toolTextTokens);
+  const truncated = reasoningTokens + toolTextTokens + answerTokens < wantedReasoning + wantedToolText + wantedAnswer;
   const prompt = promptAccounting(req, cache, now);
   let { read, creation, input } = prompt;
   if (directives.cached !== undefined) {
@@ -194,9 +198,9 @@ export function planMessage(id: string, req: AnthropicRequest, directives: Direc
     input = total - read - creation;
   }
   return {
-    id, model: String(req.model) + ANTHROPIC_SNAPSHOT_SUFFIX, reasoningTokens, answerTokens, toolName,
+    id, model: String(req.model) + ANTHROPIC_SNAPSHOT_SUFFIX, reasoningTokens, answerTokens, toolName, toolTextTokens,
     stopReason: truncated ? 'max_tokens' : toolName !== undefined ? 'tool_use' : 'end_turn',
-    usage: { input_tokens: input, cache_creation_input_tokens: creation, cache_read_input_tokens: read, output_tokens: reasoningTokens + answerTokens },
+    usage: { input_tokens: input, cache_creation_input_tokens: creation, cache_read_input_tokens: read, output_tokens: reasoningTokens + toolTextTokens + answerTokens },
   };
 }
 
@@ -206,6 +210,7 @@ const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds'; // op
 export function messageJson(plan: MessagePlan): string {
   const content: unknown[] = [];
   if (plan.reasoningTokens > 0) content.push({ type: 'thinking', thinking: words(REASONING_WORDS, plan.reasoningTokens).join(''), signature: SIGNATURE });
+  if (plan.toolTextTokens > 0) content.push({ type: 'text', text: words(CONTENT_WORDS, plan.toolTextTokens).join('') });
   if (plan.toolName !== undefined) {
     if (plan.answerTokens > 0) {
       const input = plan.answerTokens === TOOL_ARGUMENT_FRAGMENTS.length ? JSON.parse(TOOL_ARGUMENTS) : {};
@@ -232,6 +237,14 @@ export function* messageFrames(plan: MessagePlan): Generator<Frame, void, undefi
       yield frame('reasoning', 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: word } });
     }
     yield frame('head', 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: SIGNATURE } });
+    yield frame('head', 'content_block_stop', { type: 'content_block_stop', index });
+    index++;
+  }
+  if (plan.toolTextTokens > 0) {
+    yield frame('toolHeader', 'content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+    for (const word of words(CONTENT_WORDS, plan.toolTextTokens)) {
+      yield frame('content', 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: word } });
+    }
     yield frame('head', 'content_block_stop', { type: 'content_block_stop', index });
     index++;
   }

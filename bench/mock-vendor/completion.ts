@@ -42,6 +42,8 @@ export interface CompletionPlan {
   /** Per choice: content words, or tool-call argument fragments when `toolName` is set. */
   answerTokens: number;
   toolName: string | undefined;
+  /** Per choice, with `toolName`: content words before the call (directive `tool_text`). */
+  toolTextTokens: number;
   finishReason: FinishReason;
   /** Undefined when the directive `no_usage` suppresses it. */
   usage: Usage | undefined;
@@ -98,12 +100,14 @@ export function planCompletion(id: string, req: ChatRequest, directives: Directi
   const wantedReasoning = directives.reasoning ?? 0;
   const wantedAnswer = toolName !== undefined ? TOOL_ARGUMENT_FRAGMENTS.length : directives.chunks ?? behaviour.chunks;
   // The cap spends reasoning tokens first, as reasoning models do.
+  const wantedToolText = toolName !== undefined ? directives.toolText ?? 0 : 0;
   const cap = req.maxTokens ?? Infinity;
   const reasoningTokens = Math.min(wantedReasoning, cap);
-  const answerTokens = Math.min(wantedAnswer, cap - reasoningTokens);
-  const truncated = reasoningTokens + answerTokens < wantedReasoning + wantedAnswer;
+  const toolTextTokens = Math.min(wantedToolText, cap - reasoningTokens);
+  const answerTokens = Math.min(wantedAnswer, cap - reasoningTokens - toolTextTokens);
+  const truncated = reasoningTokens + toolTextTokens + answerTokens < wantedReasoning + wantedToolText + wantedAnswer;
   const finishReason: FinishReason = truncated ? 'length' : toolName !== undefined ? 'tool_calls' : 'stop';
-  const perChoice = reasoningTokens + answerTokens;
+  const perChoice = reasoningTokens + toolTextTokens + answerTokens;
   const prompt = promptTokens(req.messages);
   return {
     id,
@@ -113,6 +117,7 @@ export function planCompletion(id: string, req: ChatRequest, directives: Directi
     reasoningTokens,
     answerTokens,
     toolName,
+    toolTextTokens,
     finishReason,
     usage: directives.noUsage
       ? undefined
@@ -132,6 +137,7 @@ export function completionJson(plan: CompletionPlan): string {
   for (let index = 0; index < plan.choices; index++) {
     const message: Record<string, unknown> = { role: 'assistant', content: null };
     if (plan.toolName === undefined) message.content = contentText(plan.answerTokens);
+    else if (plan.toolTextTokens > 0) message.content = contentText(plan.toolTextTokens);
     if (plan.reasoningTokens > 0) message.reasoning_content = reasoningText(plan.reasoningTokens);
     // A cap spent entirely on reasoning leaves no room for the call to begin.
     if (plan.toolName !== undefined && plan.answerTokens > 0) {

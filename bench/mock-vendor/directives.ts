@@ -1,7 +1,8 @@
 // Per-request behaviour control. Tests and benchmarks embed `[[mock key=value ...]]` in the text
 // of the last user message (the image routes: in `prompt`); the mock reads it from there. Pure
 // functions, no I/O. Chat keys: chunks, delay_ms, latency_ms, fail, disconnect_after, reasoning,
-// cached, no_usage, tool. Image keys (images.ts, bfl.ts): latency_ms, fail, images=K (deliver at
+// cached, no_usage, tool, tool_text (with `tool`: that many content words before the call, in the
+// same assistant turn, as a model that says what it is about to do). Image keys (images.ts, bfl.ts): latency_ms, fail, images=K (deliver at
 // most K images whatever `n` asked), broken_url (the result URL 404s), and for BFL's tasks
 // polls=K (Pending answers before the final one, default 1), task_status=Error|Content_Moderated|
 // Request_Moderated (the final status instead of Ready; `_` stands for a space) and
@@ -28,6 +29,8 @@ export interface Directives {
   noUsage?: boolean;
   /** Answer with a call to this function (only when the request has tools). */
   tool?: string;
+  /** With `tool`: content words before the call, in the same assistant turn. */
+  toolText?: number;
   /** Image routes: deliver at most this many images, however many were asked for. */
   images?: number;
   /** Image routes: the result URL points at a file that is not there (404). */
@@ -72,6 +75,7 @@ function applyDirective(into: Directives, key: string, value: string): void {
     case 'fail': into.fail = errorStatus(value) ?? into.fail; break;
     case 'no_usage': into.noUsage = flag(value); break;
     case 'tool': if (value !== '') into.tool = value; break;
+    case 'tool_text': into.toolText = nonNegativeInt(value) ?? into.toolText; break;
     case 'images': into.images = nonNegativeInt(value) ?? into.images; break;
     case 'broken_url': into.brokenUrl = flag(value); break;
     case 'polls': into.polls = nonNegativeInt(value) ?? into.polls; break;

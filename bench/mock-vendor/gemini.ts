@@ -75,6 +75,8 @@ interface Plan {
   includeThoughts: boolean;
   answer: number;
   toolName: string | undefined;
+  /** With `toolName`: text tokens before the call (directive `tool_text`). */
+  toolText: number;
   finishReason: 'STOP' | 'MAX_TOKENS';
   usage: Record<string, number> | undefined;
 }
@@ -89,7 +91,8 @@ function plan(body: Body, directives: Directives, behaviour: MockBehaviour, cach
   // Thoughts count against maxOutputTokens, as on the real 2.5 models.
   const thoughts = Math.min(directives.reasoning ?? 0, budget !== undefined && budget >= 0 ? budget : Infinity, cap);
   const wantedAnswer = toolName !== undefined ? TOOL_ARGUMENT_FRAGMENTS.length : directives.chunks ?? behaviour.chunks;
-  const answer = Math.min(wantedAnswer, cap - thoughts);
+  const toolText = toolName !== undefined ? Math.min(directives.toolText ?? 0, cap - thoughts) : 0;
+  const answer = Math.min(wantedAnswer, cap - thoughts - toolText);
   const truncated = answer < wantedAnswer;
   const n = config.candidateCount ?? 1;
 
@@ -101,7 +104,7 @@ function plan(body: Body, directives: Directives, behaviour: MockBehaviour, cach
   const implicit = cache.lookup(createHash('sha256').update(JSON.stringify(prefix)).digest('hex'), prefixTokens);
   const cached = Math.min(directives.cached ?? implicit, prompt);
 
-  const usage: Record<string, number> = { promptTokenCount: prompt, candidatesTokenCount: (truncated && toolName ? 0 : answer) * n };
+  const usage: Record<string, number> = { promptTokenCount: prompt, candidatesTokenCount: ((truncated && toolName ? 0 : answer) + toolText) * n };
   if (thoughts > 0) usage.thoughtsTokenCount = thoughts * n;
   if (cached > 0) usage.cachedContentTokenCount = cached;
   usage.totalTokenCount = prompt + (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0);
@@ -111,6 +114,7 @@ function plan(body: Body, directives: Directives, behaviour: MockBehaviour, cach
     includeThoughts: config.thinkingConfig?.includeThoughts === true,
     answer: truncated && toolName ? 0 : answer,
     toolName: truncated ? undefined : toolName,
+    toolText,
     finishReason: truncated ? 'MAX_TOKENS' : 'STOP',
     usage: directives.noUsage ? undefined : usage,
   };
@@ -122,6 +126,7 @@ const caches = new WeakMap<RequestLog, PrefixCache>();
 function answerParts(p: Plan): Part[] {
   const parts: Part[] = [];
   if (p.includeThoughts && p.thoughts > 0) parts.push({ text: reasoningText(p.thoughts), thought: true });
+  if (p.toolText > 0) parts.push({ text: contentText(p.toolText) });
   if (p.toolName !== undefined) parts.push({ functionCall: { name: p.toolName, args: TOOL_ARGS } });
   else parts.push({ text: contentText(p.answer) });
   return parts;
@@ -145,6 +150,9 @@ function* frames(p: Plan, model: string, responseId: string): Generator<Frame, v
     for (let t = 0; t < p.thoughts; t++) {
       for (let index = 0; index < p.candidates; index++) yield { kind: 'thought', data: event(index, [{ text: wordAt(REASONING_WORDS, t), thought: true }]) };
     }
+  }
+  for (let t = 0; t < p.toolText; t++) {
+    for (let index = 0; index < p.candidates; index++) yield { kind: 'content', data: event(index, [{ text: wordAt(CONTENT_WORDS, t) }]) };
   }
   if (p.toolName !== undefined) {
     for (let index = 0; index < p.candidates; index++) yield { kind: 'content', data: event(index, [{ functionCall: { name: p.toolName, args: TOOL_ARGS } }]) };

@@ -43,7 +43,7 @@ export function* streamFrames(plan: CompletionPlan, includeUsage: boolean): Gene
   const choices = plan.choices;
   const toolName = plan.answerTokens > 0 ? plan.toolName : undefined;
   // OpenAI folds the role into the tool call's first delta when nothing comes before it.
-  const toolInHead = toolName !== undefined && plan.reasoningTokens === 0;
+  const toolInHead = toolName !== undefined && plan.reasoningTokens === 0 && plan.toolTextTokens === 0;
 
   for (let index = 0; index < choices; index++) {
     const delta = toolInHead
@@ -54,6 +54,11 @@ export function* streamFrames(plan: CompletionPlan, includeUsage: boolean): Gene
   for (let t = 0; t < plan.reasoningTokens; t++) {
     const word = REASONING_JSON[t % REASONING_JSON.length] as string;
     for (let index = 0; index < choices; index++) yield frame('reasoning', index, `{"reasoning_content":${word}}`);
+  }
+  // A model that says what it is about to do: text first, then the call, in one turn.
+  for (let t = 0; t < plan.toolTextTokens; t++) {
+    const word = CONTENT_JSON[t % CONTENT_JSON.length] as string;
+    for (let index = 0; index < choices; index++) yield frame('content', index, `{"content":${word}}`);
   }
   if (toolName !== undefined) {
     if (!toolInHead) {

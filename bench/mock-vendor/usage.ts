@@ -1,7 +1,7 @@
 // Token accounting for the usage object, following OpenAI's documented chat counting scheme
 // (as the gateway's own estimator does): per message 3 + tokens(content) (+1 with a name),
 // plus 3 for priming the reply.
-import { encode } from 'gpt-tokenizer';
+import { countTokens } from 'gpt-tokenizer';
 import { messageText } from './directives.js';
 
 const TOKENS_PER_MESSAGE = 3;
@@ -20,7 +20,8 @@ export function textTokens(text: string): number {
   if (text === '') return 0;
   let count = countCache.get(text);
   if (count === undefined) {
-    count = encode(text, PLAIN_TEXT).length;
+    // countTokens, not encode(...).length: encode spreads a long run's tokens into push(), past the stack.
+    count = countTokens(text, PLAIN_TEXT);
     if (countCache.size >= COUNT_CACHE_LIMIT) countCache.clear();
     countCache.set(text, count);
   }

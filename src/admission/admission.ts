@@ -26,9 +26,17 @@ export interface LeasePolicy {
   readonly idleMs: number;
   /** Windows smaller than this admit call by call: a lease's spare slots would be a real share of them. */
   readonly minWindowLimit: number;
+  /**
+   * Longest a call that the balance or the key's credit limit does not cover waits for other leases'
+   * unused credit to be recalled before it is refused (see `recall`); 0 refuses at once.
+   */
+  readonly recallMs: number;
 }
 
-export const DEFAULT_LEASE_POLICY: LeasePolicy = Object.freeze({ maxCalls: 256, lifeMs: 1000, idleMs: 250, minWindowLimit: 100 });
+export const DEFAULT_LEASE_POLICY: LeasePolicy = Object.freeze({ maxCalls: 256, lifeMs: 1000, idleMs: 250, minWindowLimit: 100, recallMs: 250 });
+
+/** First pause before asking again while a recall runs (doubling after each try); a `d` message ends it sooner. */
+const RECALL_FIRST_WAIT_MS = 4;
 
 /**
  * When settlements leave for Redis: `flushMs` 0 sends them at the end of the turn they happen in;
@@ -99,6 +107,8 @@ export class Admission {
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly admitDuration;
   private readonly settleDuration;
+  /** Calls waiting for a recall of their user's leases, woken by its `d` message (or their own timer). */
+  private readonly recallWaiters = new Map<string, Set<() => void>>();
 
   constructor(
     private readonly scripts: ScriptBatcher,
@@ -131,6 +141,9 @@ export class Admission {
   private takeFrom(slot: LeaseSlot, lease: Lease, callNano: bigint, nowMs: number): Admitted | undefined {
     if (!lease.take(callNano, nowMs, this.policy.lifeMs)) return undefined;
     slot.lastUsedAtMs = nowMs;
+    // Within a flush Redis learns that this credit is a call's reservation now, not slack: the
+    // balance's `held` as users read it (held without slack) counts the call.
+    if (lease.tracked) this.queueFlush(lease);
     return { lease, headers: rateLimitHeaders(lease.rateWindow(nowMs)) };
   }
 
@@ -167,7 +180,9 @@ export class Admission {
       if (current) {
         this.retire(current, nowMs);
         // Its unused credit goes back in the pipeline ahead of the new lease's admit.lua, so this
-        // thread never refuses a call for credit its own old lease still held.
+        // thread never refuses a call for credit its own old lease still held (or, when a batch of
+        // it is on its way, right after that batch's reply).
+        current.urgent = true;
         this.send(current);
       }
       const opening = this.open(userId, keyId, callNano, callTokens, Math.max(slot.nextCalls, slot.waiting + 1), limits);
@@ -207,6 +222,56 @@ export class Admission {
     return settled.chargeNano;
   }
 
+  /**
+   * A message on the recall channel (keys.leaseRecallChannel()): `r<user>` recalls this thread's
+   * leases of the user, `d<user>` wakes the calls waiting for such a recall.
+   */
+  onRecallMessage(message: string): void {
+    const userId = message.slice(1);
+    if (message.startsWith('r')) this.recall(userId);
+    else if (message.startsWith('d')) for (const wake of [...(this.recallWaiters.get(userId) ?? [])]) wake();
+  }
+
+  /**
+   * Gives back now what this thread's leases of `userId` hold beyond their calls in flight: each is
+   * retired (its unused credit released, Redis told it holds no slack any more), and its batch, with
+   * the settlements waiting to leave, goes at once rather than at the next flush.
+   */
+  recall(userId: string): void {
+    const nowMs = Date.now();
+    for (const slot of this.slots.values()) {
+      if (slot.lease?.userId === userId) this.retire(slot.lease, nowMs);
+    }
+    let sent = false;
+    for (const lease of this.flushing) {
+      if (lease.userId !== userId) continue;
+      lease.urgent = true;
+      this.send(lease);
+      sent = true;
+    }
+    if (sent) this.scripts.flush();
+  }
+
+  /** Resolves after `ms`, or sooner when the recall of the user's leases is over. */
+  private recallWait(userId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let waiters = this.recallWaiters.get(userId);
+      if (!waiters) {
+        waiters = new Set();
+        this.recallWaiters.set(userId, waiters);
+      }
+      const set = waiters;
+      const wake = () => {
+        clearTimeout(timer);
+        set.delete(wake);
+        if (set.size === 0 && this.recallWaiters.get(userId) === set) this.recallWaiters.delete(userId);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      set.add(wake);
+    });
+  }
+
   /** Retires every lease and waits (at most `timeoutMs`) until all are closed in Redis. */
   async closeAll(timeoutMs: number): Promise<void> {
     const nowMs = Date.now();
@@ -231,19 +296,25 @@ export class Admission {
     const smallWindow = this.limits.requests < this.policy.minWindowLimit || (rpm !== null && rpm < this.policy.minWindowLimit);
     // 0 calls: credit for this one call only, outside the rate windows (see admitCredit).
     const calls = wantCalls === 0 ? 0 : smallWindow ? 1 : Math.min(this.policy.maxCalls, wantCalls);
-    // At most three round trips: the balance and the key's spend may each need loading first.
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // The balance and the key's spend may each need loading first (at most twice in all).
+    let loads = 0;
+    // A call not covered while other leases hold slack waits (until this time) for their recall.
+    let recallUntilMs: number | undefined;
+    let recallWaitMs = RECALL_FIRST_WAIT_MS;
+    for (;;) {
       // Settlements waiting to leave go first, in the same write: this admission must see them.
       this.sendWaiting();
       const leaseId = holdId ?? leaseIdFor(keyId);
       // The lease's life counts from before the round trip: Redis scored its slots no earlier.
       const sentAtMs = Date.now();
+      const recallMs = recallUntilMs === undefined ? this.policy.recallMs : Math.max(0, recallUntilMs - sentAtMs);
       const started = process.hrtime.bigint();
       let result;
       try {
         result = await this.scripts.admit({
           userId, keyId, leaseId, callNano, wantCreditNano: callNano * BigInt(Math.max(1, calls)), wantSlots: calls,
           limit: this.limits.requests, windowMs: this.limits.windowMs, ttlMs: this.limits.reservationTtlMs, leaseLifeMs: this.policy.lifeMs, keyLimits: limits, callTokens,
+          recallMs,
         });
       } catch (error) {
         // Without Redis nothing can be admitted safely: a retryable 503, not a 500.
@@ -265,15 +336,24 @@ export class Admission {
             `This API key's credit_limit of ${nanoToUsd(limits.capNano ?? 0n)} USD for the period that began ${new Date(limits.periodStartMs).toISOString()} ` +
             `does not cover this request (up to ${nanoToUsd(callNano)} USD; ${nanoToUsd(Math.max(0, result.capLeftNano))} USD left). ` +
             'It resets with the key\'s credit_reset_interval, or raise credit_limit.');
+        case 'recalling':
+          // Other leases (in any thread or process) hold unused credit that may cover this call:
+          // admit.lua asked for it back. Ask again once it is back, or after a short pause; once
+          // the wait is over, the answer is final.
+          recallUntilMs ??= sentAtMs + this.policy.recallMs;
+          await this.recallWait(userId, Math.min(recallWaitMs, Math.max(0, recallUntilMs - Date.now())));
+          recallWaitMs *= 2;
+          continue;
         case 'not_loaded':
+          if (++loads > 2) throw new Error(`balance of ${userId} did not load`);
           await this.balances.load(userId);
           continue;
         case 'spend_not_loaded':
+          if (++loads > 2) throw new Error(`spend of key ${keyId} did not load`);
           await this.balances.loadKeySpend(userId, keyId, limits.periodStartMs);
           continue;
       }
     }
-    throw new Error(`balance of ${userId} did not load`);
   }
 
   private rateLimited(limit: RateLimitName, retryAfterMs: number, limits: KeyLimits): ApiError {
@@ -330,7 +410,7 @@ export class Admission {
   private send(lease: Lease): void {
     if (lease.sending) return;
     const close = lease.closable;
-    if (lease.pending.length === 0 && lease.releaseNano === 0n && !close) {
+    if (lease.pending.length === 0 && lease.releaseNano === 0n && !close && !lease.slackReportDue) {
       this.flushing.delete(lease);
       return;
     }
@@ -340,10 +420,15 @@ export class Admission {
     lease.pending = [];
     lease.releaseNano = 0n;
     lease.sending = true;
+    // What the lease holds beyond its calls in flight once this batch is applied (see Lease).
+    const slackNano = lease.accepting ? lease.creditLeft : 0n;
+    const retired = !lease.accepting;
+    lease.reportedSlack = slackNano;
+    if (retired) lease.retirementSent = true;
     const started = process.hrtime.bigint();
     const input = {
       userId: lease.userId, keyId: lease.keyId, leaseId: lease.id, epoch: lease.epoch, batch, ttlMs: this.limits.reservationTtlMs,
-      close, unusedSlots: close ? lease.slotsLeft : 0, releaseNano, calls,
+      close, unusedSlots: close ? lease.slotsLeft : 0, releaseNano, calls, slackNano, retired,
     };
     const journaled = this.settlement.journal?.batch(lease, batch, calls, releaseNano, close, input.unusedSlots);
     const attempt = (tries: number): void => {
@@ -371,7 +456,7 @@ export class Admission {
         if (close) {
           lease.closed = true;
           this.flushing.delete(lease);
-        } else if (this.settlement.flushMs > 0) {
+        } else if (this.settlement.flushMs > 0 && !lease.urgent) {
           // What settled meanwhile waits for the next flush too, not just for this reply.
           this.queueFlush(lease);
         } else {

@@ -42,6 +42,17 @@ export class RedisKeys {
   keyTokens(userId: string, keyId: string): string {
     return `${this.user(userId)}:ktok:${keyId}`;
   }
+  /**
+   * Open leases granted more credit than their asking call (hash: lease id -> the unused credit it
+   * held at its last report): what a recall may free. A lease leaves it once retired or closed.
+   */
+  leaseSlack(userId: string): string {
+    return `${this.user(userId)}:lslack`;
+  }
+  /** Present (with a short expiry) while a recall of the user's leases runs: leases are granted without slack meanwhile. */
+  leaseRecall(userId: string): string {
+    return `${this.user(userId)}:recall`;
+  }
   /** Last settlement batch applied to each open lease. */
   leaseBatches(userId: string): string {
     return `${this.user(userId)}:lbatch`;
@@ -89,6 +100,13 @@ export class RedisKeys {
   /** Live gateway processes of the task runtime (zset: process id -> ms its heartbeat lasts until). */
   taskMembers(): string {
     return `${this.prefix}tasks:members`;
+  }
+  /**
+   * Pub/sub channel of lease recalls: `r<user id>` asks every HTTP thread to give back the unused
+   * credit of its leases of that user now; `d<user id>` says no lease of the user holds slack any more.
+   */
+  leaseRecallChannel(): string {
+    return `${this.prefix}leases:recall`;
   }
   /** Pub/sub channel announcing API key changes (revocation, disable), so caches drop them at once. */
   keyEvents(): string {

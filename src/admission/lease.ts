@@ -26,6 +26,17 @@ export class Lease {
   sending = false;
   /** The balance epoch it was opened in (settle.lua's test for a lease Redis lost). */
   readonly epoch: string;
+  /**
+   * Granted credit beyond its asking call: Redis then tracks its slack (see lua/admit.lua), and each
+   * change of `creditLeft`, and its retirement, is reported with a batch.
+   */
+  readonly tracked: boolean;
+  /** The slack Redis has for it (the last one sent). */
+  reportedSlack: bigint;
+  /** Its retirement was sent: Redis no longer counts it among the leases with slack. */
+  retirementSent = false;
+  /** Recalled (or replaced): its batches leave at once instead of waiting for the next flush. */
+  urgent = false;
   private readonly window: RateWindow;
   private readonly windowResetAtMs: number;
 
@@ -43,6 +54,8 @@ export class Lease {
     this.epoch = grant.epoch;
     // The asking call is admitted from the grant at once.
     this.creditLeft = grant.creditNano - askingCallNano;
+    this.tracked = this.creditLeft > 0n;
+    this.reportedSlack = this.creditLeft;
     this.slotsLeft = Math.max(0, grant.slots - 1); // a credit-only grant has no slot
     this.openedAtMs = nowMs;
     this.lastUsedAtMs = nowMs;
@@ -77,6 +90,11 @@ export class Lease {
     const settled = { callId, chargeNano: charge, tokens, event };
     this.pending.push(settled);
     return settled;
+  }
+
+  /** Redis's record of its slack is out of date: a batch (even with no call) should tell it. */
+  get slackReportDue(): boolean {
+    return this.tracked && (this.accepting ? this.creditLeft !== this.reportedSlack : !this.retirementSent);
   }
 
   /** Retired with no call in flight: the next batch closes it. */

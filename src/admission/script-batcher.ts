@@ -36,9 +36,10 @@ export class ScriptBatcher {
     return this.enqueue(this.admitScript, [
       keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.keySpend(userId, keyId), keys.keyTokens(userId, keyId),
+      keys.leaseSlack(userId), keys.leaseRecall(userId),
       input.leaseId, input.callNano.toString(), input.wantCreditNano.toString(), input.wantSlots, input.limit, input.windowMs, input.ttlMs, input.leaseLifeMs,
       limits.rpm ?? -1, limits.capNano === null ? -1 : limits.capNano.toString(), limits.periodStartMs, limits.tph ?? -1, limits.tpd ?? -1,
-      input.callTokens,
+      input.callTokens, keyId, input.recallMs ?? 0, keys.leaseRecallChannel(), userId,
     ]).then((reply) => admitResultOf(reply, input.limit));
   }
 
@@ -51,7 +52,9 @@ export class ScriptBatcher {
       keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.ledger(userId),
       keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.leaseBatches(userId), keys.expiredLeases(userId),
       keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId), keys.keySpend(userId, keyId), keys.keyTokens(userId, keyId),
+      keys.leaseSlack(userId), keys.leaseRecall(userId),
       input.leaseId, input.batch, input.ttlMs, input.close ? 1 : 0, input.unusedSlots, input.releaseNano.toString(), input.epoch,
+      input.slackNano === undefined ? -1 : input.slackNano.toString(), input.retired ? 1 : 0, keys.leaseRecallChannel(), userId,
     ];
     for (const call of input.calls) args.push(call.callId, call.chargeNano.toString(), call.tokens, call.event);
     return this.enqueue(this.settleScript, args).then(settleResultOf);

@@ -6,7 +6,7 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 9, settle: 12, hydrate: 2, credit: 1, loadspend: 1, expire: 6, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 11, settle: 14, hydrate: 2, credit: 1, loadspend: 1, expire: 7, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];
@@ -70,7 +70,12 @@ export type AdmitResult =
   | { readonly kind: 'insufficient_credits'; readonly available: number }
   | { readonly kind: 'not_loaded' }
   | { readonly kind: 'credit_limit_reached'; readonly capLeftNano: number }
-  | { readonly kind: 'spend_not_loaded' };
+  | { readonly kind: 'spend_not_loaded' }
+  /**
+   * Not covered now, but leases of the user hold slack that may cover it: they were recalled (see
+   * lua/admit.lua); retry shortly. `refused` and `value` say what the refusal would be without them.
+   */
+  | { readonly kind: 'recalling'; readonly refused: 'insufficient_credits' | 'credit_limit_reached'; readonly value: number };
 
 /** A key's own limits, as admit.lua applies them. */
 export interface KeyLimits {
@@ -101,6 +106,11 @@ export interface AdmitInput {
   readonly keyLimits: KeyLimits;
   /** The asking call's worst-case tokens (prompt bound plus output allowance), to size a lease under token budgets. */
   readonly callTokens: number;
+  /**
+   * Above 0: a refusal that recalling other leases' unused credit may avert answers `recalling` (and
+   * recalls them), and no lease gets slack for this long. 0 or absent: refused at once.
+   */
+  readonly recallMs?: number;
 }
 
 /** The one mapping from admit.lua's numeric codes to typed results. */
@@ -113,6 +123,7 @@ export function admitResultOf([code, value = 0, slots = 0, available = 0, remain
     case 3: return { kind: 'not_loaded' };
     case 4: return { kind: 'credit_limit_reached', capLeftNano: value };
     case 5: return { kind: 'spend_not_loaded' };
+    case 6: return { kind: 'recalling', refused: slots === 1 ? 'credit_limit_reached' : 'insufficient_credits', value };
     default: throw new Error(`admit.lua returned unknown code ${String(code)}`);
   }
 }
@@ -139,6 +150,10 @@ export interface SettleInput {
   readonly unusedSlots: number;
   readonly releaseNano: bigint;
   readonly calls: readonly SettledCall[];
+  /** Unused credit the lease holds after this batch (its slack); absent when not known (a replay). */
+  readonly slackNano?: bigint;
+  /** The lease admits no more calls (retired): it holds no slack any more. */
+  readonly retired?: boolean;
 }
 
 export interface SettleResult {
@@ -191,7 +206,7 @@ export async function settleTaskHold(redis: ScriptedRedis, keys: RedisKeys, user
 export async function expireLease(redis: ScriptedRedis, keys: RedisKeys, userId: string, keyId: string, leaseId: string): Promise<bigint | undefined> {
   const [released, amount = 0] = await redis.expire(
     keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.leaseBatches(userId),
-    keys.expiredLeases(userId), keys.keySpend(userId, keyId), leaseId,
+    keys.expiredLeases(userId), keys.keySpend(userId, keyId), keys.leaseSlack(userId), leaseId,
   );
   return released === 1 ? BigInt(amount) : undefined;
 }

@@ -29,27 +29,61 @@ interface JournalFile {
   readonly path: string;
   readonly fd: number;
   bytes: number;
-  /** Calls and batches recorded in this file whose batch Redis has not acknowledged yet. */
+  /**
+   * Records in this file still needed: batches Redis has not acknowledged yet, and calls whose ledger
+   * entry is not known to be in Postgres yet (not acknowledged, or still in the user's ledger stream).
+   */
   open: number;
 }
 
-/** A batch as recorded: the files holding its records, each freed by the batch's acknowledgement. */
+/** A batch as recorded: the file of its record, freed by its acknowledgement, and those of its calls. */
 export interface JournaledBatch {
   readonly leaseId: string;
+  readonly userId: string;
+  /** The balance epoch of its lease. */
+  readonly epoch: string;
   readonly batch: number;
-  readonly files: readonly JournalFile[];
+  readonly file: JournalFile;
+  /** One per call: freed once the call's ledger entry is in Postgres (see UnconfirmedCalls). */
+  readonly callFiles: readonly JournalFile[];
+}
+
+/** The tag of calls whose balance epoch is not known (no balance epoch is ever this). */
+export const UNKNOWN_EPOCH = '?';
+
+/**
+ * Calls of one user that Redis acknowledged and whose ledger entries may not be in Postgres yet:
+ * their records stay in the journal until the ledger writer took their entries out of the user's
+ * stream (see LedgerConfirmer), so that entries Redis loses with its data before the writer
+ * committed them can be charged again from here.
+ */
+export interface UnconfirmedCalls {
+  readonly userId: string;
+  /**
+   * The balance epoch of the data their entries went into (their lease's: an entry charged outside
+   * its lease went into a later one, which the confirmer finds out). A different epoch in Redis means
+   * that Redis lost that data since.
+   */
+  readonly epoch: string;
+  /** The newest id in the user's stream at a check after their acknowledgement: every entry of theirs is at or below it. */
+  bound: string | undefined;
+  /** A check is taking its bound: calls acknowledged from now on go to another group. */
+  sealed: boolean;
+  /** How many of the calls each file holds. */
+  readonly files: Map<JournalFile, number>;
 }
 
 /**
  * The write-ahead record of one HTTP thread's settlements, so they may wait a few milliseconds to
- * leave for Redis together (see Admission's `flushMs`) without a crash losing them. Each settled call
- * is written when it settles (before the response's last bytes) and each batch before it is sent, one
- * `write` each into the page cache; that Redis applied a batch is written at the end of the turn (a
- * lost acknowledgement only makes a replay send an applied batch again, which changes nothing). A
- * process that dies leaves its files behind, and `replayJournals` sends whatever they hold that Redis
- * did not acknowledge; settle.lua's batch numbers make a resent batch change nothing. A file is deleted
- * once everything in it and in every older file is acknowledged: a live journal holds the last few
- * milliseconds.
+ * leave for Redis together (see Admission's `flushMs`) without a crash losing them, and so that a
+ * Redis that loses its data loses no charge. Each settled call is written when it settles (before the
+ * response's last bytes) and each batch before it is sent, one `write` each into the page cache; that
+ * Redis applied a batch is written at the end of the turn (a lost acknowledgement only makes a replay
+ * send an applied batch again, which changes nothing). A process that dies leaves its files behind,
+ * and `replayJournals` sends whatever they hold that Redis did not acknowledge; settle.lua's batch
+ * numbers make a resent batch change nothing. A call's record is needed until its ledger entry is in
+ * Postgres, not only in Redis (see UnconfirmedCalls): a file is deleted once that holds for everything
+ * in it and in every older file, so a live journal holds the last second or so.
  */
 export class SettlementJournal {
   /** Oldest first; the last one is written to. */
@@ -57,6 +91,10 @@ export class SettlementJournal {
   private readonly fileOfCall = new Map<string, JournalFile>();
   /** The fields of a call record its lease fixes, serialised once per lease. */
   private readonly callHeads = new WeakMap<JournalLease, string>();
+  /** Acknowledged calls whose ledger entries may not be in Postgres yet, by user. */
+  private readonly unconfirmed = new Map<string, UnconfirmedCalls[]>();
+  /** Called when calls start waiting for Postgres (none waited). */
+  onUnconfirmed: (() => void) | undefined;
   /** Acknowledgements of this turn, written at its end. */
   private acknowledgements = '';
   private scheduled = false;
@@ -87,26 +125,92 @@ export class SettlementJournal {
 
   /** Records batch `batch` of `lease` before it is sent. */
   batch(lease: JournalLease, batch: number, calls: readonly SettledCall[], releaseNano: bigint, close: boolean, unusedSlots: number): JournaledBatch {
-    const files: JournalFile[] = [];
+    const callFiles: JournalFile[] = [];
     for (const call of calls) {
       const file = this.fileOfCall.get(call.callId);
-      if (file) files.push(file);
+      if (file) callFiles.push(file);
       this.fileOfCall.delete(call.callId);
     }
     const file = this.current;
     file.open++;
-    files.push(file);
     this.write(`${JSON.stringify({
       type: 'batch', lease: lease.id, user: lease.userId, key: lease.keyId, epoch: lease.epoch, batch,
       calls: calls.map((call) => call.callId), release: releaseNano.toString(), close, unusedSlots,
     })}\n`);
-    return { leaseId: lease.id, batch, files };
+    return { leaseId: lease.id, userId: lease.userId, epoch: lease.epoch, batch, file, callFiles };
   }
 
-  /** Redis applied `entry` (or had before): a replay need not send it, and its records may go. */
+  /**
+   * Redis applied `entry` (or had before): a replay need not send it, and its record may go. Its
+   * calls' records wait until their ledger entries are in Postgres (see `confirmed`).
+   */
   acknowledged(entry: JournaledBatch): void {
-    for (const file of entry.files) file.open--;
+    entry.file.open--;
+    if (entry.callFiles.length > 0) this.addUnconfirmed(entry.userId, entry.epoch, entry.callFiles.map((file) => [file, 1]));
     this.acknowledgements += `${JSON.stringify({ type: 'ack', lease: entry.leaseId, batch: entry.batch })}\n`;
+    this.scheduleFlush();
+  }
+
+  /** Users with acknowledged calls whose ledger entries may not be in Postgres yet, with those calls. */
+  get unconfirmedByUser(): ReadonlyMap<string, readonly UnconfirmedCalls[]> {
+    return this.unconfirmed;
+  }
+
+  /** Paths of the journal's files, oldest first. */
+  get paths(): string[] {
+    return this.files.map((file) => file.path);
+  }
+
+  /** The ledger entries of these calls are in Postgres: their records may go. */
+  confirmed(groups: readonly UnconfirmedCalls[]): void {
+    const taken: UnconfirmedCalls[] = [];
+    for (const group of groups) {
+      const userGroups = this.unconfirmed.get(group.userId);
+      const at = userGroups?.indexOf(group) ?? -1;
+      if (at < 0) continue;
+      userGroups!.splice(at, 1);
+      if (userGroups!.length === 0) this.unconfirmed.delete(group.userId);
+      taken.push(group);
+    }
+    this.release(taken);
+  }
+
+  /** Frees the records of groups taken out with `take` whose calls are all in Postgres. */
+  release(groups: readonly UnconfirmedCalls[]): void {
+    for (const group of groups) for (const [file, count] of group.files) file.open -= count;
+    if (groups.length > 0) this.scheduleFlush();
+  }
+
+  /** Takes every unconfirmed group of `userId` out (to be checked against Redis and Postgres, then given back). */
+  take(userId: string): UnconfirmedCalls[] {
+    const groups = this.unconfirmed.get(userId) ?? [];
+    this.unconfirmed.delete(userId);
+    return groups;
+  }
+
+  /** Gives back `groups` taken from `userId`, as one group of calls whose entries went into balance epoch `epoch`. */
+  restore(userId: string, epoch: string, groups: readonly UnconfirmedCalls[]): void {
+    const files: [JournalFile, number][] = [];
+    for (const group of groups) files.push(...group.files);
+    if (files.length > 0) this.addUnconfirmed(userId, epoch, files);
+  }
+
+  private addUnconfirmed(userId: string, epoch: string, files: Iterable<[JournalFile, number]>): void {
+    let groups = this.unconfirmed.get(userId);
+    if (!groups) {
+      groups = [];
+      this.unconfirmed.set(userId, groups);
+      if (this.unconfirmed.size === 1) this.onUnconfirmed?.();
+    }
+    let group = groups.find((g) => !g.sealed && g.epoch === epoch);
+    if (!group) {
+      group = { userId, epoch, bound: undefined, sealed: false, files: new Map() };
+      groups.push(group);
+    }
+    for (const [file, count] of files) group.files.set(file, (group.files.get(file) ?? 0) + count);
+  }
+
+  private scheduleFlush(): void {
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => this.flush());
@@ -127,7 +231,7 @@ export class SettlementJournal {
     }
   }
 
-  /** Shutdown, once every lease is closed: deletes the files if Redis acknowledged everything in them. */
+  /** Shutdown, once every lease is closed: deletes the files if everything in them is in Postgres. */
   close(): void {
     clearInterval(this.heartbeat);
     this.flush();
@@ -137,7 +241,7 @@ export class SettlementJournal {
       if (settled) unlinkSync(file.path);
     }
     if (!settled) {
-      log.warn('settlements not acknowledged by Redis at shutdown stay in the journal for the next start', { dir: this.dir, owner: this.owner });
+      log.warn('settlements not yet in Postgres at shutdown stay in the journal for the next start', { dir: this.dir, owner: this.owner });
       return;
     }
     try {

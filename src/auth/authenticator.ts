@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { IpRanges } from './ip-ranges.js';
 import type { Sql } from '../store/db.js';
 import { ApiError, unauthorized } from '../http/errors.js';
-import { ensureAccount } from '../store/accounts.js';
+import { ensureAccount, setAccountEmail } from '../store/accounts.js';
 import { findActiveKeyByPublicId, type ApiKeyRow } from '../store/api-keys.js';
 import { parseApiKey, secretMatches, type ParsedApiKey } from './api-key-format.js';
 import { verifyJwt } from './jwt.js';
@@ -36,6 +36,8 @@ const POSITIVE_TTL_MS = 30_000;
 // Unknown public ids are remembered briefly so a flood of bad keys does not reach Postgres.
 const NEGATIVE_TTL_MS = 5_000;
 const MAX_CACHE_ENTRIES = 100_000;
+/** How long a thread trusts that a JWT's `email` claim is the stored address before writing it again (a no-op when unchanged). */
+const ACCOUNT_EMAIL_TTL_MS = 10 * 60_000;
 
 /** Bearer token of an Authorization header, or '' when there is none. */
 export function bearerToken(authorization: string): string {
@@ -59,7 +61,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
  */
 export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
-  private readonly knownAccounts = new Set<string>();
+  /** Accounts this thread has made sure exist, with the `email` claim it last stored for each. */
+  private readonly knownAccounts = new Map<string, { email: string | undefined; until: number }>();
 
   constructor(private readonly sql: Sql, private readonly keySecret: string, private readonly keyPrefix: string) {}
 
@@ -143,16 +146,24 @@ export class Authenticator {
     return entry;
   }
 
-  /** A dashboard JWT; creates the account the first time it is seen. API keys are refused here. */
+  /**
+   * A dashboard JWT; creates the account the first time it is seen, and stores the token's `email`
+   * claim on it when the claim differs from what this thread last stored (or that was long ago), so
+   * a token carrying an unchanged claim costs no write. API keys are refused here.
+   */
   async jwt(authorization: string, jwtSecret: string): Promise<string> {
     const token = bearerToken(authorization);
     if (!token) throw unauthorized('Access is not permitted: a dashboard JWT is required in the Authorization header (Bearer).');
     if (looksLikeApiKey(token)) throw unauthorized('Access is not permitted: this endpoint requires a dashboard JWT, not an API key.');
     const result = verifyJwt(jwtSecret, token);
     if (!result.ok) throw unauthorized(`Access is not permitted: ${result.reason}.`);
-    if (!this.knownAccounts.has(result.sub)) {
-      await ensureAccount(this.sql, result.sub);
-      this.knownAccounts.add(result.sub);
+    const known = this.knownAccounts.get(result.sub);
+    const email = result.email;
+    if (known === undefined || (email !== undefined && (email !== known.email || known.until <= Date.now()))) {
+      if (email === undefined) await ensureAccount(this.sql, result.sub);
+      else await setAccountEmail(this.sql, result.sub, email);
+      if (this.knownAccounts.size >= MAX_CACHE_ENTRIES) this.knownAccounts.clear();
+      this.knownAccounts.set(result.sub, { email: email ?? known?.email, until: Date.now() + ACCOUNT_EMAIL_TTL_MS });
     }
     return result.sub;
   }

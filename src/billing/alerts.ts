@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.js';
 import { ledgerTotals } from '../store/ledger.js';
 import { enqueueMail } from '../store/mail-outbox.js';
+import { accountAddress } from '../store/accounts.js';
 import {
   countUserAlerts, disarmCrossed, insertAlert, lockUserAlerts, rearmRecovered, usersOutOfStep, usersWithAlerts, type BillingAlertRow,
 } from '../store/billing-alerts.js';
@@ -15,8 +16,9 @@ export type CreateAlertResult = { kind: 'created'; row: BillingAlertRow } | { ki
  * Creates an alert armed only when the credits are at or above its threshold now: an alert set above
  * the current credits waits for them to rise before it can fire (no mail for a crossing that
  * happened before it existed). Under the user's alert lock, so the limit holds against concurrent creates.
+ * `email` null: the alert mails the account's address as it is when the alert fires.
  */
-export async function createAlert(sql: Sql, input: { userId: string; thresholdNano: bigint; email: string }): Promise<CreateAlertResult> {
+export async function createAlert(sql: Sql, input: { userId: string; thresholdNano: bigint; email: string | null }): Promise<CreateAlertResult> {
   return sql.begin(async (tx): Promise<CreateAlertResult> => {
     await lockUserAlerts(tx, input.userId);
     if ((await countUserAlerts(tx, input.userId)) >= MAX_ALERTS_PER_USER) return { kind: 'limit' };
@@ -30,19 +32,27 @@ export async function createAlert(sql: Sql, input: { userId: string; thresholdNa
  * Brings the alerts of one user in step with the credits in Postgres, in one transaction under the
  * user's alert lock: an armed alert whose threshold is above the credits is disarmed and its mail
  * queued together (the conditional update lets one evaluator win, the lock orders evaluators), and a
- * disarmed alert whose threshold the credits reached again is re-armed. Returns the mails queued.
+ * disarmed alert whose threshold the credits reached again is re-armed. An alert without its own
+ * address mails the account's address as it is now; when the account has none (only a database edit
+ * can leave one so: creating such an alert is refused) it fires without a mail, which its
+ * `last_triggered_at` shows. Returns the mails queued.
  */
 async function evaluateUser(sql: Sql, userId: string): Promise<number> {
   return sql.begin(async (tx) => {
     await lockUserAlerts(tx, userId);
     const { credits } = await ledgerTotals(tx, userId);
     const fired = await disarmCrossed(tx, userId, credits);
+    let account: string | null | undefined;
+    let queued = 0;
     for (const alert of fired) {
+      const recipient = alert.email ?? (account === undefined ? (account = await accountAddress(tx, userId)) : account);
+      if (recipient === null) continue;
       const mail = alertMail({ alertId: alert.id, userId, thresholdNano: alert.threshold_nano, creditsNano: credits, at: alert.last_triggered_at ?? new Date() });
-      await enqueueMail(tx, { id: randomUUID(), userId, alertId: alert.id, recipient: alert.email, ...mail });
+      await enqueueMail(tx, { id: randomUUID(), userId, alertId: alert.id, recipient, ...mail });
+      queued++;
     }
     await rearmRecovered(tx, userId, credits);
-    return fired.length;
+    return queued;
   });
 }
 

@@ -3,13 +3,19 @@ import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
 import { credit, hydrate, loadSpend, type ScriptedRedis } from '../admission/scripts.js';
 import { ensureAccount } from '../store/accounts.js';
-import { insertDeposit, keySpendSince, ledgerTotals } from '../store/ledger.js';
-import { pendingKeyHold, pendingTaskHolds } from '../store/tasks.js';
+import { balanceFigures, insertDeposit, keySpendSince, ledgerTotals } from '../store/ledger.js';
+import { pendingKeyHold } from '../store/tasks.js';
+import { lockLedgers } from '../ledger/locks.js';
 import { evaluateAlerts } from './alerts.js';
 import { log } from '../log.js';
 
 export interface BalanceNano {
   readonly credits: bigint;
+  /**
+   * The sum of the pending reservations: calls in flight and pending tasks. Credit an admission
+   * lease holds beyond its calls (its slack: Redis `held` counts it, in the balance's `slack` field)
+   * is not held for anything, and admission recalls it for a call that needs it, so it is not here.
+   */
   readonly held: bigint;
 }
 
@@ -23,14 +29,17 @@ export class Balances {
   /**
    * Loads the user's balance into Redis from Postgres unless it is already there: the ledger's totals
    * and the holds of the user's pending tasks, read in one snapshot so that a task ending meanwhile
-   * (its charge committed with its row) is counted in exactly one of them.
+   * (its charge committed with its row) is counted in exactly one of them. The read holds the user's
+   * ledger lock (exclusive; see ledger/locks.ts): a ledger pass that read the user's stream before
+   * Redis lost its data has either committed before this read or will not commit, so a rebuilt
+   * balance never misses a charge that Postgres gets later.
    */
   async load(userId: string): Promise<void> {
-    const { totals, holds } = await this.sql.begin('isolation level repeatable read read only', async (tx) => ({
-      totals: await ledgerTotals(tx, userId),
-      holds: await pendingTaskHolds(tx, userId),
-    }));
-    await hydrate(this.redis, this.keys, userId, totals.credits, totals.deposits, holds);
+    const figures = await this.sql.begin('isolation level read committed read only', async (tx) => {
+      await lockLedgers(tx, [userId], 'exclusive');
+      return balanceFigures(tx, userId); // one statement: one snapshot, taken after the lock
+    });
+    await hydrate(this.redis, this.keys, userId, figures.credits, figures.deposits, figures.holds);
   }
 
   /** Loads a key's spend since its credit period began (and what its pending tasks hold) into Redis from Postgres unless it is already there. */
@@ -42,10 +51,15 @@ export class Balances {
     await loadSpend(this.redis, this.keys, userId, keyId, periodStartMs, spent, held);
   }
 
+  /** The balance as its user reads it: `held` without lease slack (see BalanceNano). */
   async get(userId: string): Promise<BalanceNano> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const [credits, held] = await this.redis.hmget(this.keys.balance(userId), 'credits', 'held');
-      if (credits != null) return { credits: BigInt(credits), held: BigInt(held ?? '0') };
+      const [credits, held, slack] = await this.redis.hmget(this.keys.balance(userId), 'credits', 'held', 'slack');
+      if (credits != null) {
+        const all = BigInt(held ?? '0');
+        const pending = all - BigInt(slack ?? '0');
+        return { credits: BigInt(credits), held: pending < 0n ? 0n : pending > all ? all : pending };
+      }
       await this.load(userId);
     }
     throw new Error(`balance of ${userId} could not be loaded`);

@@ -1,12 +1,100 @@
+import { isMainThread, workerData, type MessagePort } from 'node:worker_threads';
 import { OnDemandWorkerPool } from '../worker-pool.js';
 import type { ChatMessage } from '../http/schemas/chat.js';
 import type { CountTokensInput } from '../../workers/count-tokens.js';
 
-// Only calls without upstream usage need it: the worker starts on first use.
-const counter = new OnDemandWorkerPool<CountTokensInput, number[]>(new URL('../../workers/count-tokens.js', import.meta.url));
+// Only calls without upstream usage need it (a vendor that reports none, every stream the client
+// left): the worker starts on first use. Its tokenizer's tables take about 45 MiB of resident memory,
+// so a process runs one: the first HTTP thread (`http-0`) keeps it in its on-demand pool and the
+// others send it their texts over a port the main thread gave them (src/http/thread-pool.ts). A
+// thread whose port closes (http-0 drained first at shutdown) counts in a pool of its own.
+const local = new OnDemandWorkerPool<CountTokensInput, number[]>(new URL('../../workers/count-tokens.js', import.meta.url));
+
+/** What the main thread puts in an HTTP thread's workerData: ports to the counting thread or from the others. */
+export interface TokenCounterPorts {
+  /** This thread counts for the others: one port per other HTTP thread. */
+  readonly tokenCounterClients?: readonly MessagePort[];
+  /** This thread asks http-0. */
+  readonly tokenCounter?: MessagePort;
+}
+
+interface CountRequest {
+  readonly id: number;
+  readonly input: CountTokensInput;
+}
+
+interface CountAnswer {
+  readonly id: number;
+  readonly counts?: number[];
+  readonly error?: string;
+}
+
+/** Counts on another thread's pool, over a port; what is pending when the port closes goes to the local pool. */
+class RemoteCounter {
+  private readonly pending = new Map<number, { input: CountTokensInput; resolve: (counts: number[]) => void; reject: (error: Error) => void }>();
+  private seq = 0;
+  private closed = false;
+
+  constructor(private readonly port: MessagePort) {
+    port.on('message', (answer: CountAnswer) => {
+      const waiting = this.pending.get(answer.id);
+      if (!waiting) return;
+      this.settled(answer.id);
+      if (answer.counts) waiting.resolve(answer.counts);
+      else waiting.reject(new Error(answer.error ?? 'token count failed'));
+    });
+    port.on('close', () => {
+      this.closed = true;
+      for (const [id, waiting] of this.pending) {
+        this.settled(id);
+        local.run(waiting.input).then(waiting.resolve, waiting.reject);
+      }
+    });
+    port.unref(); // referenced only while an answer is awaited
+  }
+
+  run(input: CountTokensInput): Promise<number[]> {
+    if (this.closed) return local.run(input);
+    return new Promise((resolve, reject) => {
+      const id = ++this.seq;
+      if (this.pending.size === 0) this.port.ref();
+      this.pending.set(id, { input, resolve, reject });
+      this.port.postMessage({ id, input } satisfies CountRequest);
+    });
+  }
+
+  private settled(id: number): void {
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.port.unref();
+  }
+
+  close(): void {
+    this.port.close();
+  }
+}
+
+/** Answers the other HTTP threads' counts from this thread's pool. */
+function serve(ports: readonly MessagePort[]): void {
+  for (const port of ports) {
+    port.on('message', ({ id, input }: CountRequest) => {
+      local.run(input).then(
+        (counts) => port.postMessage({ id, counts } satisfies CountAnswer),
+        (error: unknown) => port.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies CountAnswer),
+      );
+    });
+    port.unref();
+  }
+}
+
+const ports = (isMainThread ? undefined : workerData) as TokenCounterPorts | null | undefined;
+const remote = ports?.tokenCounter ? new RemoteCounter(ports.tokenCounter) : undefined;
+if (ports?.tokenCounterClients) serve(ports.tokenCounterClients);
+const counter: { run(input: CountTokensInput): Promise<number[]> } = remote ?? local;
 
 export function closeTokenCounter(): Promise<void> {
-  return counter.close();
+  remote?.close();
+  for (const port of ports?.tokenCounterClients ?? []) port.close();
+  return local.close();
 }
 
 /** Tokens an image part is counted at when the upstream reported no usage (the low-detail floor). */

@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
-import { ApiError, internalError } from './errors.js';
+import { ApiError, badRequest, internalError, notFound } from './errors.js';
+import { decodeQueryComponent, hasControlCharacter, wellFormedPath } from './schemas/text.js';
 import { Reply } from './reply.js';
 import { ClientGone, readBody } from './body.js';
 import { IpRanges, clientAddress } from '../auth/ip-ranges.js';
@@ -87,6 +88,9 @@ export class Router {
   private async run(handler: Handler, ctx: RequestContext): Promise<void> {
     this.options.inflight.count++;
     try {
+      // A path whose percent-encoding is not UTF-8, or that decodes to a control character (U+0000),
+      // names nothing: no id, media name or model id holds one (and Postgres refuses U+0000 in a lookup).
+      if (!wellFormedPath(ctx.path)) throw notFound(`Nothing exists at this path: its percent-encoding is not UTF-8 or it holds a control character.`);
       await handler(ctx);
     } catch (error) {
       if (error instanceof ApiError) ctx.reply.error(error);
@@ -136,10 +140,26 @@ class Context implements RequestContext {
   }
 }
 
-/** Parses a query string into repeated values per name. */
+/**
+ * Parses a query string into repeated values per name, decoded as `URLSearchParams` does, except that
+ * a name or value whose percent-encoding is not UTF-8, or that holds a control character (U+0000, a
+ * line break), is a 400 naming it: no query parameter of this API takes one.
+ */
 export function parseQuery(query: string): Map<string, string[]> {
   const result = new Map<string, string[]>();
-  for (const [name, value] of new URLSearchParams(query)) {
+  if (query === '') return result;
+  for (const pair of query.split('&')) {
+    if (pair === '') continue;
+    const equals = pair.indexOf('=');
+    const rawName = equals === -1 ? pair : pair.slice(0, equals);
+    const name = decodeQueryComponent(rawName);
+    if (name === undefined || hasControlCharacter(name)) {
+      throw badRequest(`Invalid query string: the parameter name '${rawName}' is not UTF-8 text without control characters.`, rawName);
+    }
+    const value = equals === -1 ? '' : decodeQueryComponent(pair.slice(equals + 1));
+    if (value === undefined || hasControlCharacter(value)) {
+      throw badRequest(`Invalid value for '${name}': the query value must be UTF-8 text (percent-encoded) without control characters.`, name);
+    }
     const list = result.get(name);
     if (list) list.push(value);
     else result.set(name, [value]);

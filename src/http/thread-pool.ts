@@ -1,8 +1,10 @@
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { MainToThread, MetricsJson, ThreadToMain } from './thread-messages.js';
 import { log } from '../log.js';
+import { WorkerUtilization, type LoopThread } from '../worker-pool.js';
+import type { TokenCounterPorts } from '../billing/token-count.js';
 
 const METRICS_TIMEOUT_MS = 2000;
 const EXIT_GRACE_MS = 5000;
@@ -22,6 +24,9 @@ export class HttpThreadPool {
   private readonly drained = new Map<Worker, Promise<void>>();
   private readonly exited = new Map<Worker, Promise<void>>();
   private readonly running = new Set<Worker>();
+  /** Each thread's name in logs and metrics (`http-0`, ...). */
+  private readonly names = new Map<Worker, string>();
+  private readonly utilization = new WorkerUtilization();
   private readonly pendingMetrics = new Map<number, { parts: MetricsJson[]; left: number; done: (parts: MetricsJson[]) => void }>();
   private metricsSeq = 0;
   private stopping = false;
@@ -31,14 +36,20 @@ export class HttpThreadPool {
   /** Resolves once every thread listens; rejects when one cannot. */
   static async start(config: Config, mainRegistry: Registry, events: ThreadPoolEvents): Promise<HttpThreadPool> {
     const pool = new HttpThreadPool(mainRegistry, events);
-    await Promise.all(Array.from({ length: config.httpThreads }, () => pool.spawn(config)));
+    // One token counter per process, in http-0: a port to it for each other thread (src/billing/token-count.ts).
+    const counter = Array.from({ length: config.httpThreads - 1 }, () => new MessageChannel());
+    await Promise.all(Array.from({ length: config.httpThreads }, (_, index) => pool.spawn(config, `http-${index}`, index === 0
+      ? { tokenCounterClients: counter.map((channel) => channel.port1) }
+      : { tokenCounter: counter[index - 1]!.port2 })));
     return pool;
   }
 
-  private spawn(config: Config): Promise<void> {
+  private spawn(config: Config, name: string, ports: TokenCounterPorts): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const thread = new Worker(new URL('./thread.js', import.meta.url), { workerData: { config } });
+      const transferList = ports.tokenCounter ? [ports.tokenCounter] : [...ports.tokenCounterClients ?? []];
+      const thread = new Worker(new URL('./thread.js', import.meta.url), { workerData: { config, name, ...ports }, transferList, name });
       this.running.add(thread);
+      this.names.set(thread, name);
       let onDrained: () => void = () => {};
       this.drained.set(thread, new Promise((r) => { onDrained = r; }));
       this.exited.set(thread, new Promise((r) => thread.once('exit', () => r())));
@@ -67,6 +78,18 @@ export class HttpThreadPool {
         if (!this.stopping) this.events.onUnexpectedExit(code);
       });
     });
+  }
+
+  /**
+   * The HTTP threads' loops as the main thread sees them: utilisation from each Worker handle (it shows
+   * a stuck thread too); their delay is each thread's own metric.
+   */
+  loopThreads(): LoopThread[] {
+    return [...this.running].map((worker) => ({
+      thread: this.names.get(worker)!,
+      delay: () => undefined,
+      utilization: () => this.utilization.read(worker),
+    }));
   }
 
   /** Prometheus text of the whole process: every thread's registry and the main thread's, summed. */

@@ -16,6 +16,8 @@ import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { SettlementJournal } from '../admission/settlement-journal.js';
+import { LedgerConfirmer } from '../admission/ledger-confirmer.js';
+import { LedgerRecovery } from '../admission/ledger-recovery.js';
 import { RedisPipe } from '../store/redis-pipe.js';
 import { LiveCatalog } from '../catalog/live.js';
 import { UpstreamClient } from '../providers/upstream-client.js';
@@ -25,7 +27,9 @@ import { ByokCredentials } from '../providers/byok-credentials.js';
 import { ServiceAccountTokens } from '../providers/cloud/google-token.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { createMetrics } from '../metrics.js';
+import { OnDemandWorkerPool } from '../worker-pool.js';
 import { configureLog, log } from '../log.js';
+import { collectWhenIdle } from '../idle-gc.js';
 import type { Services } from '../services.js';
 import type { MainToThread, ThreadToMain } from './thread-messages.js';
 import { closeTokenCounter } from '../billing/token-count.js';
@@ -38,21 +42,27 @@ import { MediaStore } from '../media/store.js';
 const READY_CHECK_MS = 2_000;
 const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
-const config = (workerData as { config: Config }).config;
+const { config, name: threadName = `http-${threadId}` } = workerData as { config: Config; name?: string };
 configureLog(config.logLevel, { thread: threadId });
+collectWhenIdle(); // an idle thread gives back what its last busy spell left (src/idle-gc.ts)
 
 const uws = loadUws();
 const sql = connect(config.databaseUrl, 4);
 const redis = defineScripts(new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }));
 const subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
 const keys = new RedisKeys(config.redisPrefix);
-const metrics = createMetrics();
+// This thread's loop, and those of its on-demand worker pools (`http-0/count-tokens-0`): see gateway_event_loop_delay_seconds.
+const metrics = createMetrics(undefined, {
+  thread: threadName,
+  pools: () => [...OnDemandWorkerPool.all].flatMap((pool) => pool.loopThreads().map((loop) => ({ ...loop, thread: `${threadName}/${loop.thread}` }))),
+});
 const auth = new Authenticator(sql, config.keySecret, config.keyPrefix);
 const balances = new Balances(sql, redis, keys);
 // The hot path's script calls go over their own lean connection (see RedisPipe).
 const scriptPipe = new RedisPipe(config.redisUrl);
 // A random owner: a restarted process (even with a reused pid) never takes a dead thread's journal for its own.
-const journal = config.settleFlushMs > 0 ? new SettlementJournal(config.settleJournalDir, `${randomBytes(6).toString('hex')}.${threadId}`) : undefined;
+// Always on, whatever SETTLE_FLUSH_MS: it also keeps each call until its ledger entry is in Postgres (LedgerConfirmer).
+const journal = new SettlementJournal(config.settleJournalDir, `${randomBytes(6).toString('hex')}.${threadId}`);
 // The ledger writer (main thread) idles slowly when nothing comes: settlements after a quiet spell wake it.
 let ledgerMarkedAtMs = 0;
 const ledgerMarked = () => {
@@ -60,16 +70,19 @@ const ledgerMarked = () => {
   if (nowMs - ledgerMarkedAtMs > LEDGER_INTERVAL_MS) send({ type: 'ledger-appended' });
   ledgerMarkedAtMs = nowMs;
 };
-const admission = new Admission(new ScriptBatcher(scriptPipe, keys, ledgerMarked), balances, {
+const scripts = new ScriptBatcher(scriptPipe, keys, ledgerMarked);
+const admission = new Admission(scripts, balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls }, { flushMs: config.settleFlushMs, journal });
+// Ledger entries Redis loses with its data before the ledger writer committed them are charged again from the journal.
+const confirmer = new LedgerConfirmer(journal, redis, keys, new LedgerRecovery({ sql, redis, keys, scripts, balances, ttlMs: config.reservationTtlMs }));
 
 const catalog = await LiveCatalog.open(sql, (error) => log.warn('catalog refresh failed', { error }));
 
 const vendors: Record<string, UpstreamTarget> = {};
 for (const vendor of Object.values(config.vendors)) vendors[vendor.name] = Object.freeze({ baseUrl: vendor.baseUrl, apiKey: vendor.apiKey });
 
-const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs });
+const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, maxConnectionsPerOrigin: config.upstreamMaxConnections });
 const byok = new ByokCredentials(sql, new SealedBox(config.keySecret), vendors, new ServiceAccountTokens(upstream));
 
 const mediaStorage = await openMediaStorage(config.media);
@@ -86,8 +99,10 @@ const services: Services = {
 
 // Connect before subscribing: ioredis's ready check would otherwise run on a subscribed connection.
 await subscriber.connect();
-await subscriber.subscribe(keys.keyEvents());
-subscriber.on('message', (_channel: string, message: string) => {
+await subscriber.subscribe(keys.keyEvents(), keys.leaseRecallChannel());
+subscriber.on('message', (channel: string, message: string) => {
+  // Lease recalls (admit.lua, settle.lua): see Admission.recall.
+  if (channel === keys.leaseRecallChannel()) return admission.onRecallMessage(message);
   // `<kind>:<subject>`: change/revoke name a key's public id, byok a user id (which may hold ':').
   const at = message.indexOf(':');
   const kind = message.slice(0, at);
@@ -146,7 +161,9 @@ async function drain(deadlineMs: number): Promise<void> {
   }
   // Every lease's last settlements and unused credit go back to Redis before the connection closes.
   await admission.closeAll(Math.max(1000, until - Date.now()));
-  journal?.close();
+  await confirmer.drain(Math.max(2000, until - Date.now())); // the ledger writer runs until the threads drained
+  await confirmer.stop();
+  journal.close();
   // Idle keep-alive connections would keep this thread's loop alive (and abort Node at exit): close them all.
   // The native app has close() although the bundled typings do not declare it.
   (app as unknown as { close(): void }).close();

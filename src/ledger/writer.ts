@@ -3,6 +3,7 @@ import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
 import type { LedgerEvent } from './event.js';
 import { UsageRecords, insertUsageRecords } from '../store/usage-records.js';
+import { lockLedgers } from './locks.js';
 
 /** Events read per user per pass; a user with more is marked dirty again for the next pass. */
 const PER_USER = 1000;
@@ -24,6 +25,32 @@ export interface LedgerWriterOptions {
   readonly onUsersWritten?: (userIds: string[]) => void;
   /** An entry whose event cannot be read: its charge is written, its request log is not. */
   readonly onUnreadable?: (entry: { userId: string; streamId: string }) => void;
+  /**
+   * Redis lost the data of these users (their balance epoch changed) while a pass held entries it had
+   * read from it: the pass wrote nothing, and the HTTP threads' settlement journals bring back what was lost.
+   */
+  readonly onEpochChanged?: (userIds: string[]) => void;
+}
+
+/**
+ * XTRIM MINID of the user's ledger stream, only while the balance epoch is still the one the trimmed
+ * entries were read under: after a loss, entries of the new data with ids in the same millisecond as
+ * the old ones must stay. A read and a trim, not a decision: it lives here rather than in lua/.
+ * KEYS[1] balance, KEYS[2] ledger stream; ARGV[1] epoch ('' for none), ARGV[2] MINID.
+ */
+const TRIM_LUA = `
+local epoch = redis.call('HGET', KEYS[1], 'epoch') or ''
+if epoch ~= ARGV[1] then return -1 end
+return redis.call('XTRIM', KEYS[2], 'MINID', ARGV[2])
+`;
+
+type TrimPipeline = { ledgerTrim(balanceKey: string, ledgerKey: string, epoch: string, minId: string): unknown };
+
+/** A user's balance epoch changed during a pass (see `LedgerWriter.write`). */
+class EpochChanged extends Error {
+  constructor(readonly userIds: string[]) {
+    super(`balance epoch changed during a ledger pass: ${userIds.join(', ')}`);
+  }
 }
 
 /**
@@ -33,6 +60,13 @@ export interface LedgerWriterOptions {
  * outage loses nothing; the dirty set is a hint, and a periodic scan finds streams it missed.
  * Passes run at a fixed pace while events come, so under load one transaction carries many events;
  * an idle writer slows down to one Redis round trip per `idleIntervalMs`, and `nudge` wakes it.
+ *
+ * A Redis that loses its data (a restart without persistence, FLUSHALL) rebuilds each balance from
+ * Postgres with a new epoch. A pass reads each user's balance epoch just before the user's stream,
+ * and commits only if every epoch is the same after its insert, under the users' ledger locks
+ * (see ledger/locks.ts): entries read from data that is gone are never committed after a balance
+ * was rebuilt without them. They are not lost: the settlement journals keep every call until its
+ * entry left the stream (see SettlementJournal), and bring back the ones Redis lost.
  */
 export class LedgerWriter {
   private running = false;
@@ -43,7 +77,9 @@ export class LedgerWriter {
   private pausedIdle = false;
   private nudged = false;
 
-  constructor(private readonly sql: Sql, private readonly redis: Redis, private readonly keys: RedisKeys, private readonly options: LedgerWriterOptions) {}
+  constructor(private readonly sql: Sql, private readonly redis: Redis, private readonly keys: RedisKeys, private readonly options: LedgerWriterOptions) {
+    redis.defineCommand('ledgerTrim', { numberOfKeys: 2, lua: TRIM_LUA });
+  }
 
   start(): void {
     if (this.running) return;
@@ -110,24 +146,39 @@ export class LedgerWriter {
     if (users.size === 0) return 0;
     const userIds = [...users];
     try {
-      const reads = userIds.reduce((pipeline, userId) => pipeline.xrange(this.keys.ledger(userId), '-', '+', 'COUNT', PER_USER), this.redis.pipeline());
+      // Each user's balance epoch just before the stream: what the pass read is of that epoch's data.
+      const reads = userIds.reduce((pipeline, userId) => pipeline
+        .hget(this.keys.balance(userId), 'epoch')
+        .xrange(this.keys.ledger(userId), '-', '+', 'COUNT', PER_USER), this.redis.pipeline());
       const results = (await reads.exec()) ?? [];
       const entries: { userId: string; entry: StreamEntry }[] = [];
+      const epochs = new Map<string, string | null>();
       const deletions = this.redis.pipeline();
       const again: string[] = [];
-      results.forEach(([error, found], index) => {
+      userIds.forEach((userId, index) => {
+        const [epochError, epoch] = results[2 * index] ?? [new Error('no reply')];
+        const [error, found] = results[2 * index + 1] ?? [new Error('no reply')];
+        if (epochError) throw epochError;
         if (error) throw error;
         const userEntries = found as StreamEntry[];
         if (userEntries.length === 0) return;
-        for (const entry of userEntries) entries.push({ userId: userIds[index]!, entry });
+        epochs.set(userId, epoch as string | null);
+        for (const entry of userEntries) entries.push({ userId, entry });
         // What was read is the stream's oldest entries (ids only grow): trimming below the next id takes
         // exactly those, and a writer in another process that read more trims more, after writing them too.
-        deletions.xtrim(this.keys.ledger(userIds[index]!), 'MINID', idAfter(userEntries[userEntries.length - 1]![0]));
-        if (userEntries.length === PER_USER) again.push(userIds[index]!);
+        (deletions as unknown as TrimPipeline).ledgerTrim(this.keys.balance(userId), this.keys.ledger(userId), (epoch as string | null) ?? '', idAfter(userEntries[userEntries.length - 1]![0]));
+        if (userEntries.length === PER_USER) again.push(userId);
       });
       if (entries.length === 0) return 0;
-      await this.write(entries);
-      this.options.onUsersWritten?.([...new Set(entries.map((e) => e.userId))]);
+      const changed = await this.write(entries, epochs);
+      if (changed.length > 0) {
+        // Nothing was written or trimmed; the streams now hold the new data's entries only, read next pass.
+        this.options.onEpochChanged?.(changed);
+        this.nudged = true;
+        await this.redis.sadd(this.keys.ledgerDirty(), ...userIds);
+        return 0;
+      }
+      this.options.onUsersWritten?.([...epochs.keys()]);
       if (again.length) deletions.sadd(this.keys.ledgerDirty(), ...again);
       await deletions.exec();
       this.options.onWritten?.(entries.length);
@@ -152,7 +203,12 @@ export class LedgerWriter {
     return users;
   }
 
-  private async write(entries: { userId: string; entry: StreamEntry }[]): Promise<void> {
+  /**
+   * Writes the entries in one transaction, which holds their users' ledger locks (shared) from the
+   * insert to the commit and commits only if no user's balance epoch changed since their entries
+   * were read. Returns the users whose epoch changed (then nothing is written).
+   */
+  private async write(entries: { userId: string; entry: StreamEntry }[], epochs: ReadonlyMap<string, string | null>): Promise<string[]> {
     const r = new UsageRecords();
     for (const { userId, entry: [streamId, fields] } of entries) {
       // settle.lua writes the fields in this order; anything else is looked up by name.
@@ -163,7 +219,24 @@ export class LedgerWriter {
       // The charge lives in the entry itself, not in the event: it is written whatever the event holds.
       r.add(inOrder ? fields[1]! : field('r'), userId, inOrder ? fields[3]! : field('c'), event);
     }
-    await insertUsageRecords(this.sql, r);
+    const userIds = [...epochs.keys()];
+    try {
+      await this.sql.begin(async (tx) => {
+        await lockLedgers(tx, userIds, 'shared');
+        await insertUsageRecords(tx, r);
+        const now = (await userIds.reduce((pipeline, userId) => pipeline.hget(this.keys.balance(userId), 'epoch'), this.redis.pipeline()).exec()) ?? [];
+        const changed = userIds.filter((userId, index) => {
+          const [error, epoch] = now[index] ?? [new Error('no reply')];
+          if (error) throw error;
+          return epoch !== epochs.get(userId);
+        });
+        if (changed.length > 0) throw new EpochChanged(changed);
+      });
+      return [];
+    } catch (error) {
+      if (error instanceof EpochChanged) return error.userIds;
+      throw error;
+    }
   }
 }
 

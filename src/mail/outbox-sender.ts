@@ -1,11 +1,23 @@
-import nodemailer from 'nodemailer';
-import type { Sql } from '../store/db.js';
+import type { Transporter } from 'nodemailer';
+import type { AnySql, Sql } from '../store/db.js';
 import { claimDueMails, markMailFailed, markMailSent, type OutboxMail } from '../store/mail-outbox.js';
 
 const BATCH = 20;
 /** Longer than a send can take with the timeouts below, so a claimed mail is not sent twice by two senders. */
 const LEASE_MS = 5 * 60_000;
 const MAX_RETRY_MS = 60 * 60_000;
+/** How long a sent mail stays in `mail_outbox` (the record that it went, and to whom). */
+export const SENT_MAIL_RETENTION_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+/**
+ * Deletes the mails sent more than `keepDays` before `now`. Unsent mails are kept whatever their age
+ * (queued without SMTP_URL, or still retried): no mail is dropped before it went. Returns the rows deleted.
+ */
+export async function deleteSentMails(sql: AnySql, now = new Date(), keepDays = SENT_MAIL_RETENTION_DAYS): Promise<number> {
+  const result = await sql`delete from mail_outbox where sent_at < ${new Date(now.getTime() - keepDays * DAY_MS)}`;
+  return result.count;
+}
 
 export interface OutboxSenderOptions {
   /** `smtp://` or `smtps://` URL of the relay, with credentials when it needs them. */
@@ -28,24 +40,28 @@ export function retryDelayMs(baseMs: number, attempts: number): number {
 /**
  * Sends the mail outbox over SMTP. Rows are claimed with `for update skip locked` (any number of
  * processes may run one), sent one by one, and marked sent only after the relay accepted them; a
- * failure records the error and backs off. No row is ever dropped.
+ * failure records the error and backs off. No unsent row is ever dropped (sent ones: `deleteSentMails`).
  */
 export class OutboxSender {
-  private readonly transport;
+  /** Loaded with nodemailer at the first pass: a gateway without SMTP_URL never loads it (about 5 MiB per process). */
+  private transport: Transporter | undefined;
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private woken = false;
 
-  constructor(private readonly sql: Sql, private readonly options: OutboxSenderOptions) {
-    this.transport = nodemailer.createTransport({
-      url: options.smtpUrl,
+  constructor(private readonly sql: Sql, private readonly options: OutboxSenderOptions) {}
+
+  private async openTransport(): Promise<Transporter> {
+    const { default: nodemailer } = await import('nodemailer');
+    return (this.transport ??= nodemailer.createTransport({
+      url: this.options.smtpUrl,
       connectionTimeout: 10_000,
       greetingTimeout: 10_000,
       socketTimeout: 30_000,
       disableFileAccess: true,
       disableUrlAccess: true,
-    });
+    }));
   }
 
   start(): void {
@@ -65,7 +81,7 @@ export class OutboxSender {
     this.running = false;
     this.wakeUp?.();
     await this.loop;
-    this.transport.close();
+    this.transport?.close();
   }
 
   private async run(): Promise<void> {
@@ -84,6 +100,7 @@ export class OutboxSender {
   /** Claims and sends one batch; returns how many were claimed. */
   async pass(): Promise<number> {
     const mails = await claimDueMails(this.sql, BATCH, LEASE_MS);
+    const transport = mails.length > 0 ? this.transport ?? await this.openTransport() : undefined;
     for (const mail of mails) {
       if (!this.running) {
         // Not attempted: due again at once for the next sender.
@@ -91,7 +108,7 @@ export class OutboxSender {
         continue;
       }
       try {
-        await this.transport.sendMail({ from: this.options.from, to: mail.recipient, subject: mail.subject, text: mail.body });
+        await transport!.sendMail({ from: this.options.from, to: mail.recipient, subject: mail.subject, text: mail.body });
       } catch (error) {
         const message = (error instanceof Error ? error.message : String(error)).slice(0, 1000);
         await markMailFailed(this.sql, mail.id, message, retryDelayMs(this.options.retryMs, mail.attempts));

@@ -4,7 +4,8 @@ export interface BillingAlertRow {
   id: string;
   user_id: string;
   threshold_nano: bigint;
-  email: string;
+  /** Null: the alert mails the account's address (as it is when the alert fires). */
+  email: string | null;
   armed: boolean;
   created_at: Date;
   last_triggered_at: Date | null;
@@ -26,7 +27,7 @@ export async function countUserAlerts(sql: AnySql, userId: string): Promise<numb
   return Number(row!.n);
 }
 
-export async function insertAlert(sql: AnySql, alert: { id: string; userId: string; thresholdNano: bigint; email: string; armed: boolean }): Promise<BillingAlertRow> {
+export async function insertAlert(sql: AnySql, alert: { id: string; userId: string; thresholdNano: bigint; email: string | null; armed: boolean }): Promise<BillingAlertRow> {
   const [row] = await sql<BillingAlertRow[]>`
     insert into billing_alerts (id, user_id, threshold_nano, email, armed)
     values (${alert.id}, ${alert.userId}, ${alert.thresholdNano.toString()}, ${alert.email}, ${alert.armed})

@@ -1,4 +1,5 @@
 import type { AnySql, Sql } from './db.js';
+import { holdIdOf } from './tasks.js';
 
 export interface TransactionRow {
   id: string;
@@ -15,6 +16,26 @@ export async function ledgerTotals(sql: AnySql, userId: string): Promise<{ credi
            coalesce(sum(credits_nano) filter (where credits_nano > 0), 0)::bigint as deposits
     from transactions where user_id = ${userId}`;
   return row!;
+}
+
+/**
+ * A balance as it is loaded into Redis: the ledger's totals and the holds of the user's pending tasks,
+ * in ONE statement (one snapshot even under read committed, so a task ending meanwhile, its charge
+ * committed with its row, is counted in exactly one of them, and the snapshot is taken after any
+ * lock the transaction took before it).
+ */
+export async function balanceFigures(sql: AnySql, userId: string): Promise<{ credits: bigint; deposits: bigint; holds: { holdId: string; nano: bigint }[] }> {
+  const [row] = await sql<{ credits: bigint; deposits: bigint; holds: { id: string; key: string; nano: string }[] }[]>`
+    select coalesce(sum(credits_nano), 0)::bigint as credits,
+           coalesce(sum(credits_nano) filter (where credits_nano > 0), 0)::bigint as deposits,
+           (select coalesce(json_agg(json_build_object('id', id, 'key', api_key_id, 'nano', hold_nano::text) order by created_at), '[]'::json)
+            from tasks where user_id = ${userId} and status = 'pending' and hold_nano > 0) as holds
+    from transactions where user_id = ${userId}`;
+  return {
+    credits: row!.credits,
+    deposits: row!.deposits,
+    holds: row!.holds.map((hold) => ({ holdId: holdIdOf(hold.key, hold.id), nano: BigInt(hold.nano) })),
+  };
 }
 
 /** What a key was charged since `since` (its credit period), nano-USD. */

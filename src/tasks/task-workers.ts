@@ -1,4 +1,5 @@
 import { Piscina } from 'piscina';
+import { PoolLoops, probedPoolOptions, type LoopThread } from '../worker-pool.js';
 import type { SubmitTaskInput, SubmitTaskOutput } from '../../workers/submit-task.js';
 import type { PollTaskInput, PollTaskOutput } from '../../workers/poll-task.js';
 import type { RehostMediaInput, RehostMediaOutput } from '../../workers/rehost-media.js';
@@ -15,9 +16,12 @@ const worker = (name: string) => new URL(`../../workers/${name}.js`, import.meta
  */
 export class TaskWorkers {
   private readonly pool: Piscina;
+  private readonly loops: PoolLoops;
 
   constructor(threads: number) {
-    this.pool = new Piscina({ filename: worker('submit-task'), minThreads: 1, maxThreads: threads, concurrentTasksPerWorker: 32, idleTimeout: 60_000 });
+    // Every task names its module; the pool's default one reports each worker's event loop to the metrics.
+    this.pool = new Piscina({ ...probedPoolOptions(), minThreads: 1, maxThreads: threads, concurrentTasksPerWorker: 32, idleTimeout: 60_000 });
+    this.loops = new PoolLoops(this.pool, 'tasks');
   }
 
   submit(input: SubmitTaskInput): Promise<SubmitTaskOutput> {
@@ -50,6 +54,11 @@ export class TaskWorkers {
 
   get queued(): number {
     return this.pool.queueSize;
+  }
+
+  /** Each worker's event loop (`tasks-0`, `tasks-1`, ...), for the metrics. */
+  loopThreads(): LoopThread[] {
+    return this.loops.threads();
   }
 
   close(): Promise<void> {

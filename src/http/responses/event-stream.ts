@@ -26,7 +26,8 @@ export class ResponsesEventRelay implements ChatStreamRelay {
   private calls = 0;
   private finishReason: unknown;
 
-  constructor(private readonly inner: ChatStreamRelay, private readonly meta: ResponseMeta) {}
+  /** `keep`: writes the finished output items for `item_reference` (awaited before the closing events). */
+  constructor(private readonly inner: ChatStreamRelay, private readonly meta: ResponseMeta, private readonly keep?: (items: readonly OutputItem[]) => Promise<void>) {}
 
   get usage(): NormalizedUsage | undefined {
     return this.inner.usage;
@@ -44,8 +45,12 @@ export class ResponsesEventRelay implements ChatStreamRelay {
     return this.translate(this.inner.flush());
   }
 
-  /** The upstream ended and the call is settled: the open item closes and the response completes. */
-  end(usage: NormalizedUsage): Buffer {
+  /**
+   * The upstream ended and the call is settled: the open item closes and the response completes.
+   * With `keep`, once the items are written (so a client that answers at `response.completed` can
+   * refer to them).
+   */
+  end(usage: NormalizedUsage): Buffer | Promise<Buffer> {
     let out = this.start();
     if (this.ended) return Buffer.from(out);
     this.ended = true;
@@ -53,7 +58,8 @@ export class ResponsesEventRelay implements ChatStreamRelay {
     const { status, incomplete_details } = statusOf(this.finishReason);
     const response = responseObject(this.meta, status, incomplete_details, this.output, usage);
     out += this.event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
-    return Buffer.from(out);
+    if (!this.keep || this.output.length === 0) return Buffer.from(out);
+    return this.keep(this.output).then(() => Buffer.from(out));
   }
 
   /** An `error` event for a stream that broke after its headers went out. */

@@ -13,11 +13,13 @@ export interface ResponseMeta {
   /** Prefix of the ids of the items (`msg_<x>`, `fc_<x>_<n>`). */
   readonly itemKey: string;
   readonly request: ChatRequest;
+  /** Whether the output items are kept for `item_reference` (echoed as `store`). */
+  readonly store: boolean;
 }
 
-export function responseMeta(callId: string, createdAtMs: number, model: string, request: ChatRequest): ResponseMeta {
+export function responseMeta(callId: string, createdAtMs: number, model: string, request: ChatRequest, store = false): ResponseMeta {
   const hex = callId.replaceAll('-', '');
-  return { id: `resp_${hex}`, createdAt: Math.floor(createdAtMs / 1000), model, itemKey: hex, request };
+  return { id: `resp_${hex}`, createdAt: Math.floor(createdAtMs / 1000), model, itemKey: hex, request, store };
 }
 
 export const messageItemId = (meta: ResponseMeta, n: number) => (n === 0 ? `msg_${meta.itemKey}` : `msg_${meta.itemKey}_${n}`);
@@ -47,7 +49,7 @@ export function statusOf(finishReason: unknown): { status: 'completed' | 'incomp
 }
 
 /** The request's settings as a Response echoes them (tools back in the flat form). */
-function echo(request: ChatRequest): Record<string, unknown> {
+function echo(request: ChatRequest, store: boolean): Record<string, unknown> {
   const choice = request.tool_choice;
   return {
     instructions: null,
@@ -55,7 +57,7 @@ function echo(request: ChatRequest): Record<string, unknown> {
     metadata: {},
     parallel_tool_calls: request.parallel_tool_calls ?? true,
     previous_response_id: null,
-    store: false,
+    store,
     temperature: request.temperature ?? null,
     text: { format: request.response_format?.type === 'json_schema' ? { type: 'json_schema', ...request.response_format.json_schema } : { type: request.response_format?.type ?? 'text' } },
     tool_choice: choice == null ? 'auto' : typeof choice === 'string' ? choice : { type: 'function', name: choice.function.name },
@@ -77,13 +79,18 @@ export function responseObject(meta: ResponseMeta, status: 'in_progress' | 'comp
     incomplete_details: incompleteDetails,
     model: meta.model,
     output,
-    ...echo(meta.request),
+    ...echo(meta.request, meta.store),
     usage: usage ? responseUsage(usage) : null,
   };
 }
 
 /** A finished chat.completion body (the family's rendering) as the Response object's JSON. */
 export function responseFromCompletion(completionJson: string, usage: NormalizedUsage, meta: ResponseMeta): string {
+  return completionResponse(completionJson, usage, meta).json;
+}
+
+/** The Response object's JSON for a finished chat.completion body, and its output items. */
+export function completionResponse(completionJson: string, usage: NormalizedUsage, meta: ResponseMeta): { json: string; output: OutputItem[] } {
   const completion = JSON.parse(completionJson) as { choices?: { message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown }[] };
   const choice = completion.choices?.[0] ?? {};
   const message = choice.message ?? {};
@@ -100,5 +107,5 @@ export function responseFromCompletion(completionJson: string, usage: Normalized
       arguments: typeof call.function?.arguments === 'string' ? call.function.arguments : '', status: 'completed',
     });
   });
-  return JSON.stringify(responseObject(meta, status, incomplete_details, output, usage));
+  return { json: JSON.stringify(responseObject(meta, status, incomplete_details, output, usage)), output };
 }

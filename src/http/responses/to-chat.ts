@@ -24,6 +24,71 @@ export function statefulRequestError(field: string): ApiError {
   );
 }
 
+/** Refuses the fields that name server-side state (`previous_response_id`, `conversation`) and background mode. */
+export function refuseStatefulFields(body: Record<string, unknown>): void {
+  for (const field of ['previous_response_id', 'conversation'] as const) {
+    if (body[field] != null) throw statefulRequestError(field);
+  }
+  if (body.background === true) throw badRequest("'background' is not supported: this endpoint answers synchronously.", 'background', 'unsupported_parameter');
+}
+
+/** An `item_reference` in `input`: its position and the id it names. */
+export interface ItemReference {
+  readonly index: number;
+  readonly id: string;
+}
+
+/** `{type: "item_reference", id}`, or (as the spec allows) `{id}` with neither `type` nor `role`. */
+function isItemReference(item: unknown): item is { id?: unknown } {
+  if (item === null || typeof item !== 'object' || Array.isArray(item)) return false;
+  const { type } = item as { type?: unknown };
+  return type === 'item_reference' || (type == null && !('role' in item) && 'id' in item);
+}
+
+/** The `item_reference` items of a body's `input`, in order (400 naming `input[i].id` for one without a string id). */
+export function itemReferencesOf(body: Record<string, unknown>, max: number): ItemReference[] {
+  const input = body.input;
+  if (!Array.isArray(input)) return [];
+  const references: ItemReference[] = [];
+  input.forEach((item: unknown, index) => {
+    if (!isItemReference(item)) return;
+    if (typeof item.id !== 'string' || item.id === '') {
+      throw badRequest(`Invalid value for 'input[${index}].id': an item_reference must name an item by its id (a non-empty string).`, `input[${index}].id`);
+    }
+    references.push({ index, id: item.id });
+  });
+  if (references.length > max) throw badRequest(`Invalid value for 'input': at most ${max} item references per request (${references.length} given); send the items themselves.`, 'input');
+  return references;
+}
+
+/** The 400 for a reference to an item the gateway does not hold for this caller. */
+export function unknownItemError(reference: ItemReference, ttlSeconds: number): ApiError {
+  const field = `input[${reference.index}].id`;
+  const shown = reference.id.length > 80 ? `${reference.id.slice(0, 80)}...` : reference.id;
+  return new ApiError(
+    400, 'item_not_found',
+    `Invalid value for '${field}': no item '${shown}' is held for you. This endpoint is stateless, but it resolves an item_reference to an output item ` +
+    `it issued to the same user in the last ${Math.round(ttlSeconds / 60)} minutes (renewed on use; not kept when the request set store: false). ` +
+    `Send the item itself instead: {role: "assistant", content} for a message, {type: "function_call", call_id, name, arguments} for a call ` +
+    `(with the Vercel AI SDK, providerOptions: {openai: {store: false}}).`,
+    field,
+  );
+}
+
+/**
+ * The body with each reference replaced by the item it names: `items[i]` is the stored item JSON of
+ * `references[i]`, or null for an item not held (400 naming `input[i].id`).
+ */
+export function withReferencedItems(body: Record<string, unknown>, references: readonly ItemReference[], items: readonly (string | null)[], ttlSeconds: number): Record<string, unknown> {
+  const input = [...(body.input as unknown[])];
+  references.forEach((reference, i) => {
+    const json = items[i];
+    if (json == null) throw unknownItemError(reference, ttlSeconds);
+    input[reference.index] = JSON.parse(json) as unknown;
+  });
+  return { ...body, input };
+}
+
 type TextPart = { type: 'text'; text: string };
 type ImagePart = { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
 
@@ -119,12 +184,10 @@ function toolsOf(tools: NonNullable<ResponsesRequest['tools']>): NonNullable<Cha
  * Validates a Responses-style body and translates it. `instructions` lead as a system message,
  * `developer` messages become system ones, consecutive `function_call` items one assistant message
  * with `tool_calls`, `function_call_output` items tool messages; `reasoning` items are skipped.
+ * `item_reference` items must have been replaced by their items first (`withReferencedItems`).
  */
 export function toChatRequest(body: Record<string, unknown>): ChatRequest {
-  for (const field of ['previous_response_id', 'conversation'] as const) {
-    if (body[field] != null) throw statefulRequestError(field);
-  }
-  if (body.background === true) throw badRequest("'background' is not supported: this endpoint answers synchronously.", 'background', 'unsupported_parameter');
+  refuseStatefulFields(body);
   const { background: _background, previous_response_id: _previous, conversation: _conversation, ...rest } = body;
   const request = parseWith(ResponsesRequestSchema, rest);
   const chat: Record<string, unknown> = { model: request.model, messages: messagesOf(request) };

@@ -4,6 +4,7 @@ import type { Services } from '../../services.js';
 import { notFound } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { CreateApiKeySchema, UpdateApiKeySchema } from '../schemas/api-keys.js';
+import { parseIsoTimestamp } from '../schemas/text.js';
 import { generateApiKey, hashSecret, maskKey } from '../../auth/api-key-format.js';
 import type { SealedBox } from '../../auth/sealed-box.js';
 import { insertApiKey, listUserKeys, revokeUserKey, updateUserKey, type ApiKeyChanges, type ApiKeyRow } from '../../store/api-keys.js';
@@ -61,7 +62,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
   const create = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
     const input = parseWith(CreateApiKeySchema, parseJsonObject(await ctx.body()), 422);
-    const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+    const expiresAt = input.expires_at ? parseIsoTimestamp(input.expires_at)! : null;
     const generated = generateApiKey(config.keyPrefix, input.is_provisioning);
     const row = await insertApiKey(sql, {
       id: randomUUID(),
@@ -103,7 +104,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (input.disabled !== undefined) changes.disabled = input.disabled;
     if (input.credit_limit !== undefined) changes.credit_limit_nano = input.credit_limit === null ? null : usdToNano(input.credit_limit.toFixed(9));
     if (input.credit_reset_interval !== undefined) changes.credit_reset_interval = input.credit_reset_interval;
-    if (input.expires_at !== undefined) changes.expires_at = input.expires_at === null ? null : new Date(input.expires_at);
+    if (input.expires_at !== undefined) changes.expires_at = input.expires_at === null ? null : parseIsoTimestamp(input.expires_at)!;
     const row = UUID.test(id) ? await updateUserKey(sql, userId, id, changes) : undefined;
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
     // Every thread's cached copy of the key goes, so `disabled` and `expires_at` apply to the next request.

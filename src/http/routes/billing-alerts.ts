@@ -7,6 +7,7 @@ import { nanoToUsd } from '../../billing/pricing.js';
 import { usdToNano } from '../../catalog/model.js';
 import { MAX_ALERTS_PER_USER, createAlert } from '../../billing/alerts.js';
 import { deleteUserAlert, listUserAlerts, type BillingAlertRow } from '../../store/billing-alerts.js';
+import { accountAddress } from '../../store/accounts.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_THRESHOLD_USD = 1e9;
@@ -25,12 +26,16 @@ const CreateAlertSchema = v.strictObject({
   email: v.optional(Email),
 });
 
-/** The alert record of the API (the spec shows only `threshold` and `id`). */
-export function alertRecord(row: BillingAlertRow): Record<string, unknown> {
+/**
+ * The alert record of the API (the spec shows only `threshold` and `id`). `email` is where it would
+ * mail now: its own address, else the account's (`email_source` says which).
+ */
+export function alertRecord(row: BillingAlertRow, account: string | null): Record<string, unknown> {
   return {
     id: row.id,
     threshold: nanoToUsd(row.threshold_nano),
-    email: row.email,
+    email: row.email ?? account,
+    email_source: row.email === null ? 'account' : 'alert',
     armed: row.armed,
     created_at: row.created_at.toISOString(),
     last_triggered_at: row.last_triggered_at ? row.last_triggered_at.toISOString() : null,
@@ -43,21 +48,24 @@ export function billingAlertRoutes(services: Services) {
   const create = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const input = parseWith(CreateAlertSchema, parseJsonObject(await ctx.body()), 422);
-    const email = input.email ?? (v.is(Email, userId) ? userId : undefined);
-    if (email === undefined) {
-      throw new ApiError(422, 'validation_error', "Invalid value for 'email': is required, as the account id is not an email address.", 'email');
+    // Without its own address the alert follows the account's, read when it fires; an account with
+    // none would get an alert that can never mail, so that is refused here, naming `email`.
+    const account = await accountAddress(sql, userId);
+    if (input.email === undefined && account === null) {
+      throw new ApiError(422, 'validation_error',
+        "Invalid value for 'email': is required, as this account has no email address (sign in with a token carrying an email claim, or have an operator run `gateway account set-email`).", 'email');
     }
-    const result = await createAlert(sql, { userId, thresholdNano: usdToNano(input.threshold.toFixed(9)), email });
+    const result = await createAlert(sql, { userId, thresholdNano: usdToNano(input.threshold.toFixed(9)), email: input.email ?? null });
     if (result.kind === 'limit') {
       throw new ApiError(422, 'alert_limit_reached', `An account may have at most ${MAX_ALERTS_PER_USER} balance alerts; delete one first.`);
     }
-    ctx.reply.json(201, alertRecord(result.row));
+    ctx.reply.json(201, alertRecord(result.row, account));
   };
 
   const list = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
-    const rows = await listUserAlerts(sql, userId);
-    ctx.reply.json(200, { data: rows.map(alertRecord), total: rows.length });
+    const [rows, account] = await Promise.all([listUserAlerts(sql, userId), accountAddress(sql, userId)]);
+    ctx.reply.json(200, { data: rows.map((row) => alertRecord(row, account)), total: rows.length });
   };
 
   const remove = async (ctx: RequestContext): Promise<void> => {

@@ -5,12 +5,15 @@ import { parseQuery } from '../router.js';
 import type { Services } from '../../services.js';
 import { ApiError } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
+import { singleLine } from '../schemas/text.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { listTransactions, redeemCoupon } from '../../store/ledger.js';
 
 export const MAX_PER_PAGE = 100;
 
-const RedeemSchema = v.strictObject({ code: v.pipe(v.string('is required and must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(128)) });
+const RedeemSchema = v.strictObject({
+  code: v.pipe(v.string('is required and must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(128, 'must be at most 128 characters'), singleLine()),
+});
 
 /** `page` (from 1) and `per_page` (1 to MAX_PER_PAGE) from a query; anything else is a 400 naming the parameter. */
 export function pageOf(query: string): { page: number; perPage: number } {
@@ -32,6 +35,7 @@ export function billingRoutes(services: Services) {
 
   const balance = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
+    // held: the pending reservations, lease slack left out (see Balances.get); available = credits - held.
     const { credits, held } = await balances.get(userId);
     ctx.reply.json(200, { credits: nanoToUsd(credits), held: nanoToUsd(held), available: nanoToUsd(credits - held), currency: 'USD' });
   };

@@ -26,20 +26,25 @@ import { log } from '../../log.js';
 export interface ChatOutput {
   /** The request log's and ledger event's endpoint name. */
   readonly endpoint: string;
-  /** The validated chat request for a JSON body (400 naming the field otherwise). */
-  parse(body: Record<string, unknown>): ChatRequest;
+  /**
+   * The validated chat request for a JSON body of `userId`'s (400 naming the field otherwise); a
+   * promise when the body names state to read first (the Responses endpoint's `item_reference`).
+   */
+  parse(body: Record<string, unknown>, userId: string, services: Services): ChatRequest | Promise<ChatRequest>;
+  /** Prompt bytes a parsed request carries beyond its body (items it named by reference), for the worst case. */
+  addedPromptBytes?(request: ChatRequest): number;
   /** Chat fields named in the pipeline's own 400s, as this endpoint's callers know them. */
   readonly fieldNames?: Readonly<Record<string, string>>;
-  /** The response body for a finished chat.completion body and its usage. */
-  render?(completionJson: string, usage: NormalizedUsage, call: MeteredCall, request: ChatRequest): string;
+  /** The response body for a finished chat.completion body and its usage (a promise: written once it resolves). */
+  render?(completionJson: string, usage: NormalizedUsage, call: MeteredCall, request: ChatRequest, services: Services): string | Promise<string>;
   /** A relay over the family's chunk relay, rendering this endpoint's events. */
-  stream?(relay: ChatStreamRelay, call: MeteredCall, request: ChatRequest): OutputRelay;
+  stream?(relay: ChatStreamRelay, call: MeteredCall, request: ChatRequest, services: Services): OutputRelay;
 }
 
 /** A stream relay that may add a tail once the call is settled and render its own error event. */
 export interface OutputRelay extends ChatStreamRelay {
-  /** The bytes that close the stream, given the settled usage. */
-  end?(usage: NormalizedUsage): Buffer;
+  /** The bytes that close the stream, given the settled usage (a promise: written once it resolves). */
+  end?(usage: NormalizedUsage): Buffer | Promise<Buffer>;
   /** The event telling the client the stream broke. */
   errorEvent?(code: string, message: string): string;
 }
@@ -73,6 +78,10 @@ function checkCapabilities(request: ChatRequest, model: CatalogModel): number {
   }
   if (imageParts > 0 && !caps.vision) throw badRequest(`Model ${model.id} does not accept images.`, 'messages', 'unsupported_content');
   if (request.tools?.length && !caps.tools) throw badRequest(`Model ${model.id} does not support tools.`, 'tools', 'unsupported_parameter');
+  // As OpenAI answers it for a model without reasoning (every family: none would honour it).
+  if (request.reasoning_effort != null && !caps.reasoning) {
+    throw badRequest(`Unsupported parameter: 'reasoning_effort' is not supported with this model (${model.id} does not reason).`, 'reasoning_effort', 'unsupported_parameter');
+  }
   const format = request.response_format?.type;
   if (format && format !== 'text' && !caps.jsonMode) throw badRequest(`Model ${model.id} does not support response_format ${format}.`, 'response_format', 'unsupported_parameter');
   const cap = request.max_completion_tokens ?? request.max_tokens;
@@ -145,16 +154,16 @@ export function chatCompletions(services: Services) {
       throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a chat completion.`);
     }
     const usage = finished.usage ?? (await countedUsage(request, finished.generated));
-    const body = output.render ? output.render(finished.body, usage, call, request) : finished.body;
+    const rendered = output.render ? output.render(finished.body, usage, call, request, services) : finished.body;
     call.settle(usage);
-    ctx.reply.send(200, body, 'application/json', headers);
+    ctx.reply.send(200, typeof rendered === 'string' ? rendered : await rendered, 'application/json', headers);
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */
   async function relay(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: Readonly<Record<string, string>>, target: UpstreamTarget, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
     const chunks = family.relay(model, options, target);
-    const events: OutputRelay = output.stream ? output.stream(chunks, call, request) : chunks;
+    const events: OutputRelay = output.stream ? output.stream(chunks, call, request, services) : chunks;
     ctx.reply.beginStream(200, { ...SSE_HEADERS, ...headers });
     metrics.activeStreams.inc();
     try {
@@ -166,7 +175,10 @@ export function chatCompletions(services: Services) {
       if (rest) ctx.reply.write(rest);
       const usage = events.usage ?? (await countedUsage(request, events.generatedText()));
       call.settle(usage);
-      if (events.end) ctx.reply.write(events.end(usage));
+      if (events.end) {
+        const tail = events.end(usage);
+        ctx.reply.write(tail instanceof Promise ? await tail : tail);
+      }
       ctx.reply.end();
     } catch (error) {
       if (call.clientAborted) {
@@ -247,7 +259,8 @@ export function chatCompletions(services: Services) {
     const key = found instanceof Promise ? await found : found;
     requireJson(ctx.headers.contentType);
     const body = await ctx.body();
-    const request = output.parse(parseJsonObject(body));
+    const parsed = output.parse(parseJsonObject(body), key.userId, services);
+    const request = parsed instanceof Promise ? await parsed : parsed;
     const model = services.catalog().get(request.model);
     if (!model) throw modelNotFound(request.model);
     const family = services.families[model.family];
@@ -261,8 +274,10 @@ export function chatCompletions(services: Services) {
     const platformRequest = output.fieldNames
       ? withFieldNames(output.fieldNames, () => family.request(request, model, stream, target, cache))
       : family.request(request, model, stream, target, cache);
-    // The caller's body bounds the prompt's tokens, plus any prompt text the family added (a cache salt, an instruction).
-    const worst = worstCaseTokens(request, model, body.length + (platformRequest.addedPromptBytes ?? 0), imageParts);
+    // The caller's body bounds the prompt's tokens, plus any prompt text the family added (a cache salt, an
+    // instruction) and the items the body named by reference.
+    const promptBytes = body.length + (platformRequest.addedPromptBytes ?? 0) + (output.addedPromptBytes?.(request) ?? 0);
+    const worst = worstCaseTokens(request, model, promptBytes, imageParts);
     const reservedNano = worstCaseCostNano(model.prices, worst.prompt, worst.output);
     const limits = keyLimitsOf(key.row, Date.now());
     // The request id is the call id: the key of its request log and of its usage transaction.

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { isIpv4OrCidr } from '../../auth/ip-ranges.js';
+import { isoTimestamp, parseIsoTimestamp, singleLine } from './text.js';
 
 export const MAX_IP_WHITELIST = 10;
 
@@ -8,14 +9,25 @@ const limitUpTo = (max: number) =>
 // Requests per minute fit the integer column; token budgets stay exact in Lua's doubles.
 const requestLimit = limitUpTo(1_000_000_000);
 const tokenLimit = limitUpTo(1_000_000_000_000_000);
-const name = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'));
+const name = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'), singleLine());
 const ipWhitelist = v.optional(v.nullable(v.pipe(
   v.array(v.pipe(v.string(), v.trim(), v.check(isIpv4OrCidr, 'each entry must be an IPv4 address or CIDR'))),
   v.maxLength(MAX_IP_WHITELIST, `at most ${MAX_IP_WHITELIST} entries`),
 )));
-const creditLimit = v.optional(v.nullable(v.pipe(v.number('must be a number'), v.minValue(0, 'must not be negative'), v.maxValue(1e9, 'must be at most 1e9'))));
+const creditLimit = v.optional(v.nullable(v.pipe(
+  v.number('must be a number'), v.minValue(0, 'must not be negative'), v.maxValue(1e9, 'must be at most 1e9'),
+  // Money is nano-USD inside: a finer amount would be rounded (1e-12 to a cap of 0), and rounding is refused, not done silently.
+  v.check((usd) => Number(usd.toFixed(9)) === usd, 'must have at most 9 decimal places'),
+)));
 const creditResetInterval = v.picklist(['none', 'daily', 'weekly', 'monthly'], "must be one of 'none', 'daily', 'weekly', 'monthly'");
-const expiresAt = v.optional(v.nullable(v.pipe(v.string(), v.isoTimestamp('must be an ISO 8601 timestamp with a time zone'))));
+/** On update: any real moment (one in the past expires the key at once). */
+const expiresAt = v.optional(v.nullable(isoTimestamp()));
+/** On create: a key born expired could never be used, so the moment must be in the future. */
+const futureExpiresAt = v.optional(v.nullable(v.pipe(
+  isoTimestamp(),
+  // (Not a real timestamp: the issue above already says so.)
+  v.check((text) => (parseIsoTimestamp(text)?.getTime() ?? Infinity) > Date.now(), 'must be in the future (a key created expired could never be used)'),
+)));
 
 /** Create body of POST /api/v1/api-keys; violations are 422 as the spec lists them. */
 export const CreateApiKeySchema = v.strictObject({
@@ -26,7 +38,7 @@ export const CreateApiKeySchema = v.strictObject({
   ip_whitelist: ipWhitelist,
   credit_limit: creditLimit,
   credit_reset_interval: v.optional(creditResetInterval, 'none'),
-  expires_at: expiresAt,
+  expires_at: futureExpiresAt,
   is_provisioning: v.optional(v.boolean('must be a boolean'), false),
 });
 

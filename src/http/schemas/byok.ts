@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { BYOK_PROVIDERS } from '../../store/byok.js';
 import { httpsUrlProblem, readCloudForm, type ByokCloudProvider } from '../../providers/cloud/forms.js';
 import { ApiError } from '../errors.js';
+import { singleLine } from './text.js';
 
 export const MAX_LABEL = 100;
 export const MAX_API_KEY = 4096;
@@ -21,13 +22,14 @@ const label = v.pipe(
   v.trim(),
   v.check((text) => codePoints(text) >= 1, 'must not be empty'),
   v.check((text) => codePoints(text) <= MAX_LABEL, `must be at most ${MAX_LABEL} characters`),
+  singleLine(),
 );
 
 // Surrounding whitespace (a copy-and-paste artefact) is dropped; the rest is kept byte for byte. It goes
 // upstream in a header, where a line break or other control character can never be sent.
 const apiKey = v.pipe(
   v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(MAX_API_KEY, `must be at most ${MAX_API_KEY} characters`),
-  v.regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain line breaks or other control characters'),
+  singleLine('must not contain line breaks or other control characters'),
 );
 
 const baseUrl = v.pipe(

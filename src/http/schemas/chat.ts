@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { textPassesThrough } from './text.js';
 
 export const MAX_CHOICES = 8;
 export const MAX_STOP_SEQUENCES = 4;
@@ -60,10 +61,30 @@ const ResponseFormat = v.variant('type', [
 ], "type must be 'text', 'json_object' or 'json_schema'");
 
 /**
- * The chat-completions request. Unknown top-level fields are refused (strict): a field the gateway
- * does not know could change what the upstream charges.
+ * A sampling seed: an integer JSON numbers carry exactly. OpenAI takes any 64-bit integer, but past
+ * 2^53 a JSON number is no longer exact (`1e300` is an "integer" to JavaScript, and would reach the
+ * vendor as `1e+300`), so the range is that of exact integers. Families with a narrower seed check
+ * their own (Gemini: 32 bits).
  */
-export const ChatRequestSchema = v.strictObject({
+export const MAX_CHAT_SEED = Number.MAX_SAFE_INTEGER;
+const chatSeed = v.pipe(
+  v.number('must be an integer'), v.integer('must be an integer'),
+  v.minValue(-MAX_CHAT_SEED, `must be an integer from ${-MAX_CHAT_SEED} to ${MAX_CHAT_SEED}`),
+  v.maxValue(MAX_CHAT_SEED, `must be an integer from ${-MAX_CHAT_SEED} to ${MAX_CHAT_SEED}`),
+);
+
+/** `logit_bias` maps token ids (decimal integers as JSON keys) to a bias from -100 to 100, as OpenAI takes it. */
+const LogitBias = v.pipe(
+  v.record(v.string(), number(-100, 100), 'must be an object of token ids to numbers'),
+  v.check((bias) => Object.keys(bias).every((key) => /^(0|[1-9]\d{0,9})$/.test(key)), 'keys must be token ids (decimal integers)'),
+);
+
+/**
+ * The chat-completions request. Unknown top-level fields are refused (strict): a field the gateway
+ * does not know could change what the upstream charges. Its text goes to the vendor and is never
+ * stored, so it may hold any character JSON carries (`textPassesThrough`).
+ */
+export const ChatRequestSchema = textPassesThrough(v.strictObject({
   model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
   messages: v.pipe(v.array(Message, 'is required and must be an array'), v.minLength(1, 'must contain at least one message')),
   temperature: v.optional(v.nullable(number(0, 2))),
@@ -76,14 +97,14 @@ export const ChatRequestSchema = v.strictObject({
   stream: v.optional(v.nullable(v.boolean('must be a boolean'))),
   stream_options: v.optional(v.nullable(v.object({ include_usage: v.optional(v.boolean()) }))),
   stop: v.optional(v.nullable(v.union([v.string(), v.pipe(v.array(v.string()), v.maxLength(MAX_STOP_SEQUENCES, `at most ${MAX_STOP_SEQUENCES} sequences`))], 'must be a string or an array of strings'))),
-  seed: v.optional(v.nullable(v.pipe(v.number(), v.integer('must be an integer')))),
+  seed: v.optional(v.nullable(chatSeed)),
   response_format: v.optional(v.nullable(ResponseFormat)),
   tools: v.optional(v.nullable(v.pipe(v.array(Tool), v.maxLength(MAX_TOOLS, `at most ${MAX_TOOLS} tools`)))),
   tool_choice: v.optional(v.nullable(ToolChoice)),
   parallel_tool_calls: v.optional(v.nullable(v.boolean())),
   logprobs: v.optional(v.nullable(v.boolean())),
   top_logprobs: v.optional(v.nullable(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(20)))),
-  logit_bias: v.optional(v.nullable(v.record(v.string(), number(-100, 100)))),
+  logit_bias: v.optional(v.nullable(LogitBias)),
   reasoning_effort: v.optional(v.nullable(v.picklist(['minimal', 'low', 'medium', 'high']))),
   user: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(256)))),
   metadata: v.optional(v.nullable(v.record(v.string(), v.string()))),
@@ -92,7 +113,7 @@ export const ChatRequestSchema = v.strictObject({
   service_tier: v.optional(v.nullable(v.picklist(['auto', 'default'], "only 'auto' and 'default' are supported"))),
   include_reasoning: v.optional(v.nullable(v.boolean('must be a boolean'))),
   prompt_cache_key: v.optional(v.nullable(v.pipe(v.string(), v.minLength(1), v.maxLength(256)))),
-});
+}));
 
 export type ChatRequest = v.InferOutput<typeof ChatRequestSchema>;
 export type ChatMessage = ChatRequest['messages'][number];

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { textPassesThrough } from './text.js';
 
 /** Longest prompt taken (OpenAI's GPT Image limit; vendors with shorter limits answer 400 upstream). */
 export const MAX_IMAGE_PROMPT_CHARS = 32_000;
@@ -11,9 +12,10 @@ const choice = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be 
  * `POST /v1/images/generations`: the spec's fields plus what the OpenAI SDK sends (`size`,
  * `response_format`, `user`). Types are checked here; what each model takes is checked against its
  * capabilities (`imageJobOf`, src/providers/image-family.ts). Unknown fields are refused: a field the gateway does not
- * know could change what the upstream charges.
+ * know could change what the upstream charges. The prompt goes to the vendor and is never stored
+ * (`textPassesThrough`).
  */
-export const ImageRequestSchema = v.strictObject({
+export const ImageRequestSchema = textPassesThrough(v.strictObject({
   model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
   prompt: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(MAX_IMAGE_PROMPT_CHARS, `must be at most ${MAX_IMAGE_PROMPT_CHARS} characters`)),
   n: v.optional(v.nullable(v.pipe(v.number('must be an integer'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1')))),
@@ -29,6 +31,6 @@ export const ImageRequestSchema = v.strictObject({
   ))),
   response_format: v.optional(v.nullable(v.picklist(['url'], "must be 'url': images are returned as URLs (on this gateway's media host)"))),
   user: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(256)))),
-});
+}));
 
 export type ImageRequest = v.InferOutput<typeof ImageRequestSchema>;

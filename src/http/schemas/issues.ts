@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { ApiError } from '../errors.js';
+import { findUnstorableText, passesTextThrough } from './text.js';
 
 /** Turns the first valibot issue into a 400 that names the field, e.g. `messages[0].content`. */
 export function validationError(issues: readonly v.BaseIssue<unknown>[], status = 400): ApiError {
@@ -56,7 +57,25 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/**
+ * Validates a request body (or a part of one) with `schema`; the first issue is the error, `status`
+ * 400 (`invalid_request`) or 422 (`validation_error`), naming the field. Before the schema, the
+ * stored-text rule (src/http/schemas/text.ts): no string or key anywhere in `value` may hold U+0000
+ * or an unpaired surrogate, unless the schema is marked `textPassesThrough`. Every JSON body the
+ * gateway takes comes through here, so a new schema is covered without doing anything.
+ */
 export function parseWith<TSchema extends v.GenericSchema>(schema: TSchema, value: unknown, status = 400): v.InferOutput<TSchema> {
+  return parseChecked(schema, value, status, !passesTextThrough(schema));
+}
+
+function parseChecked<TSchema extends v.GenericSchema>(schema: TSchema, value: unknown, status: number, storedText: boolean): v.InferOutput<TSchema> {
+  if (storedText) {
+    const issue = findUnstorableText(value);
+    if (issue) {
+      const message = issue.path ? `Invalid value for '${issue.path}': ${issue.message}.` : `Invalid request body: ${issue.message}.`;
+      throw new ApiError(status, status === 422 ? 'validation_error' : 'invalid_request', message, issue.path || null);
+    }
+  }
   const result = v.safeParse(schema, value, { abortEarly: true });
   if (!result.success) throw validationError(result.issues, status);
   return result.output;
@@ -74,13 +93,14 @@ const OPTIONAL_TYPES = new Set(['optional', 'nullish', 'exact_optional', 'undefi
  */
 export function presentFieldsParser<TSchema extends StrictSchema>(schema: TSchema, status = 400): (value: Record<string, unknown>) => v.InferOutput<TSchema> {
   const entries = schema.entries;
+  const storedText = !passesTextThrough(schema);
   const names = Object.keys(entries);
   const required = names.filter((name) => !OPTIONAL_TYPES.has(entries[name]!.type));
   const narrowed = new Map<string, StrictSchema>();
   return (value) => {
     let keyList = '';
     for (const key in value) {
-      if (!Object.hasOwn(entries, key)) return parseWith(schema, value, status);
+      if (!Object.hasOwn(entries, key)) return parseChecked(schema, value, status, storedText);
       keyList += `${key}\n`;
     }
     let subset = narrowed.get(keyList);
@@ -91,6 +111,6 @@ export function presentFieldsParser<TSchema extends StrictSchema>(schema: TSchem
       if (narrowed.size >= 256) narrowed.clear();
       narrowed.set(keyList, subset);
     }
-    return parseWith(subset, value, status) as v.InferOutput<TSchema>;
+    return parseChecked(subset, value, status, storedText) as v.InferOutput<TSchema>;
   };
 }

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { textPassesThrough } from './text.js';
 import { MAX_TOOLS } from './chat.js';
 
 const number = (min: number, max: number) => v.pipe(v.number('must be a number'), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`));
@@ -71,9 +72,10 @@ const TextFormat = v.variant('type', [
 /**
  * The stateless Responses-style request. Unknown top-level fields are refused, as for chat: a field
  * the gateway does not know could change what the upstream charges. `previous_response_id` is
- * answered before this schema runs (see `toChatRequest`).
+ * answered before this schema runs (see `toChatRequest`). Its text goes to the vendor and is never
+ * stored in Postgres, as for chat (`textPassesThrough`).
  */
-export const ResponsesRequestSchema = v.strictObject({
+export const ResponsesRequestSchema = textPassesThrough(v.strictObject({
   model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
   input: v.lazy((input) => (typeof input === 'string'
     ? v.pipe(v.string(), v.minLength(1, 'must not be empty'))
@@ -98,6 +100,6 @@ export const ResponsesRequestSchema = v.strictObject({
   truncation: v.optional(v.nullable(v.literal('disabled', "only 'disabled' is supported (the gateway never drops input)"))),
   include: v.optional(v.nullable(v.array(v.string()))),
   stream_options: v.optional(v.nullable(v.looseObject({}))),
-});
+}));
 
 export type ResponsesRequest = v.InferOutput<typeof ResponsesRequestSchema>;

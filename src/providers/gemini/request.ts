@@ -130,7 +130,13 @@ function generationConfig(request: ChatRequest, model: CatalogModel): GeminiGene
   if (request.top_p != null) config.topP = request.top_p;
   if (request.presence_penalty != null) config.presencePenalty = request.presence_penalty;
   if (request.frequency_penalty != null) config.frequencyPenalty = request.frequency_penalty;
-  if (request.seed != null) config.seed = request.seed;
+  if (request.seed != null) {
+    // Gemini's seed is a 32-bit integer; a larger one is the caller's 400 here, not the vendor's.
+    if (request.seed < -2_147_483_648 || request.seed > 2_147_483_647) {
+      throw badRequest(`Invalid value for 'seed': ${model.id} takes a seed from -2147483648 to 2147483647.`, 'seed');
+    }
+    config.seed = request.seed;
+  }
   if (request.n != null && request.n > 1) config.candidateCount = request.n;
   if (request.stop != null) {
     const stops = typeof request.stop === 'string' ? [request.stop] : request.stop;
