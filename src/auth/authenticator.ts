@@ -90,19 +90,25 @@ export class Authenticator {
   }
 
   /**
-   * The key of an inference or billing request from `caller`, or 401/403. A cached key is
-   * checked and returned at once (no promise on the hot path); an unknown one is read from Postgres.
+   * The regular key of an inference request from `caller`, or 401/403 (a management key is 403: it
+   * manages keys and cannot call models). A cached key is checked and returned at once (no promise
+   * on the hot path); an unknown one is read from Postgres.
    */
   apiKey(caller: Caller): AuthenticatedKey | Promise<AuthenticatedKey> {
+    return this.key(caller, false);
+  }
+
+  /** A regular or a management key (billing, BYOK, catalog: either acts for its owner). */
+  private key(caller: Caller, managementAllowed: boolean): AuthenticatedKey | Promise<AuthenticatedKey> {
     const token = bearerToken(caller.headers.authorization);
     const parsed = token ? parseApiKey(token) : undefined;
     if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
     const cached = this.cache.get(parsed.publicId);
-    if (cached && cached.until > Date.now()) return this.check(cached, parsed, caller);
-    return this.lookup(parsed.publicId).then((entry) => this.check(entry, parsed, caller));
+    if (cached && cached.until > Date.now()) return this.check(cached, parsed, caller, managementAllowed);
+    return this.lookup(parsed.publicId).then((entry) => this.check(entry, parsed, caller, managementAllowed));
   }
 
-  private check(entry: CacheEntry, parsed: ParsedApiKey, caller: Caller): AuthenticatedKey {
+  private check(entry: CacheEntry, parsed: ParsedApiKey, caller: Caller, managementAllowed: boolean): AuthenticatedKey {
     const key = entry.key;
     if (!key || key.isProvisioning !== parsed.provisioning) throw unauthorized();
     const { row } = key;
@@ -117,6 +123,9 @@ export class Authenticator {
     // Only a key with an ip_whitelist asks for the address (reading it costs a system call).
     if (!key.allowedAddresses.empty && !key.allowedAddresses.contains(caller.clientAddress)) {
       throw new ApiError(403, 'ip_not_allowed', `This API key may not be used from ${caller.clientAddress}: the address is not in its ip_whitelist.`);
+    }
+    if (key.isProvisioning && !managementAllowed) {
+      throw new ApiError(403, 'management_key', 'This is a management key: it manages API keys (/api/v1/api-keys), billing and BYOK, and cannot call models. Use a regular API key.');
     }
     return key;
   }
@@ -168,9 +177,22 @@ export class Authenticator {
     return result.sub;
   }
 
-  /** JWT or API key (billing, catalog); returns the account id. */
+  /** JWT, regular or management key (billing, BYOK, catalog); returns the account id. */
   async jwtOrApiKey(caller: Caller, jwtSecret: string): Promise<string> {
     const authorization = caller.headers.authorization;
-    return looksLikeApiKey(bearerToken(authorization)) ? (await this.apiKey(caller)).userId : this.jwt(authorization, jwtSecret);
+    return looksLikeApiKey(bearerToken(authorization)) ? (await this.key(caller, true)).userId : this.jwt(authorization, jwtSecret);
+  }
+
+  /**
+   * Key management (`/api/v1/api-keys`): a dashboard JWT, or a management key (`sk-<prefix>-prov-…`,
+   * as OpenRouter's provisioning keys: the way to manage keys from code). A regular key is 401, as the
+   * spec answers an API key there. `management` tells the route which it was.
+   */
+  async keyManager(caller: Caller, jwtSecret: string): Promise<{ userId: string; management: boolean }> {
+    const token = bearerToken(caller.headers.authorization);
+    if (looksLikeApiKey(token) && parseApiKey(token!)?.provisioning === true) {
+      return { userId: (await this.key(caller, true)).userId, management: true };
+    }
+    return { userId: await this.jwt(caller.headers.authorization, jwtSecret), management: false };
   }
 }

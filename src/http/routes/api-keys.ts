@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
-import { notFound } from '../errors.js';
+import { ApiError, notFound } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { CreateApiKeySchema, UpdateApiKeySchema } from '../schemas/api-keys.js';
 import { parseIsoTimestamp } from '../schemas/text.js';
@@ -60,8 +60,12 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql, redis, keys } = services;
 
   const create = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const { userId, management } = await auth.keyManager(ctx, config.jwtSecret);
     const input = parseWith(CreateApiKeySchema, parseJsonObject(await ctx.body()), 422);
+    // A management key mints regular keys only: another management key takes a dashboard session.
+    if (management && input.is_provisioning) {
+      throw new ApiError(403, 'management_key', 'A management key may create regular keys only; create management keys with a dashboard JWT.', 'is_provisioning');
+    }
     const expiresAt = input.expires_at ? parseIsoTimestamp(input.expires_at)! : null;
     const generated = generateApiKey(config.keyPrefix, input.is_provisioning);
     const row = await insertApiKey(sql, {
@@ -84,7 +88,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
   };
 
   const list = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const { userId } = await auth.keyManager(ctx, config.jwtSecret);
     const rows = await listUserKeys(sql, userId);
     const nowMs = Date.now();
     const spends = await keySpendsOf(sql, rows, nowMs);
@@ -92,7 +96,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
   };
 
   const update = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const { userId } = await auth.keyManager(ctx, config.jwtSecret);
     const id = ctx.params[0] ?? '';
     const input = parseWith(UpdateApiKeySchema, parseJsonObject(await ctx.body()), 422);
     const changes: ApiKeyChanges = {};
@@ -113,7 +117,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
   };
 
   const revoke = async (ctx: RequestContext): Promise<void> => {
-    const userId = await auth.jwt(ctx.headers.authorization, config.jwtSecret);
+    const { userId } = await auth.keyManager(ctx, config.jwtSecret);
     const id = ctx.params[0] ?? '';
     // Another user's key and a missing key look the same: never reveal which ids exist.
     const row = UUID.test(id) ? await revokeUserKey(sql, userId, id) : undefined;
