@@ -8,7 +8,7 @@
 // level is lowered to what the open-file limit allows (raised first with prlimit where permitted) and
 // the line says so; growth per 1,000 streams is then the figure to compare.
 // Options: MEMORY_STREAMS (1000,5000,10000), MEMORY_SETTLE_MS (25000: each level, long enough for an idle
-// thread's collection, src/idle-gc.ts), MEMORY_SIDES (gateway,bare), BENCH_THREADS (2).
+// thread's collection, src/idle-gc.ts), MEMORY_SIDES (gateway,bare), BENCH_THREADS (2). About 7 minutes.
 import net from 'node:net';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -29,6 +29,8 @@ const CONNECT_BATCH = 250;
 const FIRST_EVENT_TIMEOUT_MS = 30_000;
 /** Descriptors kept free in the server beyond its idle count and two per stream. */
 const FD_MARGIN = 64;
+/** The second reading after closing every stream: past the token counter's idle minute (src/worker-pool.ts). */
+const AFTER_CLOSE_LONG_MS = 90_000;
 /** Short streams run before the 0 level, so both servers are measured warm. */
 const WARMUP_STREAMS = 500;
 
@@ -112,10 +114,11 @@ class HeldStreams {
     return new Promise((resolve, reject) => {
       const socket = net.connect({ port, host, noDelay: true });
       let head = '';
-      let open = false;
+      /** Opened (its first event came) or failed: either way, decided. */
+      let settled = false;
       const fail = (why: string) => {
-        if (open) return;
-        open = true; // settled
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         socket.destroy();
         reject(new Error(`${this.server.name}: a stream did not open: ${why}`));
@@ -123,21 +126,21 @@ class HeldStreams {
       const timer = setTimeout(() => fail(`no first event within ${FIRST_EVENT_TIMEOUT_MS} ms`), FIRST_EVENT_TIMEOUT_MS);
       socket.once('connect', () => socket.write(request));
       socket.on('data', (chunk: Buffer) => {
-        if (open) return;
+        if (settled) return;
         head += chunk.toString('latin1');
         if (!head.startsWith('HTTP/1.1 200')) {
           if (head.includes('\r\n')) fail(head.slice(0, 300));
           return;
         }
         if (!head.includes('data:')) return;
-        open = true;
+        settled = true;
         clearTimeout(timer);
         this.sockets.add(socket);
         resolve();
       });
       socket.on('error', (error) => fail(error.message));
       socket.on('close', () => {
-        if (!open) return fail(`closed: ${head.slice(0, 300)}`);
+        if (!settled) return fail(`closed: ${head.slice(0, 300)}`);
         if (this.sockets.delete(socket)) {
           this.lost++;
           this.lastLoss = head.slice(-200);
@@ -195,14 +198,17 @@ async function measure(server: Server, levels: number[], settleMs: number): Prom
     note(`${server.name}: ${level} streams (opened in ${opened} ms), ${round(rss, 1)} MiB`);
   }
   await held.closeAll();
+  // Closing is work (each call settles; a call cut before its usage has its tokens counted, in a worker
+  // that stays a minute): read once after the settle time, once after that minute.
   const afterClose = await settledRss(pid, settleMs);
+  const afterMinute = await settledRss(pid, Math.max(0, AFTER_CLOSE_LONG_MS - settleMs));
   const top = figures[figures.length - 1]!;
   return {
     server: server.name,
     levels: figures,
     growth_mb_per_1000_streams: top.streams > 0 ? round((top.growth_mb * 1000) / top.streams, 2) : NaN,
     kib_per_stream: top.streams > 0 ? round((top.growth_mb * 1024) / top.streams, 1) : NaN,
-    rss_mb_after_closing_all: round(afterClose, 1),
+    rss_mb_after_closing_all: { [`${Math.round(settleMs / 1000)}s`]: round(afterClose, 1), [`${Math.round(Math.max(settleMs, AFTER_CLOSE_LONG_MS) / 1000)}s`]: round(afterMinute, 1) },
   };
 }
 
