@@ -46,7 +46,7 @@ export default async function generateAudio(input: GenerateAudioInput): Promise<
   if (made.kind === 'refused') return made;
   try {
     const bytes = made.kind === 'bytes' ? made.bytes : (await fetchGuarded(made.url, { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback })).bytes;
-    const stored = await storeAudio(store, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    const stored = await storeAudio(store, bytes);
     if (!stored.ok) return { kind: 'unavailable', reason: stored.reason, message: stored.message };
     return { kind: 'stored', url: stored.url, bytes: stored.bytes, format: stored.format, seconds: stored.seconds };
   } catch (error) {

@@ -6,8 +6,8 @@ import type { ScriptBatcher } from './script-batcher.js';
 import type { SettledCall, SettleInput, SettleResult } from './scripts.js';
 import { lockLedgers } from '../ledger/locks.js';
 import { log } from '../log.js';
+import { UUID } from '../store/ids.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Ids per Postgres lookup. */
 const LOOKUP_CHUNK = 5000;
 

@@ -15,6 +15,7 @@ import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
 import { keyPeriodStartMs } from '../billing/credit-period.js';
 import { keyPeriodSpend, ledgerSnapshot, listAccountIds, listLimitedKeys, type LedgerSnapshot } from '../store/ledger-check.js';
+import { UUID } from '../store/ids.js';
 
 export type LedgerDifference =
   /** Redis credits differ from the Postgres sum minus the charges still pending in the ledger stream. */
@@ -62,7 +63,6 @@ interface RedisMoney {
   readonly pending: [id: string, charge: string][];
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INTEGER = /^-?\d+$/;
 /** A task's hold id (store/tasks.ts `holdIdOf`). */
 const TASK_HOLD = /:task-[0-9a-f-]{36}$/;

@@ -13,8 +13,7 @@ import { usdToNano } from '../../catalog/model.js';
 import { keyPeriodStartMs } from '../../billing/credit-period.js';
 import { keyPeriodSpend } from '../../store/ledger-check.js';
 import type { Sql } from '../../store/db.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { UUID } from '../../store/ids.js';
 
 /** The masked record of the spec; `full_key` only for keys whose text was kept (encrypted). */
 export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox, spend: KeySpend): Record<string, unknown> {

@@ -8,8 +8,8 @@ import { usdToNano } from '../../catalog/model.js';
 import { MAX_ALERTS_PER_USER, createAlert } from '../../billing/alerts.js';
 import { deleteUserAlert, listUserAlerts, type BillingAlertRow } from '../../store/billing-alerts.js';
 import { accountAddress } from '../../store/accounts.js';
+import { UUID } from '../../store/ids.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_THRESHOLD_USD = 1e9;
 
 const Email = v.pipe(v.string('must be a string'), v.trim(), v.maxLength(254, 'must be at most 254 characters'), v.email('must be an email address'));

@@ -10,8 +10,7 @@ import { configCarriesCredential, maskApiKey, maskConfig } from '../../auth/byok
 import {
   BYOK_PROVIDERS, deleteByok, findUserByok, insertByok, listByok, updateByok, type ByokChanges, type ByokProvider, type ByokRow,
 } from '../../store/byok.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { UUID } from '../../store/ids.js';
 
 const credentialRequired = () => new ApiError(
   422, 'validation_error',

@@ -20,8 +20,7 @@ import { shardOf } from '../../tasks/shards.js';
 import { taskObject } from '../../tasks/task-object.js';
 import { children } from '../../metrics.js';
 import { log } from '../../log.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { UUID } from '../../store/ids.js';
 
 export interface TaskSubmission {
   readonly model: MediaModel;

@@ -12,8 +12,7 @@ import { videoCallOf } from '../../tasks/video-job.js';
 import { vendorHintValid } from '../../tasks/vendor-hints.js';
 import { parseQuery } from '../router.js';
 import { callbackUrlOf, checkPublicUrl, taskRoutes } from './tasks.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { UUID } from '../../store/ids.js';
 
 /**
  * `POST /v1/videos/generations` and its reads. A submit is validated against the model's profile,
