@@ -13,9 +13,12 @@
 
   Token budgets (rate_limit_tph, rate_limit_tpd): settle.lua adds each call's tokens to minute and
   quarter-hour buckets; the last 60 minute buckets are the hour, the last 96 quarter buckets the day.
-  A call is refused once a budget is spent (tokens are known only at settlement, so calls already
-  in flight may take a window past its budget). A lease's extra slots are bounded by the budgets
-  too: their worst-case tokens (ARGV[14] each) fit in 1/8 of what is left.
+  A lease reserves its calls' worst-case tokens (ARGV[14] per slot) as it reserves credit: field
+  `h` of KEYS[9] holds what open leases reserve, field `l<lease id>` each lease's share, and a call
+  is admitted only while used + reserved + its own worst case fits every budget, so calls in flight
+  can never take a window past it. settle.lua moves a settled call from reserved to used (at its
+  actual count); expire.lua drops a dead lease's share. A lease's extra slots fit in 1/8 of what
+  is left. A call with no tokens (ARGV[14] = 0: images, tasks) neither checks nor reserves them.
 
   Credit limit: the key's spend hash holds its spend in the current period and the credit its open
   leases hold; spent + held never exceeds the cap. A new period (ARGV[11] differs from the stored
@@ -38,14 +41,15 @@
   KEYS[6]  open reservations           (hash: reservation or lease id -> nano-USD still held)
   KEYS[7]  reservation deadlines       (zset: reservation or lease id -> expiry ms)
   KEYS[8]  spend of the key            (hash: period -> period start ms, spent, held; nano-USD)
-  KEYS[9]  token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens)
+  KEYS[9]  token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens used; h -> tokens
+                                        reserved by open leases, l<lease id> -> the lease's share)
   KEYS[10] leases holding slack        (hash: lease id -> unused credit at its last report, nano-USD)
   KEYS[11] recall flag of the user     (string, expiring)
   ARGV[1]  lease id
   ARGV[2]  cost of the asking call, nano-USD (integer): the least credit the lease must hold
   ARGV[3]  credit wanted, nano-USD (integer, >= ARGV[2])
-  ARGV[4]  slots wanted (integer, >= 1; 0 reserves credit only, neither checking nor counting the
-           rate windows and token budgets: the call's request was counted by an earlier admission)
+  ARGV[4]  slots wanted (integer, >= 1; 0 reserves credit and tokens for one call, neither checking
+           nor counting the request windows: the call's request was counted by an earlier admission)
   ARGV[5]  requests allowed per window
   ARGV[6]  window length, ms
   ARGV[7]  reservation time-to-live, ms
@@ -55,7 +59,7 @@
   ARGV[11] start of the key's current credit period, ms (used only with a credit limit)
   ARGV[12] the key's tokens per hour (rate_limit_tph), -1 for none
   ARGV[13] the key's tokens per day (rate_limit_tpd), -1 for none
-  ARGV[14] worst-case tokens of one call (integer, >= 1)
+  ARGV[14] worst-case tokens of one call (integer, >= 0)
   ARGV[15] the key's id (lease ids of the key begin with it and ':')
   ARGV[16] recall wait, ms: above 0, a refusal that recalling the leases' slack may avert answers
            code 6 (and recalls); 0 refuses at once
@@ -73,6 +77,8 @@
     {5, 0}                                  the key's spend is not loaded (the caller loads it from Postgres, loadspend.lua, and retries)
     {6, available or credit limit left, which}  not covered now, but leases hold slack that may cover it: recalled,
                                             retry; which: 0 the balance (else code 2), 1 the credit limit (else code 4)
+    {7, budget, which}                      the call's worst-case tokens exceed a whole token budget (which: 2 tph,
+                                            3 tpd): it can never be admitted under it
 ]]
 local rcall = redis.call
 local rateKey, weightsKey, minuteKey, minuteWeightsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -93,7 +99,7 @@ local cap = tonumber(ARGV[10])
 local periodStart = ARGV[11]
 local tph = tonumber(ARGV[12])
 local tpd = tonumber(ARGV[13])
-local callTokens = math.max(1, tonumber(ARGV[14]))
+local callTokens = math.max(0, tonumber(ARGV[14]))
 local keyId = ARGV[15]
 local recallMs = tonumber(ARGV[16])
 local MINUTE_MS, QUARTER_MS = 60000, 900000
@@ -161,40 +167,50 @@ if windowed then
   if hasRpm and usedMinute >= rpm then return {1, retryIn(minuteKey, minuteWeightsKey, usedMinute, rpm, MINUTE_MS), 1} end
 end
 
--- Token budgets: sum the buckets still in their window (dropping the rest); when one is spent,
--- retry once enough of its oldest buckets have left it.
+-- Token budgets: sum the buckets still in their window (dropping the rest) and what open leases
+-- reserve; when the call's worst case does not fit, retry once enough has left the window.
 local spareTokens = nil
-if windowed and (tph >= 0 or tpd >= 0) then
+local budgeted = callTokens > 0 and (tph >= 0 or tpd >= 0)
+if budgeted then
+  if tph >= 0 and callTokens > tph then return {7, tph, 2} end
+  if tpd >= 0 and callTokens > tpd then return {7, tpd, 3} end
   local fields = rcall('HGETALL', tokensKey)
   local minute, quarter = math.floor(nowMs / MINUTE_MS), math.floor(nowMs / QUARTER_MS)
   local hourly, daily, stale = {}, {}, {}
-  local usedHour, usedDay = 0, 0
+  local usedHour, usedDay, reserved = 0, 0, 0
   for i = 1, #fields, 2 do
-    local kind, index, tokens = string.sub(fields[i], 1, 1), tonumber(string.sub(fields[i], 2)), tonumber(fields[i + 1])
-    if kind == 'm' and index > minute - HOUR_BUCKETS then
-      usedHour = usedHour + tokens
-      hourly[#hourly + 1] = {index, tokens}
-    elseif kind == 'q' and index > quarter - DAY_BUCKETS then
-      usedDay = usedDay + tokens
-      daily[#daily + 1] = {index, tokens}
-    else
-      stale[#stale + 1] = fields[i]
+    local kind = string.sub(fields[i], 1, 1)
+    if kind == 'h' then
+      reserved = math.max(0, tonumber(fields[i + 1]))
+    elseif kind == 'm' or kind == 'q' then
+      local index, tokens = tonumber(string.sub(fields[i], 2)), tonumber(fields[i + 1])
+      if kind == 'm' and index > minute - HOUR_BUCKETS then
+        usedHour = usedHour + tokens
+        hourly[#hourly + 1] = {index, tokens}
+      elseif kind == 'q' and index > quarter - DAY_BUCKETS then
+        usedDay = usedDay + tokens
+        daily[#daily + 1] = {index, tokens}
+      else
+        stale[#stale + 1] = fields[i]
+      end
     end
   end
   if #stale > 0 then rcall('HDEL', tokensKey, unpack(stale)) end
+  -- Calls in flight free their reservation within seconds; tokens used leave with their bucket.
   local function retryAfter(buckets, used, budget, bucketMs, count)
+    if used + callTokens <= budget then return 1000 end
     table.sort(buckets, function(a, b) return a[1] < b[1] end)
-    local excess = used - budget + 1
+    local excess = used + reserved + callTokens - budget
     for _, bucket in ipairs(buckets) do
       excess = excess - bucket[2]
       if excess <= 0 then return math.max(1, (bucket[1] + count) * bucketMs - nowMs) end
     end
     return bucketMs * count
   end
-  if tph >= 0 and usedHour >= tph then return {1, retryAfter(hourly, usedHour, tph, MINUTE_MS, HOUR_BUCKETS), 2} end
-  if tpd >= 0 and usedDay >= tpd then return {1, retryAfter(daily, usedDay, tpd, QUARTER_MS, DAY_BUCKETS), 3} end
-  if tph >= 0 then spareTokens = tph - usedHour end
-  if tpd >= 0 and (not spareTokens or tpd - usedDay < spareTokens) then spareTokens = tpd - usedDay end
+  if tph >= 0 and usedHour + reserved + callTokens > tph then return {1, retryAfter(hourly, usedHour, tph, MINUTE_MS, HOUR_BUCKETS), 2} end
+  if tpd >= 0 and usedDay + reserved + callTokens > tpd then return {1, retryAfter(daily, usedDay, tpd, QUARTER_MS, DAY_BUCKETS), 3} end
+  if tph >= 0 then spareTokens = tph - usedHour - reserved - callTokens end
+  if tpd >= 0 and (not spareTokens or tpd - usedDay - reserved - callTokens < spareTokens) then spareTokens = tpd - usedDay - reserved - callTokens end
 end
 
 -- The most a recall could free: the whole reservation of each lease with slack (of the key, for its
@@ -277,6 +293,12 @@ rcall('HINCRBY', balanceKey, 'held', string.format('%d', credit))
 rcall('HSET', reservationsKey, leaseId, string.format('%d', credit))
 rcall('ZADD', deadlinesKey, nowMs + ttlMs, leaseId)
 rcall('HINCRBY', spendKey, 'held', string.format('%d', credit))
+if budgeted then
+  local tokens = callTokens * math.max(1, slots)
+  rcall('HINCRBY', tokensKey, 'h', tokens)
+  rcall('HSET', tokensKey, 'l' .. leaseId, tokens)
+  rcall('PEXPIRE', tokensKey, 86400000 + QUARTER_MS)
+end
 if credit > callCost then
   rcall('HSET', slackKey, leaseId, string.format('%d', credit - callCost))
   rcall('HINCRBY', balanceKey, 'slack', string.format('%d', credit - callCost))

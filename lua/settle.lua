@@ -11,6 +11,9 @@
   because they were served and their cost is owed, and the mark keeps the lease's last batch so a
   resend charges nothing twice.
 
+  A call's tokens are added to the key's buckets in the same step as its worst case leaves the
+  lease's token reservation, so the budgets never see a call neither reserved nor used.
+
   Lease slack (see admit.lua): a lease granted slack reports with each batch the unused credit it
   holds after it (ARGV[8]), which becomes its entry in KEYS[13] and its share of the balance's
   `slack`; a retired lease (ARGV[9] = 1) or a closed one leaves KEYS[13]. When the last lease with
@@ -27,7 +30,7 @@
   KEYS[9]  per-minute window of the key (zset)
   KEYS[10] per-minute window weights   (hash)
   KEYS[11] spend of the key            (hash: period, spent, held; see admit.lua)
-  KEYS[12] token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens)
+  KEYS[12] token buckets of the key    (hash: m<minute> and q<quarter hour> -> tokens; h and l<lease id> -> tokens reserved, see admit.lua)
   KEYS[13] leases holding slack        (hash: lease id -> unused credit at its last report)
   KEYS[14] recall flag of the user     (string, expiring; see admit.lua)
   ARGV[1]  lease id
@@ -41,7 +44,9 @@
   ARGV[9]  1 when the lease admits no more calls (retired: its unused credit is released by now)
   ARGV[10] pub/sub channel of recalls
   ARGV[11] the user's id
-  ARGV[12..] quadruples: call id, cost nano-USD (integer; capped at what the lease holds), tokens used, ledger event (JSON, opaque here)
+  ARGV[12] tokens the lease no longer reserves after this batch: the worst cases of its settled calls
+           and, once retired, what it reserved for calls it will not admit (integer; closing releases all)
+  ARGV[13..] quadruples: call id, cost nano-USD (integer; capped at what the lease holds), tokens used, ledger event (JSON, opaque here)
 
   Returns {code, charged}:
     {0, nano-USD charged by this batch}
@@ -85,7 +90,7 @@ else
 end
 
 local charged, fromHeld, tokens = 0, 0, 0
-for i = 12, #ARGV, 4 do
+for i = 13, #ARGV, 4 do
   local charge = math.max(0, tonumber(ARGV[i + 1]))
   if held then
     if charge > held - fromHeld then charge = held - fromHeld end
@@ -141,6 +146,15 @@ end
 if rcall('EXISTS', spendKey) == 1 then
   if charged > 0 then rcall('HINCRBY', spendKey, 'spent', string.format('%d', charged)) end
   if freed > 0 then rcall('HINCRBY', spendKey, 'held', string.format('-%d', freed)) end
+end
+
+local reservedField = 'l' .. leaseId
+local reservedTokens = tonumber(rcall('HGET', tokensKey, reservedField) or '0')
+if reservedTokens > 0 then
+  local freedTokens = reservedTokens
+  if not closing then freedTokens = math.max(0, math.min(reservedTokens, tonumber(ARGV[12]))) end
+  if freedTokens == reservedTokens then rcall('HDEL', tokensKey, reservedField) else rcall('HSET', tokensKey, reservedField, reservedTokens - freedTokens) end
+  if freedTokens > 0 then rcall('HINCRBY', tokensKey, 'h', -freedTokens) end
 end
 
 if tokens > 0 then

@@ -169,10 +169,10 @@ t.test('Lua scripts against Redis', async (t) => {
   /** A lease asked for `calls` calls of `callNano` each. */
   const leaseInput = (user: string, leaseId: string, callNano: bigint, calls: number, over: AdmitOver = {}): AdmitInput =>
     admitInput(user, leaseId, callNano, { wantCreditNano: callNano * BigInt(calls), wantSlots: calls, ...over });
-  interface SettleOver { keyId?: string; close?: boolean; unusedSlots?: number; releaseNano?: bigint; epoch?: string; tokens?: number }
+  interface SettleOver { keyId?: string; close?: boolean; unusedSlots?: number; releaseNano?: bigint; epoch?: string; tokens?: number; tokensFreed?: number }
   const settleInput = (user: string, leaseId: string, batch: number, calls: [string, bigint, string?][], over: SettleOver = {}): SettleInput => ({
     userId: user, keyId: over.keyId ?? 'key-1', leaseId, epoch: over.epoch ?? '0', batch, ttlMs: 60_000, close: over.close ?? false, unusedSlots: over.unusedSlots ?? 0,
-    releaseNano: over.releaseNano ?? 0n,
+    releaseNano: over.releaseNano ?? 0n, tokensFreed: over.tokensFreed ?? 0,
     calls: calls.map(([callId, chargeNano, event]) => ({ callId, chargeNano, tokens: over.tokens ?? 0, event: event ?? `{"call":"${callId}"}` })),
   });
   /** The grant of an admitted result, as plain comparable values (fails the test otherwise). */
@@ -201,7 +201,7 @@ t.test('Lua scripts against Redis', async (t) => {
   });
 
   t.test('each script declares and uses exactly the KEYS count the wrapper passes', async (t) => {
-    t.same(SCRIPT_KEY_COUNTS, { admit: 11, settle: 14, hydrate: 2, credit: 1, loadspend: 1, expire: 7, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 }, 'pinned KEYS counts');
+    t.same(SCRIPT_KEY_COUNTS, { admit: 11, settle: 14, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 }, 'pinned KEYS counts');
     const luaDir = new URL('../../lua/', import.meta.url);
     const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
     t.same(files, Object.keys(SCRIPT_KEY_COUNTS).sort(), 'one count per lua/*.lua file');
@@ -518,15 +518,23 @@ t.test('Lua scripts against Redis', async (t) => {
     t.match(grantOf(t, await scripts.admit(admitInput(user, 'h', 5000n, { limit: 1000 }))), { creditNano: 5000n }, 'without a cap the key is not limited');
   });
 
-  t.test('token budgets: a spent hour or day refuses with its own Retry-After; tokens count at settlement', async (t) => {
+  t.test('token budgets: a call reserves its worst-case tokens at admission and counts what it used at settlement; a spent hour or day refuses with its own Retry-After', async (t) => {
     const user = 'tokens';
     await hydrate(redis, keys, user, 1_000_000n, 1_000_000n);
-    const tph = { keyLimits: { tph: 100 }, limit: 1000 };
+    const tokenHash = (keyId = 'key-1') => redis.hgetall(keys.keyTokens(user, keyId));
+    const reserved = async (keyId = 'key-1') => Object.fromEntries(Object.entries(await tokenHash(keyId)).filter(([field]) => field === 'h' || field.startsWith('l')));
+    const tph = { keyLimits: { tph: 100 }, limit: 1000, callTokens: 40 };
     grantOf(t, await scripts.admit(admitInput(user, 'a', 1n, tph)));
-    grantOf(t, await scripts.admit(admitInput(user, 'b', 1n, tph)), 'tokens are not known before settlement: a second call is admitted');
-    await scripts.settle(settleInput(user, 'a', 1, [['ca', 1n]], { close: true, tokens: 60 }));
-    grantOf(t, await scripts.admit(admitInput(user, 'c', 1n, tph)), '60 of 100 used');
+    grantOf(t, await scripts.admit(admitInput(user, 'b', 1n, tph)), 'two worst cases of 40 fit in 100');
+    t.same(await reserved(), { h: '80', la: '40', lb: '40' }, 'each lease reserves its worst case');
+    t.same(await scripts.admit(admitInput(user, 'c', 1n, tph)), { kind: 'rate_limited', retryAfterMs: 1000, limit: 'tph' },
+      'a third does not fit beside the two in flight (nothing used yet): retry when they settle');
+    await scripts.settle(settleInput(user, 'a', 1, [['ca', 1n]], { close: true, tokens: 10 }));
+    t.same(await reserved(), { h: '40', lb: '40' }, 'settling moves the call from reserved to used');
+    grantOf(t, await scripts.admit(admitInput(user, 'c', 1n, tph)), '10 used + 40 reserved + 40 fits');
     await scripts.settle(settleInput(user, 'b', 1, [['cb', 1n]], { close: true, tokens: 40 }));
+    await scripts.settle(settleInput(user, 'c', 1, [['cc', 1n]], { close: true, tokens: 50 }));
+    t.same(await reserved(), { h: '0' }, 'nothing reserved once every call settled');
     const before = await redisNowMs();
     const refused = await scripts.admit(admitInput(user, 'd', 1n, tph));
     t.match(refused, { kind: 'rate_limited', limit: 'tph' }, '100 of 100 used: refused');
@@ -534,24 +542,40 @@ t.test('Lua scripts against Redis', async (t) => {
     const minuteLeaves = (Math.floor(before / 60_000) + 60) * 60_000 - before;
     t.ok(retryMs > 0 && Math.abs(retryMs - minuteLeaves) < 100, `Retry-After ${retryMs} ms: when this minute's bucket leaves the hour (${minuteLeaves})`);
     t.equal(await redis.hexists(keys.reservations(user), 'd'), 0, 'nothing reserved');
-    t.match(await scripts.admit(admitInput(user, 'e', 1n, { keyLimits: { tph: 101 }, limit: 1000 })), { kind: 'admitted' }, 'a budget of 101 has room');
-    const tpd = await scripts.admit(admitInput(user, 'f', 1n, { keyLimits: { tpd: 100 }, limit: 1000 }));
-    t.match(tpd, { kind: 'rate_limited', limit: 'tpd' }, 'the day counts the same tokens');
+    t.match(await scripts.admit(admitInput(user, 'e', 1n, { ...tph, keyLimits: { tph: 140 } })), { kind: 'admitted' }, 'a budget of 140 has room for 100 used + 40');
+    const tpd = await scripts.admit(admitInput(user, 'f', 1n, { ...tph, keyLimits: { tpd: 139 } }));
+    t.match(tpd, { kind: 'rate_limited', limit: 'tpd' }, 'the day counts the same tokens, and what e reserves');
     const dayRetry = tpd.kind === 'rate_limited' ? tpd.retryAfterMs : -1;
     const quarterLeaves = (Math.floor(before / 900_000) + 96) * 900_000 - before;
     t.ok(Math.abs(dayRetry - quarterLeaves) < 100, `Retry-After ${dayRetry} ms: when this quarter hour leaves the day (${quarterLeaves})`);
-    t.match(await scripts.admit(admitInput(user, 'g', 1n, { limit: 1000 })), { kind: 'admitted' }, 'without budgets tokens do not limit');
+    t.same(await scripts.admit(admitInput(user, 'f', 1n, { keyLimits: { tph: 1000, tpd: 39 }, limit: 1000, callTokens: 40 })), { kind: 'too_large', limit: 'tpd', budget: 39 },
+      'a worst case above the whole budget can never be admitted');
+    t.match(await scripts.admit(admitInput(user, 'g', 1n, { limit: 1000, callTokens: 40 })), { kind: 'admitted' }, 'without budgets tokens do not limit');
+    t.match(await scripts.admit(admitInput(user, 'g2', 1n, { ...tph, callTokens: 0 })), { kind: 'admitted' }, 'a call that spends no tokens is not limited by them');
+    t.same(await reserved(), { h: '40', le: '40' }, 'and neither reserves any');
     // Old buckets leave the window: one two hours old counts for the day but not the hour.
     const oldMinute = Math.floor(before / 60_000) - 120;
     await redis.hset(keys.keyTokens(user, 'key-2'), `m${oldMinute}`, 500, `q${Math.floor((oldMinute * 60_000) / 900_000)}`, 500);
     t.match(await scripts.admit(admitInput(user, 'h', 1n, { keyId: 'key-2', keyLimits: { tph: 100 }, limit: 1000 })), { kind: 'admitted' }, 'two hours ago is not in the hour');
     t.equal(await redis.hexists(keys.keyTokens(user, 'key-2'), `m${oldMinute}`), 0, 'and its minute bucket is dropped');
     t.match(await scripts.admit(admitInput(user, 'i', 1n, { keyId: 'key-2', keyLimits: { tpd: 100 }, limit: 1000 })), { kind: 'rate_limited', limit: 'tpd' }, 'but it is in the day');
-    // A lease's extra slots: their worst-case tokens within 1/8 of the budget left (10000 - 0) / 8 / 100 = 12.
+    // A lease's extra slots: their worst-case tokens within 1/8 of the budget left (10000 - 100) / 8 / 100 = 12.
     t.match(grantOf(t, await scripts.admit(leaseInput(user, 'j', 1n, 64, { keyId: 'key-3', keyLimits: { tph: 10_000, tpd: 50_000 }, limit: 1000, callTokens: 100 }))),
       { slots: 13 }, 'lease slots bounded by the tighter token budget');
+    t.same(await reserved('key-3'), { h: '1300', lj: '1300' }, 'the lease reserves the worst case of each of its slots');
+    await scripts.settle(settleInput(user, 'j', 1, [['j1', 1n]], { keyId: 'key-3', tokens: 30, tokensFreed: 100 }));
+    t.same(await reserved('key-3'), { h: '1200', lj: '1200' }, 'a settled call leaves the reservation');
+    await scripts.settle(settleInput(user, 'j', 2, [], { keyId: 'key-3', close: true, unusedSlots: 12 }));
+    t.same(await reserved('key-3'), { h: '0' }, 'closing releases the rest');
     t.match(grantOf(t, await scripts.admit(leaseInput(user, 'k', 1n, 64, { keyId: 'key-4', keyLimits: { tph: 799 }, limit: 1000, callTokens: 100 }))),
       { slots: 1 }, 'no extra slot when 1/8 of the budget left is below one call');
+    await redis.zadd(keys.reservationDeadlines(user), (await redisNowMs()) - 1, 'k');
+    t.equal(await expireLease(redis, keys, user, 'key-4', 'k'), 1n, 'a dead lease expires');
+    t.same(await reserved('key-4'), { h: '0' }, 'and its tokens go back to the budgets');
+    const creditOnly = { ...admitInput(user, 'l', 1n, { keyId: 'key-4', keyLimits: { tph: 799 }, limit: 1000, callTokens: 700 }), wantSlots: 0 };
+    t.match(await scripts.admit(creditOnly), { kind: 'admitted' }, 'a credit-only admission (a BYOK fallback) is checked against the budgets');
+    t.same(await reserved('key-4'), { h: '700', ll: '700' }, 'and reserves its tokens');
+    t.match(await scripts.admit({ ...creditOnly, leaseId: 'm' }), { kind: 'rate_limited', limit: 'tph' }, 'so a second one does not fit');
   });
 
   t.test('credit only (no slots wanted): the windows are neither checked nor counted; credit and the cap still apply', async (t) => {

@@ -91,38 +91,51 @@ t.test('credit_limit: calls until the cap would be passed, then 402 credit_limit
   t.equal(await gateway.redis.exists(`${gateway.prefix}{u:${user}}:kspend:${id}`, `${gateway.prefix}{u:${user}}:ktok:${id}`), 0, "DELETE clears the key's counters");
 });
 
-t.test('rate_limit_tph and rate_limit_tpd: spent budgets answer 429 with Retry-After and the token headers', async (t) => {
+t.test('rate_limit_tph and rate_limit_tpd: each call reserves its worst case; spent budgets answer 429 with Retry-After and the token headers', async (t) => {
   const user = 'token-user';
   const { token, key } = await fastUser(gateway, user, '5');
   const id = await newestKeyId(gateway.url, token);
-  await updateKey(gateway.url, token, id, { rate_limit_tph: 30 });
   const body = bodyOf('tokens [[mock chunks=2]]');
+  // The worst case the gateway reserves: the body's bytes bound the prompt's tokens, plus max_tokens.
+  const worst = Buffer.byteLength(body) + MAX_TOKENS;
+  await updateKey(gateway.url, token, id, { rate_limit_tph: worst - 1 });
+  const tooLarge = await chat(key, body);
+  assertEnvelope(t, tooLarge, 400, 'request_too_large', 'a call whose worst case exceeds the whole budget');
+  t.match(tooLarge.body.msg, new RegExp(`up to ${worst} tokens.*rate_limit_tph of ${worst - 1} tokens per hour`), 'the message gives both figures');
+
+  const budget = worst * 3;
+  await updateKey(gateway.url, token, id, { rate_limit_tph: budget });
   const first = await chat(key, body);
   t.equal(first.status, 200);
   const used = first.body.usage.prompt_tokens + first.body.usage.completion_tokens;
-  t.ok(used > 0 && used < 30, `one call uses ${used} of 30 tokens`);
+  t.ok(used > 0 && used < worst, `one call uses ${used} tokens of its worst case ${worst}`);
   const results: Call[] = [first];
-  while (results.length < 40 && results.at(-1)!.status === 200) results.push(await chat(key, body));
+  while (results.length < 100 && results.at(-1)!.status === 200) results.push(await chat(key, body));
   const refused = results.at(-1)!;
-  assertEnvelope(t, refused, 429, 'rate_limit_exceeded', 'once the hour is spent');
-  t.equal(results.length - 1, Math.ceil(30 / used), 'admitted while the hour had tokens left');
-  t.match(refused.body.msg, /rate_limit_tph of 30 tokens per hour/);
+  assertEnvelope(t, refused, 429, 'rate_limit_exceeded', 'once the next worst case no longer fits the hour');
+  const admitted = results.length - 1;
+  t.equal(admitted, Math.floor((budget - worst) / used) + 1, `admitted while used + the worst case fit the budget of ${budget} (${admitted} calls)`);
+  t.ok(admitted * used <= budget, 'the hour spent no more than its budget');
+  t.match(refused.body.msg, new RegExp(`rate_limit_tph of ${budget} tokens per hour`));
   const retryAfter = Number(refused.headers['retry-after']);
   t.ok(retryAfter > 3500 && retryAfter <= 3600, `Retry-After ${retryAfter} s: when this minute's tokens leave the hour`);
-  t.equal(refused.headers['x-ratelimit-limit-tokens'], '30');
+  t.equal(refused.headers['x-ratelimit-limit-tokens'], String(budget));
   t.equal(refused.headers['x-ratelimit-remaining-tokens'], '0');
 
   const otherKey = await gateway.createKey(token);
   t.equal((await chat(otherKey, body)).status, 200, 'token budgets are per key');
   await updateKey(gateway.url, token, id, { rate_limit_tph: null, rate_limit_tpd: 1_000_000 });
   t.equal((await chat(key, body)).status, 200, 'a day budget with room admits');
-  await updateKey(gateway.url, token, id, { rate_limit_tpd: 30 });
+  await updateKey(gateway.url, token, id, { rate_limit_tpd: budget });
   const daily = await chat(key, body);
   assertEnvelope(t, daily, 429, 'rate_limit_exceeded', 'the day counts the same tokens');
-  t.match(daily.body.msg, /rate_limit_tpd of 30 tokens per day/);
+  t.match(daily.body.msg, new RegExp(`rate_limit_tpd of ${budget} tokens per day`));
   t.ok(Number(daily.headers['retry-after']) > 85_000, 'Retry-After: when the quarter hour leaves the day');
   const money = await leasesClosed(gateway, user);
   t.equal(money.held, 0n, 'refused calls hold nothing');
+  const tokens = await gateway.redis.hgetall(`${gateway.prefix}{u:${user}}:ktok:${id}`);
+  t.equal(tokens.h, '0', 'and no tokens stay reserved');
+  t.same(Object.keys(tokens).filter((field) => field.startsWith('l')), [], 'no lease keeps a share');
 });
 
 t.test("Redis loses the gateway's data: balances and key spend rebuilt from Postgres, calls in flight charged once", async (t) => {

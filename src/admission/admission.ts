@@ -131,15 +131,15 @@ export class Admission {
   }
 
   /** Admits the call from this thread's current lease if it can take it now; undefined otherwise (then `admit`). */
-  admitFromLease(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS): Admitted | undefined {
+  admitFromLease(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS, callTokens = 0): Admitted | undefined {
     const slot = this.slots.get(slotId(userId, keyId));
     const lease = slot?.lease;
     if (!slot || !lease || !sameKeyLimits(lease.keyLimits, limits)) return undefined;
-    return this.takeFrom(slot, lease, callNano, Date.now());
+    return this.takeFrom(slot, lease, callNano, callTokens, Date.now());
   }
 
-  private takeFrom(slot: LeaseSlot, lease: Lease, callNano: bigint, nowMs: number): Admitted | undefined {
-    if (!lease.take(callNano, nowMs, this.policy.lifeMs)) return undefined;
+  private takeFrom(slot: LeaseSlot, lease: Lease, callNano: bigint, callTokens: number, nowMs: number): Admitted | undefined {
+    if (!lease.take(callNano, callTokens, nowMs, this.policy.lifeMs)) return undefined;
     slot.lastUsedAtMs = nowMs;
     // Within a flush Redis learns that this credit is a call's reservation now, not slack: the
     // balance's `held` as users read it (held without slack) counts the call.
@@ -149,9 +149,10 @@ export class Admission {
 
   /**
    * Admits a call of worst-case cost `callNano` and worst-case `callTokens` for a key with its own
-   * `limits`, from this thread's lease or a new one; or throws 429 (with Retry-After), 402 or 503.
+   * `limits`, from this thread's lease or a new one; or throws 429 (with Retry-After), 400 (a call
+   * larger than a whole token budget), 402 or 503.
    */
-  async admit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS, callTokens = 1): Promise<Admitted> {
+  async admit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits = NO_KEY_LIMITS, callTokens = 0): Promise<Admitted> {
     const id = slotId(userId, keyId);
     let slot = this.slots.get(id);
     if (!slot) {
@@ -167,7 +168,7 @@ export class Admission {
         this.retire(current, nowMs);
         current = undefined;
       }
-      const taken = current && this.takeFrom(slot, current, callNano, nowMs);
+      const taken = current && this.takeFrom(slot, current, callNano, callTokens, nowMs);
       if (taken) return taken;
       if (slot.opening) {
         // One lease opens at a time per key and thread; the calls behind it try it first, and if it
@@ -200,24 +201,24 @@ export class Admission {
 
   /**
    * Reserves credit for one call whose request the rate windows already counted (a call that falls
-   * back from the user's own upstream credential to the platform's): the user's `available` and the
-   * key's `credit_limit` apply, the windows and token budgets do not count it again. Its lease admits
-   * nothing else and closes when the call settles.
+   * back from the user's own upstream credential to the platform's): the user's `available`, the
+   * key's `credit_limit` and its token budgets apply (the failed attempt's tokens were released), the
+   * request windows do not count it again. Its lease admits nothing else and closes when the call settles.
    */
-  async admitCredit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits, headers: Readonly<Record<string, string>>): Promise<Admitted> {
-    return { lease: await this.open(userId, keyId, callNano, 1, 0, limits), headers };
+  async admitCredit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits, headers: Readonly<Record<string, string>>, callTokens = 0): Promise<Admitted> {
+    return { lease: await this.open(userId, keyId, callNano, callTokens, 0, limits), headers };
   }
 
   /**
-   * Settles one call admitted from `lease`: `chargeNano` (capped at the call's worst case) is charged,
-   * the rest goes back to the lease, and the ledger event leaves with the lease's next batch.
-   * Returns what is charged.
+   * Settles one call admitted from `lease` with worst cases `callNano` and `callTokens`: `chargeNano`
+   * (capped at `callNano`) is charged, the rest goes back to the lease, `tokens` count in the key's
+   * budgets, and the ledger event leaves with the lease's next batch. Returns what is charged.
    */
-  settle(lease: Lease, callId: string, callNano: bigint, chargeNano: bigint, tokens: number, event: string): bigint {
-    const settled = lease.settleCall(callId, callNano, chargeNano, tokens, event);
+  settle(lease: Lease, callId: string, callNano: bigint, callTokens: number, chargeNano: bigint, tokens: number, event: string): bigint {
+    const settled = lease.settleCall(callId, callNano, callTokens, chargeNano, tokens, event);
     this.settlement.journal?.call(lease, settled);
     // A one-call lease (or one that cannot admit the next call) is done: close it with this batch.
-    if (lease.slotsLeft === 0 || lease.creditLeft === 0n) this.retire(lease, Date.now());
+    if (lease.slotsLeft === 0 || lease.creditLeft === 0n || (lease.tokenBudgeted && lease.tokensLeft === 0)) this.retire(lease, Date.now());
     this.queueFlush(lease);
     return settled.chargeNano;
   }
@@ -287,7 +288,7 @@ export class Admission {
    * before that leaves nothing held for long); it ends with task_settle.lua. Returns the rate headers.
    */
   async holdTask(userId: string, keyId: string, holdId: string, costNano: bigint, limits: KeyLimits): Promise<Readonly<Record<string, string>>> {
-    const lease = await this.open(userId, keyId, costNano, 1, 1, limits, holdId);
+    const lease = await this.open(userId, keyId, costNano, 0, 1, limits, holdId);
     return rateLimitHeaders(lease.rateWindow(Date.now()));
   }
 
@@ -323,7 +324,13 @@ export class Admission {
       this.admitDuration.observe(seconds(started));
       switch (result.kind) {
         case 'admitted':
-          return this.leaseOf(leaseId, userId, keyId, limits, result.grant, callNano, sentAtMs);
+          return this.leaseOf(leaseId, userId, keyId, limits, result.grant, callNano, callTokens, sentAtMs);
+        case 'too_large':
+          this.metrics.rejections.inc({ reason: 'token_limited' });
+          throw new ApiError(400, 'request_too_large',
+            `This request may use up to ${callTokens} tokens (its body's bytes bound the prompt, plus the output allowance), more than this API key's ` +
+            `rate_limit_${result.limit} of ${result.budget} tokens per ${result.limit === 'tph' ? 'hour' : 'day'} allows at all: lower max_tokens (or max_completion_tokens, max_output_tokens) or raise the limit.`,
+            'max_tokens');
         case 'rate_limited':
           throw this.rateLimited(result.limit, result.retryAfterMs, limits);
         case 'insufficient_credits':
@@ -370,9 +377,9 @@ export class Admission {
     });
   }
 
-  private leaseOf(leaseId: string, userId: string, keyId: string, limits: KeyLimits, grant: LeaseGrant, callNano: bigint, sentAtMs: number): Lease {
+  private leaseOf(leaseId: string, userId: string, keyId: string, limits: KeyLimits, grant: LeaseGrant, callNano: bigint, callTokens: number, sentAtMs: number): Lease {
     this.metrics.leaseSlots.observe(grant.slots);
-    return new Lease(leaseId, userId, keyId, limits, grant, callNano, sentAtMs);
+    return new Lease(leaseId, userId, keyId, limits, grant, callNano, callTokens, sentAtMs);
   }
 
   /** Stops `lease` admitting, sizes its key's next lease from how fast this one ran out, and closes it once idle. */
@@ -410,15 +417,17 @@ export class Admission {
   private send(lease: Lease): void {
     if (lease.sending) return;
     const close = lease.closable;
-    if (lease.pending.length === 0 && lease.releaseNano === 0n && !close && !lease.slackReportDue) {
+    if (lease.pending.length === 0 && lease.releaseNano === 0n && lease.tokensFreed === 0 && !close && !lease.slackReportDue) {
       this.flushing.delete(lease);
       return;
     }
     const calls = lease.pending;
     const releaseNano = lease.releaseNano;
+    const tokensFreed = lease.tokensFreed;
     const batch = lease.batch + 1;
     lease.pending = [];
     lease.releaseNano = 0n;
+    lease.tokensFreed = 0;
     lease.sending = true;
     // What the lease holds beyond its calls in flight once this batch is applied (see Lease).
     const slackNano = lease.accepting ? lease.creditLeft : 0n;
@@ -428,7 +437,7 @@ export class Admission {
     const started = process.hrtime.bigint();
     const input = {
       userId: lease.userId, keyId: lease.keyId, leaseId: lease.id, epoch: lease.epoch, batch, ttlMs: this.limits.reservationTtlMs,
-      close, unusedSlots: close ? lease.slotsLeft : 0, releaseNano, calls, slackNano, retired,
+      close, unusedSlots: close ? lease.slotsLeft : 0, releaseNano, calls, slackNano, retired, tokensFreed,
     };
     const journaled = this.settlement.journal?.batch(lease, batch, calls, releaseNano, close, input.unusedSlots);
     const attempt = (tries: number): void => {

@@ -37,6 +37,12 @@ export class Lease {
   retirementSent = false;
   /** Recalled (or replaced): its batches leave at once instead of waiting for the next flush. */
   urgent = false;
+  /** The key has token budgets: each call's worst-case tokens are reserved, as its credit is (see lua/admit.lua). */
+  readonly tokenBudgeted: boolean;
+  /** Tokens reserved in Redis and not yet handed to a call. */
+  tokensLeft: number;
+  /** Tokens Redis reserves for this lease that the next batch gives up (settled calls' worst cases, a retired lease's rest). */
+  tokensFreed = 0;
   private readonly window: RateWindow;
   private readonly windowResetAtMs: number;
 
@@ -48,6 +54,7 @@ export class Lease {
     readonly keyLimits: KeyLimits,
     grant: LeaseGrant,
     askingCallNano: bigint,
+    askingCallTokens: number,
     nowMs: number,
   ) {
     this.window = grant.window;
@@ -57,16 +64,21 @@ export class Lease {
     this.tracked = this.creditLeft > 0n;
     this.reportedSlack = this.creditLeft;
     this.slotsLeft = Math.max(0, grant.slots - 1); // a credit-only grant has no slot
+    this.tokenBudgeted = keyLimits.tph !== null || keyLimits.tpd !== null;
+    // admit.lua reserved the asking call's worst case for each slot (one slot for a credit-only grant).
+    this.tokensLeft = this.tokenBudgeted && askingCallTokens > 0 ? this.slotsLeft * askingCallTokens : 0;
     this.openedAtMs = nowMs;
     this.lastUsedAtMs = nowMs;
     this.windowResetAtMs = nowMs + grant.window.resetMs;
   }
 
-  /** Admits a call of worst case `callNano` locally, if the lease still has room and time for it. */
-  take(callNano: bigint, nowMs: number, lifeMs: number): boolean {
+  /** Admits a call of worst case `callNano` and `callTokens` locally, if the lease still has room and time for it. */
+  take(callNano: bigint, callTokens: number, nowMs: number, lifeMs: number): boolean {
     if (!this.accepting || this.slotsLeft < 1 || this.creditLeft < callNano || nowMs - this.openedAtMs >= lifeMs) return false;
+    if (this.tokenBudgeted && callTokens > this.tokensLeft) return false;
     this.slotsLeft--;
     this.creditLeft -= callNano;
+    if (this.tokenBudgeted) this.tokensLeft -= callTokens;
     this.inFlight++;
     this.admitted++;
     this.lastUsedAtMs = nowMs;
@@ -79,12 +91,18 @@ export class Lease {
     this.accepting = false;
     this.releaseNano += this.creditLeft;
     this.creditLeft = 0n;
+    this.tokensFreed += this.tokensLeft;
+    this.tokensLeft = 0;
   }
 
-  /** A call admitted from this lease settled for `chargeNano` (at most its worst case `callNano`). */
-  settleCall(callId: string, callNano: bigint, chargeNano: bigint, tokens: number, event: string): SettledCall {
+  /**
+   * A call admitted from this lease settled for `chargeNano` (at most its worst case `callNano`)
+   * and `tokens` (its reservation of `callTokens` ends with the batch that counts them).
+   */
+  settleCall(callId: string, callNano: bigint, callTokens: number, chargeNano: bigint, tokens: number, event: string): SettledCall {
     const charge = chargeNano > callNano ? callNano : chargeNano < 0n ? 0n : chargeNano;
     this.inFlight--;
+    if (this.tokenBudgeted) this.tokensFreed += callTokens;
     if (this.accepting) this.creditLeft += callNano - charge;
     else this.releaseNano += callNano - charge;
     const settled = { callId, chargeNano: charge, tokens, event };

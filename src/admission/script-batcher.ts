@@ -55,6 +55,7 @@ export class ScriptBatcher {
       keys.leaseSlack(userId), keys.leaseRecall(userId),
       input.leaseId, input.batch, input.ttlMs, input.close ? 1 : 0, input.unusedSlots, input.releaseNano.toString(), input.epoch,
       input.slackNano === undefined ? -1 : input.slackNano.toString(), input.retired ? 1 : 0, keys.leaseRecallChannel(), userId,
+      input.tokensFreed ?? 0,
     ];
     for (const call of input.calls) args.push(call.callId, call.chargeNano.toString(), call.tokens, call.event);
     return this.enqueue(this.settleScript, args).then(settleResultOf);

@@ -6,7 +6,7 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 11, settle: 14, hydrate: 2, credit: 1, loadspend: 1, expire: 7, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 11, settle: 14, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];
@@ -75,7 +75,9 @@ export type AdmitResult =
    * Not covered now, but leases of the user hold slack that may cover it: they were recalled (see
    * lua/admit.lua); retry shortly. `refused` and `value` say what the refusal would be without them.
    */
-  | { readonly kind: 'recalling'; readonly refused: 'insufficient_credits' | 'credit_limit_reached'; readonly value: number };
+  | { readonly kind: 'recalling'; readonly refused: 'insufficient_credits' | 'credit_limit_reached'; readonly value: number }
+  /** The call's worst-case tokens exceed the whole of one of the key's token budgets. */
+  | { readonly kind: 'too_large'; readonly limit: 'tph' | 'tpd'; readonly budget: number };
 
 /** A key's own limits, as admit.lua applies them. */
 export interface KeyLimits {
@@ -104,7 +106,10 @@ export interface AdmitInput {
   /** A lease of more than one slot admits nothing after this long. */
   readonly leaseLifeMs: number;
   readonly keyLimits: KeyLimits;
-  /** The asking call's worst-case tokens (prompt bound plus output allowance), to size a lease under token budgets. */
+  /**
+   * The asking call's worst-case tokens (prompt bound plus output allowance): under the key's token
+   * budgets each slot of the lease reserves this many. 0 for a call that spends no tokens.
+   */
   readonly callTokens: number;
   /**
    * Above 0: a refusal that recalling other leases' unused credit may avert answers `recalling` (and
@@ -124,6 +129,7 @@ export function admitResultOf([code, value = 0, slots = 0, available = 0, remain
     case 4: return { kind: 'credit_limit_reached', capLeftNano: value };
     case 5: return { kind: 'spend_not_loaded' };
     case 6: return { kind: 'recalling', refused: slots === 1 ? 'credit_limit_reached' : 'insufficient_credits', value };
+    case 7: return { kind: 'too_large', limit: slots === 3 ? 'tpd' : 'tph', budget: value };
     default: throw new Error(`admit.lua returned unknown code ${String(code)}`);
   }
 }
@@ -154,6 +160,8 @@ export interface SettleInput {
   readonly slackNano?: bigint;
   /** The lease admits no more calls (retired): it holds no slack any more. */
   readonly retired?: boolean;
+  /** Tokens the lease stops reserving with this batch (see lua/settle.lua); 0 when absent. */
+  readonly tokensFreed?: number;
 }
 
 export interface SettleResult {
@@ -206,7 +214,7 @@ export async function settleTaskHold(redis: ScriptedRedis, keys: RedisKeys, user
 export async function expireLease(redis: ScriptedRedis, keys: RedisKeys, userId: string, keyId: string, leaseId: string): Promise<bigint | undefined> {
   const [released, amount = 0] = await redis.expire(
     keys.balance(userId), keys.reservations(userId), keys.reservationDeadlines(userId), keys.leaseBatches(userId),
-    keys.expiredLeases(userId), keys.keySpend(userId, keyId), keys.leaseSlack(userId), leaseId,
+    keys.expiredLeases(userId), keys.keySpend(userId, keyId), keys.leaseSlack(userId), keys.keyTokens(userId, keyId), leaseId,
   );
   return released === 1 ? BigInt(amount) : undefined;
 }

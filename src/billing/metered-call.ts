@@ -24,6 +24,8 @@ export interface CallIdentity<M extends CalledModel = CatalogModel> {
   readonly callId: string;
   /** The call's worst-case cost, held for it on its lease (0 for a call on the user's own credential). */
   readonly reservedNano: bigint;
+  /** The call's worst-case tokens, reserved under the key's token budgets; absent for a call that spends none. */
+  readonly reservedTokens?: number;
   /** Served with the user's own upstream credential (BYOK): counted, never charged. */
   readonly ownCredential?: boolean;
 }
@@ -98,14 +100,14 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
 
   private close(charge: bigint, counted: NormalizedUsage, tokens: number): bigint {
     this.settled = true;
-    const { keyId, model, endpoint, stream, callId, reservedNano } = this.identity;
+    const { keyId, model, endpoint, stream, callId, reservedNano, reservedTokens = 0 } = this.identity;
     const event: LedgerEvent = {
       keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
       promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
       durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,
     };
-    const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, charge, tokens, JSON.stringify(event));
+    const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, reservedTokens, charge, tokens, JSON.stringify(event));
     if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
     return charged;
   }

@@ -13,11 +13,9 @@ export interface OwnCredentialsFirst<M extends VendorModel> {
   readonly admission: Admission;
   readonly byok: ByokCredentials;
   readonly recordUsage: UsageRecorder;
-  /** The platform call's identity (its `reservedNano` is what the platform call reserves). */
+  /** The platform call's identity (its `reservedNano` and `reservedTokens` are what the platform call reserves). */
   readonly identity: CallIdentity<M>;
   readonly limits: KeyLimits;
-  /** Worst-case tokens of the call, for the key's token budgets. */
-  readonly callTokens: number;
   /** Throws when the key was revoked meanwhile: checked before each attempt. */
   readonly checkRevoked: () => void;
   /** Why a row cannot serve this kind of call at all (besides its own `problem`), or undefined. */
@@ -43,7 +41,7 @@ export function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCred
   const found = provider ? byok.forCall(identity.userId, provider) : NO_BYOK;
   // The common case, no BYOK row and a lease with room, is decided without a promise.
   if (!(found instanceof Promise) && found.candidates.length === 0 && !found.alwaysUse) {
-    const admitted = admission.admitFromLease(identity.userId, identity.keyId, identity.reservedNano, limits);
+    const admitted = admission.admitFromLease(identity.userId, identity.keyId, identity.reservedNano, limits, identity.reservedTokens);
     if (admitted) return { admitted, identity };
   }
   return withOwnCredentials(options, provider, found);
@@ -55,9 +53,9 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
   const { admission, byok, identity, limits } = options;
   const choice = found instanceof Promise ? await found : found;
   if (choice.candidates.length === 0 && !choice.alwaysUse) {
-    return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, options.callTokens), identity };
+    return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, identity.reservedTokens), identity };
   }
-  const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, options.callTokens);
+  const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, identity.reservedTokens);
   const headers = { ...own.headers, 'x-request-id': identity.callId };
   const call = new MeteredCall<M>(admission, own, options.recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
   let served = false;
@@ -85,7 +83,7 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
   });
   if (served) return undefined;
   return {
-    admitted: await admission.admitCredit(identity.userId, identity.keyId, identity.reservedNano, limits, own.headers),
+    admitted: await admission.admitCredit(identity.userId, identity.keyId, identity.reservedNano, limits, own.headers, identity.reservedTokens),
     identity: { ...identity, callId: randomUUID() },
   };
 }

@@ -282,13 +282,13 @@ export function chatCompletions(services: Services) {
     const limits = keyLimitsOf(key.row, Date.now());
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = randomUUID();
-    const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano };
+    const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens: worst.prompt + worst.output };
     const session = new UpstreamSession(ctx, stream);
     // A key revoked while this request waited must not reach the upstream, at any attempt.
     const checkRevoked = () => auth.requireNotRevoked(key);
 
     const admitting = admitOwnCredentialsFirst({
-      admission, byok: services.byok, recordUsage, identity, limits, callTokens: worst.prompt + worst.output, checkRevoked,
+      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
         const responding = session.send(call, family.request(request, model, stream, candidate.target, cache)).catch((error: unknown) => {
