@@ -1,16 +1,15 @@
 // Test and bench runs share the machine's Redis and Postgres, each in its own namespace: a key
 // prefix and a database of its own, removed at the end (never FLUSHALL: others use the server too).
-import type { Redis } from 'ioredis';
+import { isCluster, scanKeys, type RedisClient } from '../src/store/redis-connect.js';
 import postgres from 'postgres';
 
-/** SCAN + DEL of every key under `prefix`. */
-export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (found.length > 0) await redis.del(...found);
-  } while (cursor !== '0');
+/** SCAN + DEL of every key under `prefix` (on every primary of a cluster). */
+export async function deleteKeysWithPrefix(redis: RedisClient, prefix: string): Promise<void> {
+  for await (const found of scanKeys(redis, `${prefix}*`)) {
+    // On a cluster one DEL names keys of one slot only.
+    if (isCluster(redis)) await Promise.all(found.map((key) => redis.del(key)));
+    else await redis.del(...found);
+  }
 }
 
 /** Drops a database, disconnecting whoever still uses it; `adminUrl` names any other database of the server. */

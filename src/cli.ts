@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** `gateway`: the operator's command line (migrate, token, account set-email, coupon create, topup, catalog sync, ledger check). */
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
+import { connectRedis } from './store/redis-connect.js';
 import { ConfigError, loadConfig } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { parseTtl, signJwt, USER_ID_PATTERN } from './auth/jwt.js';
@@ -103,7 +103,7 @@ async function run(argv: string[]): Promise<void> {
         if (!method || !/^[a-z0-9_-]{1,64}$/.test(method) || method === 'usage' || method === 'coupon') {
           throw new UsageError('--method must name the payment processor (lowercase letters, digits, _ or -; not usage or coupon)');
         }
-        const redis = defineScripts(new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }));
+        const redis = defineScripts(connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 }));
         try {
           const credits = await new Balances(sql, redis, new RedisKeys(config.redisPrefix)).topUp(user, amount, method);
           process.stdout.write(`credited ${nanoToUsd(amount)} USD to ${user}; credits now ${nanoToUsd(credits)} USD\n`);
@@ -114,7 +114,7 @@ async function run(argv: string[]): Promise<void> {
       }
       case 'ledger check': {
         const user = values.user === undefined ? undefined : userArgument(values.user);
-        const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
+        const redis = connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 });
         try {
           await redis.ping();
           const result = await checkLedger(sql, redis, new RedisKeys(config.redisPrefix), user === undefined ? {} : { userId: user });

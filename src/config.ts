@@ -3,6 +3,7 @@ import { isIpv4OrCidr } from './auth/ip-ranges.js';
 import { availableParallelism, tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+import { parseRedisUrl } from './store/redis-url.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
 export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs'] as const;
@@ -33,6 +34,15 @@ const DEV_KEY_SECRET = 'dev-only-key-secret-change-me-0123456789';
 const intFrom = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
 const url = (protocols: RegExp) => v.pipe(v.string(), v.trim(), v.url('must be a URL'), v.regex(protocols, `must start with ${protocols.source}`));
+/** One node (`redis://`, `rediss://`) or a cluster's seeds (`redis-cluster://h:p,h:p`, `rediss-cluster://`); see redis-url.ts. */
+const redisUrl = v.pipe(v.string(), v.trim(), v.rawCheck(({ dataset, addIssue }) => {
+  if (!dataset.typed) return;
+  try {
+    parseRedisUrl(dataset.value);
+  } catch (error) {
+    addIssue({ message: error instanceof TypeError ? 'must be redis://[user:password@]host:port[/db] or redis-cluster://[user:password@]host:port,host:port,...' : (error as Error).message });
+  }
+}));
 const DAY_MS = 86_400_000;
 const secret = v.pipe(v.string(), v.minLength(32, 'must be at least 32 characters'));
 
@@ -42,7 +52,7 @@ const EnvSchema = v.object({
   HOST: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),
   HTTP_THREADS: v.optional(intFrom(1, 256), String(availableParallelism())),
   DATABASE_URL: v.optional(url(/^postgres(ql)?:\/\//), 'postgres://postgres@127.0.0.1:5432/gateway'),
-  REDIS_URL: v.optional(url(/^rediss?:\/\//), 'redis://127.0.0.1:6379'),
+  REDIS_URL: v.optional(redisUrl, 'redis://127.0.0.1:6379'),
   REDIS_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9:_.-]*$/, 'letters, digits and : _ . - only')), 'gw:'),
   JWT_SECRET: v.optional(secret, DEV_JWT_SECRET),
   KEY_SECRET: v.optional(secret, DEV_KEY_SECRET),
@@ -341,8 +351,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
   });
 }
 
-/** A journal is replayed only into the Redis database and prefix it was written for (no password in the name). */
+/**
+ * A journal is replayed only into the Redis database and prefix it was written for (no password in the
+ * name). A cluster is named by its distinct seeds, sorted: the same whatever order REDIS_URL lists them in.
+ */
 function journalNamespace(redisUrl: string, prefix: string): string {
+  const target = parseRedisUrl(redisUrl);
+  if (target.cluster) {
+    const seeds = new Set(target.nodes.map(({ host, port }) => `${host.includes(':') ? `[${host}]` : host}:${port}`));
+    return createHash('sha256').update(`cluster ${[...seeds].sort().join(',')}\n${prefix}`).digest('hex').slice(0, 16);
+  }
   const url = new URL(redisUrl);
   return createHash('sha256').update(`${url.hostname}:${url.port}${url.pathname}\n${prefix}`).digest('hex').slice(0, 16);
 }

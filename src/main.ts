@@ -2,7 +2,6 @@
  * The gateway process: config -> database (create, migrate, catalog) -> Redis -> ledger writer and
  * balance alerts -> N HTTP threads on one port -> janitors (reservations, retention of request logs and sent mails, media). SIGTERM drains streams, then flushes the ledger.
  */
-import { Redis } from 'ioredis';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
@@ -19,6 +18,7 @@ import { replayJournals } from './admission/journal-replay.js';
 import { LedgerRecovery } from './admission/ledger-recovery.js';
 import { ScriptBatcher } from './admission/script-batcher.js';
 import { RedisPipe } from './store/redis-pipe.js';
+import { connectRedis } from './store/redis-connect.js';
 import { Balances } from './billing/balances.js';
 import { AlertMonitor } from './billing/alerts.js';
 import { OutboxSender, deleteSentMails } from './mail/outbox-sender.js';
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
 
   const { sql, applied } = await prepareDatabase(config);
   if (applied.length) log.info('migrations applied', { applied });
-  const redis = defineScripts(new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }));
+  const redis = defineScripts(connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 }));
   await redis.ping();
   const keys = new RedisKeys(config.redisPrefix);
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Redis } from 'ioredis';
+import { pipelineAcrossSlots, type RedisClient } from './store/redis-connect.js';
 import type { NormalizedUsage } from './providers/usage.js';
 import type { RedisKeys } from './admission/keys.js';
 import { nanoToUsd } from './billing/pricing.js';
@@ -218,7 +218,7 @@ const LEDGER_LAG_SAMPLE = 100;
  * such event among up to 100 of them, by Redis's clock; 0 when nothing waits). Both shared by every
  * gateway process on the same Redis; NaN while Redis does not answer.
  */
-export function createLedgerLagMetrics(registry: Registry, redis: Redis, keys: RedisKeys, timeoutMs = 1_000) {
+export function createLedgerLagMetrics(registry: Registry, redis: RedisClient, keys: RedisKeys, timeoutMs = 1_000) {
   const registers = [registry];
   let read: Promise<{ users: number; lagSeconds: number } | undefined> | undefined;
   const measure = async () => {
@@ -228,8 +228,8 @@ export function createLedgerLagMetrics(registry: Registry, redis: Redis, keys: R
     const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
     let oldestMs = nowMs;
     if (sample.length) {
-      const firsts = await sample.reduce((pipeline, userId) => pipeline.xrange(keys.ledger(userId), '-', '+', 'COUNT', 1), redis.pipeline()).exec();
-      for (const [error, entries] of firsts ?? []) {
+      const firsts = await pipelineAcrossSlots(redis, sample, (userId) => keys.ledger(userId), (pipeline, userId) => pipeline.xrange(keys.ledger(userId), '-', '+', 'COUNT', 1));
+      for (const [error, entries] of firsts) {
         const id = !error && (entries as [string, string[]][])[0]?.[0];
         if (id) oldestMs = Math.min(oldestMs, Number(id.slice(0, id.indexOf('-'))));
       }

@@ -1,6 +1,7 @@
 import type { RedisKeys } from './keys.js';
 import { expireLease, type ScriptedRedis } from './scripts.js';
 import { keyIdOfLease } from './admission.js';
+import { scanKeys } from '../store/redis-connect.js';
 
 /**
  * Cleans up after gateways that died: each pass first runs `settleDead` (the replay of dead
@@ -43,10 +44,7 @@ export class ReservationJanitor {
   /** One pass over every user's reservation deadlines; returns the leases released. */
   async sweep(): Promise<number> {
     let released = 0;
-    let cursor = '0';
-    do {
-      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.deadlinesScanPattern(), 'COUNT', 1000);
-      cursor = next;
+    for await (const found of scanKeys(this.redis, this.keys.deadlinesScanPattern())) {
       for (const deadlinesKey of found) {
         const userId = this.keys.userIdOf(deadlinesKey);
         if (!userId) continue;
@@ -57,7 +55,7 @@ export class ReservationJanitor {
           this.onReleased(leaseId, userId, amount);
         }
       }
-    } while (cursor !== '0');
+    }
     return released;
   }
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { pipelineAcrossSlots, type RedisClient } from '../store/redis-connect.js';
 import type { RedisKeys } from './keys.js';
 import { UNKNOWN_EPOCH, type SettlementJournal, type UnconfirmedCalls } from './settlement-journal.js';
 import { acknowledgedCalls, readJournal } from './journal-replay.js';
@@ -56,7 +56,7 @@ export class LedgerConfirmer {
 
   constructor(
     private readonly journal: SettlementJournal,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly recovery: LedgerRecovery,
     private readonly intervalMs = CONFIRM_INTERVAL_MS,
@@ -107,9 +107,8 @@ export class LedgerConfirmer {
       return { userId, all, binding };
     });
     if (users.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const { userId } of users) (pipeline as unknown as LedgerSpanPipeline).ledgerSpan(this.keys.balance(userId), this.keys.ledger(userId));
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = await pipelineAcrossSlots(this.redis, users, ({ userId }) => this.keys.balance(userId),
+      (pipeline, { userId }) => (pipeline as unknown as LedgerSpanPipeline).ledgerSpan(this.keys.balance(userId), this.keys.ledger(userId)));
     const lost: string[] = [];
     users.forEach(({ userId, all, binding }, index) => {
       const [error, reply] = replies[index] ?? [new Error('no reply')];

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis-connect.js';
 import type { Sql } from '../store/db.js';
 import type { Balances } from '../billing/balances.js';
 import type { RedisKeys } from './keys.js';
@@ -33,7 +33,7 @@ export interface RecoveryOutcome {
 
 export interface LedgerRecoveryDeps {
   readonly sql: Sql;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: RedisKeys;
   /** Where the calls Redis lost are settled again (settle.lua). */
   readonly scripts: ScriptBatcher;

@@ -83,9 +83,15 @@ export class ScriptBatcher {
     const commands = batch.map(evalsha);
     const markDirty: RespCommand[] = this.dirtyUsers.size > 0 ? [['SADD', this.keys.ledgerDirty(), ...this.dirtyUsers]] : [];
     this.dirtyUsers.clear();
-    commands.push(...markDirty);
+    // One node runs a batch in order, so the mark rides behind the scripts; a cluster's nodes do not
+    // (the mark's node might run it first): there it leaves once the scripts have answered.
+    const markAfter = this.redis.cluster;
+    if (!markAfter) commands.push(...markDirty);
     const marked = () => {
-      if (markDirty.length > 0) this.onLedgerMarked?.();
+      if (markDirty.length === 0) return;
+      if (!markAfter) this.onLedgerMarked?.();
+      // A lost mark only delays the writer until its periodic scan.
+      else this.redis.exec(markDirty).then(() => this.onLedgerMarked?.(), () => {});
     };
     this.redis.exec(commands).then(
       (replies) => {
@@ -98,7 +104,7 @@ export class ScriptBatcher {
         if (uncached.length > 0) {
           // The script was not run: running it now by its source is the same single atomic call.
           // The users are marked again after it, so the ledger writer cannot miss what it appends.
-          this.redis.exec([...uncached.map(evalSource), ...markDirty]).then(
+          this.redis.exec([...uncached.map(evalSource), ...(markAfter ? [] : markDirty)]).then(
             (again) => {
               uncached.forEach((item, i) => settleItem(item, again[i]));
               marked();

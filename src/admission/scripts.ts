@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis-connect.js';
 import type { RedisKeys } from './keys.js';
 
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
@@ -20,7 +20,7 @@ interface ScriptCommands {
   shard_release(k1: string, value: string): Promise<number>;
   timers_due(k1: string, k2: string, limit: number): Promise<Reply>;
 }
-export type ScriptedRedis = Redis & ScriptCommands;
+export type ScriptedRedis = RedisClient & ScriptCommands;
 
 /** A Lua script as Redis runs it: by its SHA-1, or by its source when Redis does not have it cached. */
 export interface LuaScript {
@@ -35,7 +35,7 @@ export function loadScript(name: ScriptName): LuaScript {
 }
 
 /** Registers the Lua scripts as ioredis commands (EVALSHA, falling back to EVAL once per connection). */
-export function defineScripts(redis: Redis): ScriptedRedis {
+export function defineScripts(redis: RedisClient): ScriptedRedis {
   for (const name of Object.keys(SCRIPT_KEY_COUNTS) as ScriptName[]) {
     const { lua, numberOfKeys } = loadScript(name);
     redis.defineCommand(name, { numberOfKeys, lua });

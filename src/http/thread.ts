@@ -4,7 +4,6 @@
  */
 import { parentPort, workerData, threadId } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { loadUws, type us_listen_socket } from './uws.js';
 import { registerRoutes } from './app.js';
@@ -19,6 +18,7 @@ import { SettlementJournal } from '../admission/settlement-journal.js';
 import { LedgerConfirmer } from '../admission/ledger-confirmer.js';
 import { LedgerRecovery } from '../admission/ledger-recovery.js';
 import { RedisPipe } from '../store/redis-pipe.js';
+import { connectRedis, subscribeChannels } from '../store/redis-connect.js';
 import { LiveCatalog } from '../catalog/live.js';
 import { UpstreamClient } from '../providers/upstream-client.js';
 import type { UpstreamTarget } from '../providers/family.js';
@@ -48,8 +48,7 @@ collectWhenIdle(); // an idle thread gives back what its last busy spell left (s
 
 const uws = loadUws();
 const sql = connect(config.databaseUrl, 4);
-const redis = defineScripts(new Redis(config.redisUrl, { maxRetriesPerRequest: 2 }));
-const subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+const redis = defineScripts(connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 }));
 const keys = new RedisKeys(config.redisPrefix);
 // This thread's loop, and those of its on-demand worker pools (`http-0/count-tokens-0`): see gateway_event_loop_delay_seconds.
 const metrics = createMetrics(undefined, {
@@ -97,10 +96,7 @@ const services: Services = {
   inflight: { count: 0 },
 };
 
-// Connect before subscribing: ioredis's ready check would otherwise run on a subscribed connection.
-await subscriber.connect();
-await subscriber.subscribe(keys.keyEvents(), keys.leaseRecallChannel());
-subscriber.on('message', (channel: string, message: string) => {
+const subscriber = await subscribeChannels(config.redisUrl, redis, [keys.keyEvents(), keys.leaseRecallChannel()], (channel, message) => {
   // Lease recalls (admit.lua, settle.lua): see Admission.recall.
   if (channel === keys.leaseRecallChannel()) return admission.onRecallMessage(message);
   // `<kind>:<subject>`: change/revoke name a key's public id, byok a user id (which may hold ':').
@@ -110,9 +106,8 @@ subscriber.on('message', (channel: string, message: string) => {
   if (!subject) return;
   if (kind === 'byok') byok.invalidate(subject);
   else auth.invalidate(subject, kind === 'revoke');
-});
-// Messages published while the subscriber was reconnecting are lost: forget every cached key then.
-subscriber.on('ready', () => {
+}, () => {
+  // Messages published while the subscriber was reconnecting are lost: forget every cached key then.
   auth.forgetAll();
   byok.forgetAll();
 });
@@ -168,7 +163,7 @@ async function drain(deadlineMs: number): Promise<void> {
   // The native app has close() although the bundled typings do not declare it.
   (app as unknown as { close(): void }).close();
   catalog.stop();
-  await Promise.allSettled([services.upstream.close(), closeTokenCounter(), closeDataUriDecoder(), sql.end({ timeout: 5 }), redis.quit(), scriptPipe.close(), subscriber.quit()]);
+  await Promise.allSettled([services.upstream.close(), closeTokenCounter(), closeDataUriDecoder(), sql.end({ timeout: 5 }), redis.quit(), scriptPipe.close(), subscriber.close()]);
   send({ type: 'drained', unfinished: services.inflight.count });
   port.close(); // nothing is left: the thread ends by itself
 }

@@ -10,7 +10,7 @@
  * deposit committed but not yet applied) makes a user's comparison fail transiently, so a user with a
  * difference is read again a few times and reported only when every attempt disagrees.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis-connect.js';
 import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
 import { keyPeriodStartMs } from '../billing/credit-period.js';
@@ -67,7 +67,7 @@ const INTEGER = /^-?\d+$/;
 /** A task's hold id (store/tasks.ts `holdIdOf`). */
 const TASK_HOLD = /:task-[0-9a-f-]{36}$/;
 
-export async function checkLedger(sql: Sql, redis: Redis, keys: RedisKeys, options: LedgerCheckOptions = {}): Promise<LedgerCheckResult> {
+export async function checkLedger(sql: Sql, redis: RedisClient, keys: RedisKeys, options: LedgerCheckOptions = {}): Promise<LedgerCheckResult> {
   const attempts = Math.max(1, options.attempts ?? 4);
   const retryDelayMs = options.retryDelayMs ?? 250;
   const batchSize = options.batchSize ?? 500;
@@ -114,7 +114,7 @@ export async function checkLedger(sql: Sql, redis: Redis, keys: RedisKeys, optio
 }
 
 /** Reads Redis (each user atomically), then Postgres, and returns the differences of the users that have some. */
-async function compareUsers(sql: Sql, redis: Redis, keys: RedisKeys, userIds: readonly string[]): Promise<Map<string, LedgerDifference[]>> {
+async function compareUsers(sql: Sql, redis: RedisClient, keys: RedisKeys, userIds: readonly string[]): Promise<Map<string, LedgerDifference[]>> {
   const money = await Promise.all(userIds.map((userId) => readRedisMoney(redis, keys, userId)));
   const pendingIds = money.flatMap((m) => m.pending.map(([id]) => id)).filter((id) => UUID.test(id));
   const snapshot = await ledgerSnapshot(sql, userIds, pendingIds);
@@ -126,7 +126,7 @@ async function compareUsers(sql: Sql, redis: Redis, keys: RedisKeys, userIds: re
   return result;
 }
 
-async function readRedisMoney(redis: Redis, keys: RedisKeys, userId: string): Promise<RedisMoney> {
+async function readRedisMoney(redis: RedisClient, keys: RedisKeys, userId: string): Promise<RedisMoney> {
   // One MULTI/EXEC: the balance, the reservations and the stream as of one instant between scripts.
   const replies = await redis.multi()
     .hmget(keys.balance(userId), 'credits', 'held', 'deposits')

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { pipelineAcrossSlots, scanKeys, type RedisClient } from '../store/redis-connect.js';
 import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
 import type { LedgerEvent } from './event.js';
@@ -77,7 +77,7 @@ export class LedgerWriter {
   private pausedIdle = false;
   private nudged = false;
 
-  constructor(private readonly sql: Sql, private readonly redis: Redis, private readonly keys: RedisKeys, private readonly options: LedgerWriterOptions) {
+  constructor(private readonly sql: Sql, private readonly redis: RedisClient, private readonly keys: RedisKeys, private readonly options: LedgerWriterOptions) {
     redis.defineCommand('ledgerTrim', { numberOfKeys: 2, lua: TRIM_LUA });
   }
 
@@ -147,13 +147,12 @@ export class LedgerWriter {
     const userIds = [...users];
     try {
       // Each user's balance epoch just before the stream: what the pass read is of that epoch's data.
-      const reads = userIds.reduce((pipeline, userId) => pipeline
+      const results = await pipelineAcrossSlots(this.redis, userIds, (userId) => this.keys.balance(userId), (pipeline, userId) => pipeline
         .hget(this.keys.balance(userId), 'epoch')
-        .xrange(this.keys.ledger(userId), '-', '+', 'COUNT', PER_USER), this.redis.pipeline());
-      const results = (await reads.exec()) ?? [];
+        .xrange(this.keys.ledger(userId), '-', '+', 'COUNT', PER_USER));
       const entries: { userId: string; entry: StreamEntry }[] = [];
       const epochs = new Map<string, string | null>();
-      const deletions = this.redis.pipeline();
+      const trims: { userId: string; epoch: string; minId: string }[] = [];
       const again: string[] = [];
       userIds.forEach((userId, index) => {
         const [epochError, epoch] = results[2 * index] ?? [new Error('no reply')];
@@ -166,7 +165,7 @@ export class LedgerWriter {
         for (const entry of userEntries) entries.push({ userId, entry });
         // What was read is the stream's oldest entries (ids only grow): trimming below the next id takes
         // exactly those, and a writer in another process that read more trims more, after writing them too.
-        (deletions as unknown as TrimPipeline).ledgerTrim(this.keys.balance(userId), this.keys.ledger(userId), (epoch as string | null) ?? '', idAfter(userEntries[userEntries.length - 1]![0]));
+        trims.push({ userId, epoch: (epoch as string | null) ?? '', minId: idAfter(userEntries[userEntries.length - 1]![0]) });
         if (userEntries.length === PER_USER) again.push(userId);
       });
       if (entries.length === 0) return 0;
@@ -179,8 +178,12 @@ export class LedgerWriter {
         return 0;
       }
       this.options.onUsersWritten?.([...epochs.keys()]);
-      if (again.length) deletions.sadd(this.keys.ledgerDirty(), ...again);
-      await deletions.exec();
+      // The dirty set is in a slot of its own: not in the trims' pipelines on a cluster.
+      await Promise.all([
+        pipelineAcrossSlots(this.redis, trims, ({ userId }) => this.keys.balance(userId),
+          (pipeline, { userId, epoch, minId }) => (pipeline as unknown as TrimPipeline).ledgerTrim(this.keys.balance(userId), this.keys.ledger(userId), epoch, minId)),
+        again.length > 0 ? this.redis.sadd(this.keys.ledgerDirty(), ...again) : undefined,
+      ]);
       this.options.onWritten?.(entries.length);
       return entries.length;
     } catch (error) {
@@ -191,15 +194,12 @@ export class LedgerWriter {
 
   private async scanLedgerUsers(): Promise<string[]> {
     const users: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.ledgerScanPattern(), 'COUNT', 1000);
-      cursor = next;
+    for await (const found of scanKeys(this.redis, this.keys.ledgerScanPattern())) {
       for (const key of found) {
         const userId = this.keys.userIdOf(key);
         if (userId) users.push(userId);
       }
-    } while (cursor !== '0');
+    }
     return users;
   }
 
@@ -224,7 +224,7 @@ export class LedgerWriter {
       await this.sql.begin(async (tx) => {
         await lockLedgers(tx, userIds, 'shared');
         await insertUsageRecords(tx, r);
-        const now = (await userIds.reduce((pipeline, userId) => pipeline.hget(this.keys.balance(userId), 'epoch'), this.redis.pipeline()).exec()) ?? [];
+        const now = await pipelineAcrossSlots(this.redis, userIds, (userId) => this.keys.balance(userId), (pipeline, userId) => pipeline.hget(this.keys.balance(userId), 'epoch'));
         const changed = userIds.filter((userId, index) => {
           const [error, epoch] = now[index] ?? [new Error('no reply')];
           if (error) throw error;

@@ -12,7 +12,8 @@
  * shard from Postgres, so a dead process, a handed-over shard or a Redis that lost its data leaves
  * no task behind.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectToKeyOwner, isCluster } from '../store/redis-connect.js';
 import { log } from '../log.js';
 import { openTasksOfShard, type TaskRow } from '../store/tasks.js';
 import { ShardLeases, type OwnedShard } from './shards.js';
@@ -55,7 +56,8 @@ interface Mailbox {
 
 interface Reader {
   readonly token: bigint;
-  readonly connection: Redis;
+  /** Its own connection, as XREADGROUP blocks it: on a cluster, to the node serving the shard's slot (opened again when that moves). */
+  connection: Redis | undefined;
   stopped: boolean;
 }
 
@@ -183,7 +185,7 @@ export class TaskRuntime {
       return;
     }
     if (!this.leases.holds(owned.shard, owned.token) || this.stopping) return;
-    const reader: Reader = { token: owned.token, connection: new Redis(this.options.config.redisUrl, { maxRetriesPerRequest: null }), stopped: false };
+    const reader: Reader = { token: owned.token, connection: undefined, stopped: false };
     this.readers.set(owned.shard, reader);
     this.track(this.read(owned, reader));
   }
@@ -213,20 +215,36 @@ export class TaskRuntime {
   }
 
   private async read(owned: OwnedShard, reader: Reader): Promise<void> {
-    const stream = this.options.keys.taskStream(owned.shard);
+    const { redis, keys, config } = this.options;
+    const stream = keys.taskStream(owned.shard);
     while (!reader.stopped && this.leases.holds(owned.shard, owned.token)) {
       try {
+        if (!reader.connection) {
+          const connection = await connectToKeyOwner(config.redisUrl, redis, stream, { maxRetriesPerRequest: null });
+          if (reader.stopped) {
+            connection.disconnect();
+            break;
+          }
+          reader.connection = connection;
+        }
         const reply = await reader.connection.xreadgroup('GROUP', GROUP, this.options.owner, 'COUNT', READ_COUNT, 'BLOCK', READ_BLOCK_MS, 'STREAMS', stream, '>') as [string, [string, string[]][]][] | null;
         for (const [, entries] of reply ?? []) for (const entry of entries) this.dispatch(owned, entry);
       } catch (error) {
         if (reader.stopped) break;
         // The group is gone when Redis lost its data: make it again (the lease round notices the rest).
-        if (String((error as Error).message).startsWith('NOGROUP')) await this.ensureGroup(stream).catch(() => {});
+        const message = String((error as Error).message);
+        if (message.startsWith('NOGROUP')) await this.ensureGroup(stream).catch(() => {});
         else log.warn('reading a task shard failed; retried', { shard: owned.shard, error });
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        // On a cluster the connection is to one node, and ends with it: the next one goes where the slot is now.
+        const reopen = isCluster(redis) && (!reader.connection || reader.connection.status === 'end' || /^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN) /.test(message));
+        if (reopen) {
+          reader.connection?.disconnect();
+          reader.connection = undefined;
+        }
+        await new Promise((resolve) => setTimeout(resolve, reopen ? 1000 : 100));
       }
     }
-    reader.connection.disconnect();
+    reader.connection?.disconnect();
   }
 
   private closeReader(shard: number): void {
@@ -234,7 +252,7 @@ export class TaskRuntime {
     if (!reader) return;
     this.readers.delete(shard);
     reader.stopped = true;
-    reader.connection.disconnect();
+    reader.connection?.disconnect();
   }
 
   // ---- timers ----

@@ -11,7 +11,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisClient } from '../../src/store/redis-connect.js';
 import { startMockVendor, type MockVendor } from '../../bench/mock-vendor/server.js';
 import { freePort } from '../../bench/child.js';
 import { deleteKeysWithPrefix, dropDatabase } from '../../bench/namespaces.js';
@@ -42,6 +42,8 @@ export interface GatewayOptions {
   readonly postgresVia?: { host: string; port: number };
   /** The port to listen on (when the test must know it before start-up, e.g. for PUBLIC_URL). */
   readonly port?: number;
+  /** Another Redis (or a Redis Cluster) for the gateway, its CLI and the test's own `gateway.redis`. */
+  readonly redisUrl?: string;
 }
 
 /** Host and port of the Postgres server the tests use. */
@@ -59,7 +61,7 @@ export class Gateway {
     readonly database: string,
     readonly prefix: string,
     readonly sql: postgres.Sql<{ bigint: bigint }>,
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     readonly process: ChildProcess,
     private readonly ownsMock: boolean,
     private readonly ownsState: boolean,
@@ -168,7 +170,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     HOST: '127.0.0.1',
     HTTP_THREADS: String(options.threads ?? 1),
     DATABASE_URL: gatewayDbUrl.toString(),
-    REDIS_URL: REDIS_URL,
+    REDIS_URL: options.redisUrl ?? REDIS_URL,
     REDIS_PREFIX: prefix,
     MOCK_VENDOR: 'off',
     LOG_LEVEL: 'warn',
@@ -180,7 +182,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
   };
   const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const sql = postgres(dbUrl.toString(), { max: 4, onnotice: () => {}, types: { bigint: postgres.BigInt } }) as unknown as postgres.Sql<{ bigint: bigint }>;
-  const gateway = new Gateway(`http://127.0.0.1:${port}`, env, mock, database, prefix, sql, new Redis(REDIS_URL), child, !options.mock, !options.shared);
+  const gateway = new Gateway(`http://127.0.0.1:${port}`, env, mock, database, prefix, sql, connectRedis(options.redisUrl ?? REDIS_URL), child, !options.mock, !options.shared);
   child.stdout!.on('data', (chunk: Buffer) => { gateway.output += chunk.toString(); });
   child.stderr!.on('data', (chunk: Buffer) => { gateway.output += chunk.toString(); });
 

@@ -14,6 +14,7 @@ import { keyPeriodStartMs } from '../../billing/credit-period.js';
 import { keyPeriodSpend } from '../../store/ledger-check.js';
 import type { Sql } from '../../store/db.js';
 import { UUID } from '../../store/ids.js';
+import { publish } from '../../store/redis-connect.js';
 
 /** The masked record of the spec; `full_key` only for keys whose text was kept (encrypted). */
 export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox, spend: KeySpend): Record<string, unknown> {
@@ -111,7 +112,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     const row = UUID.test(id) ? await updateUserKey(sql, userId, id, changes) : undefined;
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
     // Every thread's cached copy of the key goes, so `disabled` and `expires_at` apply to the next request.
-    await redis.publish(keys.keyEvents(), `change:${row.public_id}`);
+    await publish(redis, keys.keyEvents(), `change:${row.public_id}`);
     ctx.reply.json(200, maskedKeyRecord(row, box, (await keySpendsOf(sql, [row], Date.now()))[0]!));
   };
 
@@ -121,14 +122,15 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     // Another user's key and a missing key look the same: never reveal which ids exist.
     const row = UUID.test(id) ? await revokeUserKey(sql, userId, id) : undefined;
     if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
-    await redis
-      .multi()
-      .del(
+    // Not one MULTI: on a cluster the key event goes to the node its subscribers listen on, not the user's.
+    // Neither needs the other: the key is revoked in Postgres already, and its counters serve nothing now.
+    await Promise.all([
+      redis.del(
         keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id), keys.minuteWindow(userId, row.id), keys.minuteWeights(userId, row.id),
         keys.keySpend(userId, row.id), keys.keyTokens(userId, row.id),
-      )
-      .publish(keys.keyEvents(), `revoke:${row.public_id}`)
-      .exec();
+      ),
+      publish(redis, keys.keyEvents(), `revoke:${row.public_id}`),
+    ]);
     ctx.reply.send(204, '');
   };
 

@@ -51,11 +51,13 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
       const row = await insertTask(sql, {
         id: taskId, userId: key.userId, keyId: key.id, kind, model: model.id, shard, job, holdNano: costNano, upstreamVendor: model.upstreamVendor, callbackUrl,
       });
-      // One round trip: the hold becomes the task's (no deadline) and its actor is told.
-      await redis.multi()
-        .zrem(keys.reservationDeadlines(key.userId), holdId)
-        .xadd(keys.taskStream(shard), '*', 'k', 'a', 't', taskId, 'u', key.userId)
-        .exec();
+      // The hold becomes the task's (no deadline) and its actor is told. Not one MULTI: the user's keys
+      // and the shard's are in different cluster slots. Neither needs the other: a step pins the hold
+      // again (TaskSteps.pinHold), and if either fails the task is not accepted and both are undone below.
+      await Promise.all([
+        redis.zrem(keys.reservationDeadlines(key.userId), holdId),
+        redis.xadd(keys.taskStream(shard), '*', 'k', 'a', 't', taskId, 'u', key.userId),
+      ]);
       accepted = true;
       submittedOf(model.id).inc();
       log.info('task submitted', { task: taskId, kind, model: model.id, hold_nano: String(costNano) });
