@@ -15,6 +15,11 @@ import type { ImageExchange } from './images.js';
 import { mockPng } from './png.js';
 import { recordBody } from './records.js';
 
+/** The image host with BFL's tasks, which its polling endpoint reads. */
+export interface BflHost extends ImageHost {
+  readonly tasks: BflTasks;
+}
+
 export const BFL_PREFIX = '/bfl/v1/';
 const RESULT_PATH = '/bfl/v1/get_result';
 const TASK_LIMIT = 1000;
@@ -73,7 +78,7 @@ function sendFailure(exchange: ImageExchange, status: number): void {
   sendDetail(exchange, status, detail);
 }
 
-export function bflRoute(req: http.IncomingMessage, exchange: ImageExchange, path: string, query: string, behaviour: MockBehaviour, readBody: ReadBody, host: ImageHost): void {
+export function bflRoute(req: http.IncomingMessage, exchange: ImageExchange, path: string, query: string, behaviour: MockBehaviour, readBody: ReadBody, host: BflHost): void {
   const record = exchange.record;
   const key = req.headers['x-key'];
   record.authorization = typeof key === 'string' ? key : undefined;
@@ -118,7 +123,7 @@ export function bflRoute(req: http.IncomingMessage, exchange: ImageExchange, pat
   });
 }
 
-function poll(exchange: ImageExchange, id: string | null, host: ImageHost): void {
+function poll(exchange: ImageExchange, id: string | null, host: BflHost): void {
   if (id === null || id === '') return sendDetail(exchange, 422, [{ loc: ['query', 'id'], msg: 'Field required', type: 'missing' }]);
   const task = host.tasks.get(id);
   if (task === undefined) return exchange.sendJson(404, JSON.stringify({ id, status: 'Task not found' }));

@@ -2,16 +2,14 @@
 // `GET /__mock/files/<name>.png`. Kept in memory, the most recent FILE_LIMIT only: a URL older than
 // that 404s, as a real vendor's expired result URL does.
 import type http from 'node:http';
-import type { BflTasks } from './bfl.js';
 
 export const FILES_PREFIX = '/__mock/files/';
 const FILE_LIMIT = 500;
 
-/** What the image routes share within one mock: its URL (set once it listens), its files, BFL's tasks. */
+/** What the image routes share within one mock: its URL (set once it listens) and its files. */
 export interface ImageHost {
   url: string;
   readonly files: FileStore;
-  readonly tasks: BflTasks;
 }
 
 export class FileStore {

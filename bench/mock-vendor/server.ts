@@ -7,12 +7,12 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ANTHROPIC_MESSAGES_SUFFIX, anthropicMessages } from './anthropic.js';
 import { AudioVendors } from './audio.js';
-import { BFL_PREFIX, BflTasks, bflRoute } from './bfl.js';
+import { BFL_PREFIX, BflTasks, bflRoute, type BflHost } from './bfl.js';
 import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } from './completion.js';
 import { directivesFromMessages } from './directives.js';
 import { geminiRoute, isGeminiPath } from './gemini.js';
 import { endMidBody } from './connection.js';
-import { FILES_PREFIX, FileStore, serveFile, type ImageHost } from './files.js';
+import { FILES_PREFIX, FileStore, serveFile } from './files.js';
 import { imageEndpoint, openaiImages } from './images.js';
 import { BEDROCK_PATH, MockCloud, TOKEN_PATH, type MockCloudOptions } from './cloud.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
@@ -65,7 +65,7 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const behaviour: MockBehaviour = { ...DEFAULT_BEHAVIOUR, ...opts.defaults };
   const log = new RequestLog(opts.keepRequests ?? 200);
   const cloud = new MockCloud(opts.cloud);
-  const images: ImageHost = { url: '', files: new FileStore(), tasks: new BflTasks() };
+  const images: BflHost = { url: '', files: new FileStore(), tasks: new BflTasks() };
   const videos = new VideoTasks(opts.videoJobMs ?? 1500);
   const audio = new AudioVendors(opts.audioJobMs ?? 800);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud, images, videos, audio);
@@ -113,7 +113,7 @@ function urlHost(host: string): string {
 
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: ImageHost, videos: VideoTasks, audio: AudioVendors): void {
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, audio: AudioVendors): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);

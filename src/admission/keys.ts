@@ -53,6 +53,10 @@ export class RedisKeys {
   leaseRecall(userId: string): string {
     return `${this.user(userId)}:recall`;
   }
+  /** An output item of a Responses answer, for a later `item_reference` of the same user (string, expiring). */
+  responseItem(userId: string, itemId: string): string {
+    return `${this.user(userId)}:ritem:${itemId}`;
+  }
   /** Last settlement batch applied to each open lease. */
   leaseBatches(userId: string): string {
     return `${this.user(userId)}:lbatch`;

@@ -3,25 +3,10 @@
  * capabilities that map request parameters onto price tiers (e.g. a video `size` onto its
  * `resolution`). Built from the seed or from stored `model_prices` rows; pure.
  */
-import { usdToNano, type TokenPrices } from '../catalog/model.js';
+import { usdToNano, type PriceSheet, type SheetLine, type TokenPrices } from '../catalog/model.js';
 import type { MediaSeed, PriceSeed } from '../catalog/seed/types.js';
 
-/** One price line: `nanoPerMillion` nano-USD per one million units of `component` under `tier`. */
-export interface SheetLine {
-  readonly component: string;
-  /** `''`, `prompt>N`, or `key=value` pairs in key order. */
-  readonly tier: string;
-  /** What the gateway charges. */
-  readonly nanoPerMillion: bigint;
-  /** The vendor's list price when the gateway charges less (a flat-price profile), else null. */
-  readonly listNanoPerMillion: bigint | null;
-}
-
-export interface PriceSheet {
-  readonly modelId: string;
-  readonly capabilities: Readonly<Record<string, unknown>>;
-  readonly lines: readonly SheetLine[];
-}
+export type { PriceSheet, SheetLine };
 
 const SCALE: Readonly<Record<NonNullable<PriceSeed['per']>, bigint>> = { 1: 1_000_000n, 1000: 1_000n, 1000000: 1n };
 

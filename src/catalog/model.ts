@@ -1,5 +1,3 @@
-import type { PriceSheet } from '../billing/price-sheet.js';
-
 /** Upstream wire families; adapters live in src/providers/<family>/. */
 export type Family = 'openai' | 'anthropic' | 'gemini';
 export type Modality = 'chat' | 'image' | 'video' | 'audio';
@@ -23,6 +21,24 @@ export interface ChatCapabilities {
    * prefix (automatic prefix caches with no key), `none` no prompt cache.
    */
   readonly promptCache: 'key' | 'breakpoint' | 'prefix' | 'none';
+}
+
+/** One price line: `nanoPerMillion` nano-USD per one million units of `component` under `tier`. */
+export interface SheetLine {
+  readonly component: string;
+  /** `''`, `prompt>N`, or `key=value` pairs in key order. */
+  readonly tier: string;
+  /** What the gateway charges. */
+  readonly nanoPerMillion: bigint;
+  /** The vendor's list price when the gateway charges less (a flat-price profile), else null. */
+  readonly listNanoPerMillion: bigint | null;
+}
+
+/** A model's price lines, built and read by billing/price-sheet.ts (declared here so catalog and billing do not import each other). */
+export interface PriceSheet {
+  readonly modelId: string;
+  readonly capabilities: Readonly<Record<string, unknown>>;
+  readonly lines: readonly SheetLine[];
 }
 
 /** Prices in nano-USD per one million units. */

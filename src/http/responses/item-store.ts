@@ -3,6 +3,7 @@
 // earlier assistant turns at its default `store: true`). Nothing else is kept: no responses, no
 // `previous_response_id`, no conversations.
 import type { RedisClient } from '../../store/redis-connect.js';
+import type { RedisKeys } from '../../admission/keys.js';
 import { ApiError } from '../errors.js';
 import { log } from '../../log.js';
 import type { OutputItem } from './response-object.js';
@@ -25,10 +26,10 @@ export const ISSUED_ITEM_ID = /^(?:msg_[0-9a-f]{32}(?:_\d{1,6})?|fc_[0-9a-f]{32}
  * each expiring `ITEM_TTL_SECONDS` after it was written or last referred to.
  */
 export class ItemStore {
-  constructor(private readonly redis: RedisClient, private readonly prefix: string) {}
+  constructor(private readonly redis: RedisClient, private readonly keys: RedisKeys) {}
 
   private key(userId: string, id: string): string {
-    return `${this.prefix}{u:${userId}}:ritem:${id}`;
+    return this.keys.responseItem(userId, id);
   }
 
   /**

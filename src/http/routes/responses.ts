@@ -12,7 +12,7 @@ const stores = new WeakMap<Services, ItemStore>();
 function itemStore(services: Services): ItemStore {
   let store = stores.get(services);
   if (!store) {
-    store = new ItemStore(services.redis, services.keys.prefix);
+    store = new ItemStore(services.redis, services.keys);
     stores.set(services, store);
   }
   return store;
