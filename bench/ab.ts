@@ -3,15 +3,23 @@
 // same load go to the mock directly (D) and to each gateway (A: this build, B: the other), the order
 // rotated every round, so the machine's drift (±30 % over minutes here) hits all three alike: a change
 // smaller than the drift between two separate `npm run bench` runs still shows. Prints one JSON line
-// per scenario (A and B figures and B/A ratios); progress goes to stderr.
+// per scenario (A and B figures and B/A ratios: per_s_b_over_a, throughput; cpu_b_over_a, the gateway
+// process's CPU per request or chunk, its Redis not counted); progress goes to stderr.
 // With `--floor` instead of a checkout, B is bench/bare-proxy.ts: the same uWS front end and upstream
 // client with nothing in between, so A's figures above B's are what the gateway's own work adds.
 // Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS,
 // AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
 // the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
+// AB_B_CLUSTER=1: B runs on a Redis Cluster of three primaries that this run starts on spare local
+// ports (test/helpers/redis-cluster.ts: redis-server and redis-cli on the PATH; AB_B_CLUSTER_REPLICAS
+// replicas per primary, 0 by default) and stops at the end, while A stays on the single-node Redis
+// (redis://127.0.0.1:6379): with this checkout as the other one, B/A is the cluster's cost:
+//   AB_B_CLUSTER=1 node dist/bench/ab.js .
+// (AB_B_ENV cannot carry a cluster URL, whose node list has commas.)
 
 import path from 'node:path';
-import { runMain } from './cleanup.js';
+import { onCleanup, runMain, trackChild } from './cleanup.js';
+import { startRedisCluster } from '../test/helpers/redis-cluster.js';
 import { chatCalls } from './calls.js';
 import { SETTLE_MS } from './compare.js';
 import { startGatewayProcess } from './gateway-process.js';
@@ -67,13 +75,27 @@ async function main(): Promise<number> {
   const rounds = Number(process.env.AB_ROUNDS || '6');
   const threads = Number(process.env.BENCH_THREADS || '2');
 
+  const onCluster = process.env.AB_B_CLUSTER === '1';
+  if (onCluster && floor) throw new Error('AB_B_CLUSTER: the bare proxy (--floor) uses no Redis');
+  let clusterUrl: string | undefined;
+  if (onCluster) {
+    const replicasPerPrimary = Number(process.env.AB_B_CLUSTER_REPLICAS || '0');
+    const cluster = await startRedisCluster({ primaries: 3, replicasPerPrimary });
+    // Registered before B's gateway starts, so it stops after that gateway (cleanup runs newest first).
+    onCleanup(() => cluster.stop());
+    for (const node of cluster.nodes) trackChild(node.process);
+    clusterUrl = cluster.url;
+    note(`B's Redis Cluster: 3 primaries, ${replicasPerPrimary} replicas each, ${clusterUrl}`);
+  }
+
   const mock = await startMockProcess();
   const nodeArgs = (name: string) => (process.env[name] ?? '').split(/\s+/).filter(Boolean);
   const a = await startGatewayProcess({ mockUrl: mock.url, threads, env: envOption('AB_A_ENV'), nodeArgs: nodeArgs('AB_A_NODE_ARGS') });
   const b = floor
     ? { ...(await startBareProxyProcess(mock.url, threads)), apiKey: 'bench' }
     : await startGatewayProcess({
-      mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'), env: envOption('AB_B_ENV'), nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
+      mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'),
+      env: { ...envOption('AB_B_ENV'), ...(clusterUrl ? { REDIS_URL: clusterUrl } : {}) }, nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
     });
   const targets: Record<SideName, Target> = {
     D: { side: 'direct', origin: mock.url, path: '/openai/v1/chat/completions', apiKey: 'bench' },
@@ -81,7 +103,7 @@ async function main(): Promise<number> {
     B: { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
   };
   const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
-  const described = floor ? 'the bare proxy' : `${other} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
+  const described = floor ? 'the bare proxy' : `${other}${clusterUrl ? ' on the Redis Cluster' : ''} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
   note(`mock ${mock.url}, A (this build ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}`);
   const warmupErrors = await warmUpServers(Object.values(targets), 1);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
@@ -111,10 +133,11 @@ async function main(): Promise<number> {
     const f = Object.fromEntries(sides.map((s) => [s, figures(results[s], scenario.unit)])) as Record<SideName, Record<string, number>>;
     const cpuKey = `server_cpu_us_per_${scenario.unit}`;
     process.stdout.write(`${JSON.stringify({
-      scenario: name, rounds, b_is: floor ? 'bare proxy' : other, direct: f.D, a: f.A, b: f.B,
+      scenario: name, rounds, b_is: floor ? 'bare proxy' : clusterUrl ? `${other} on a Redis Cluster (A: single-node Redis)` : other, direct: f.D, a: f.A, b: f.B,
       added_p50_ms: { a: round(f.A.p50_ms! - f.D.p50_ms!), b: round(f.B.p50_ms! - f.D.p50_ms!) },
       added_ttfb_p50_ms: { a: round(f.A.ttfb_p50_ms! - f.D.ttfb_p50_ms!), b: round(f.B.ttfb_p50_ms! - f.D.ttfb_p50_ms!) },
       per_s_vs_direct: { a: round(f.A.per_s! / f.D.per_s!, 4), b: round(f.B.per_s! / f.D.per_s!, 4) },
+      per_s_b_over_a: round(f.B.per_s! / f.A.per_s!, 4),
       cpu_b_over_a: round(f.B[cpuKey]! / f.A[cpuKey]!, 4),
       errors: { D: results.D.errors, A: results.A.errors, B: results.B.errors },
     })}\n`);

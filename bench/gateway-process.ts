@@ -4,10 +4,10 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { onCleanup } from './cleanup.js';
 import { deleteKeysWithPrefix, dropDatabase } from './namespaces.js';
+import { connectRedis } from '../src/store/redis-connect.js';
 import { freePort, spawnNode, waitUntil, type Child } from './child.js';
 
 const execNode = promisify(execFile);
@@ -36,7 +36,7 @@ export interface GatewayOptions {
   readonly nodeArgs?: string[];
   /** The gateway's entry point, when not this build's (bench/ab.ts runs another checkout's build beside it). */
   readonly main?: string;
-  /** Extra environment for the gateway (bench/ab.ts compares settings this way). */
+  /** Extra environment for the gateway (bench/ab.ts compares settings this way); its REDIS_URL may name a Redis Cluster. */
   readonly env?: Readonly<Record<string, string>>;
 }
 
@@ -47,7 +47,7 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
   const database = `gateway_bench_${run}`;
   // Registered first, so they run after the gateway has stopped.
   onCleanup(() => dropDatabase(POSTGRES_ADMIN_URL, database));
-  onCleanup(() => deleteRedisKeys(prefix));
+  onCleanup(() => deleteRedisKeys(options.env?.REDIS_URL ?? REDIS_URL, prefix));
   const port = await freePort();
   const env: Record<string, string> = {
     PORT: String(port),
@@ -101,9 +101,9 @@ export async function createBenchKey(url: string, jwt: string, body: Record<stri
   return (JSON.parse(text) as { key: string }).key;
 }
 
-/** SCAN + DEL of this run's keys only (never FLUSHALL: Redis is shared). */
-async function deleteRedisKeys(prefix: string): Promise<void> {
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
+/** SCAN + DEL of this run's keys only (never FLUSHALL: Redis is shared), on one Redis or every primary of a cluster. */
+async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
+  const redis = connectRedis(url, { maxRetriesPerRequest: 2 });
   try {
     await deleteKeysWithPrefix(redis, prefix);
   } finally {
