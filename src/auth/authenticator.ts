@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { IpRanges } from './ip-ranges.js';
-import type { Sql } from '../store/db.js';
+import { withinTimeout, type Sql } from '../store/db.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import { ensureAccount, setAccountEmail } from '../store/accounts.js';
 import { findActiveKeyByPublicId, type ApiKeyRow } from '../store/api-keys.js';
@@ -45,15 +45,6 @@ export function bearerToken(authorization: string): string {
 }
 
 export const looksLikeApiKey = (token: string) => token.startsWith('sk-');
-
-/** How long a key lookup may wait for Postgres (the driver waits for a reconnect without end). */
-const LOOKUP_TIMEOUT_MS = 2000;
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer from Postgres in ${ms} ms`)), ms); });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /**
  * API keys by public id through an in-process cache (short TTL, dropped at once by a Redis pub/sub
@@ -136,7 +127,7 @@ export class Authenticator {
     const cached = this.cache.get(publicId);
     let row: ApiKeyRow | undefined;
     try {
-      row = await withTimeout(findActiveKeyByPublicId(this.sql, publicId), LOOKUP_TIMEOUT_MS);
+      row = await withinTimeout(findActiveKeyByPublicId(this.sql, publicId));
     } catch (error) {
       // Postgres is unreachable: a key seen before stays usable (revocations still arrive over
       // Redis pub/sub); an unknown one gets a retryable 503, not a 500.

@@ -1,4 +1,5 @@
-import type { Sql } from '../store/db.js';
+import { withinTimeout, type Sql } from '../store/db.js';
+import { ApiError } from '../http/errors.js';
 import type { SealedBox } from '../auth/sealed-box.js';
 import { listByok, recordByokFailure, recordByokSuccess, type ByokProvider, type ByokRow } from '../store/byok.js';
 import type { UpstreamTarget } from './family.js';
@@ -66,6 +67,7 @@ export class ByokCredentials {
     private readonly platform: Readonly<Record<string, UpstreamTarget | undefined>>,
     /** Access tokens of service accounts (Vertex AI rows), cached per account until they expire. */
     private readonly tokens: ServiceAccountTokens,
+    private readonly cacheMs = CACHE_MS,
   ) {}
 
   private platformBaseUrl(provider: ByokProvider): string | undefined {
@@ -87,9 +89,14 @@ export class ByokCredentials {
     const now = Date.now();
     const cached = this.cache.get(key);
     if (cached && cached.until > now) return cached.ready ?? cached.choice.then((prepared) => prepared.ready ?? this.withTokens(prepared));
-    const choice = listByok(this.sql, userId, provider).then((rows) => this.choiceOf(provider, rows));
+    const choice = withinTimeout(listByok(this.sql, userId, provider)).then((rows) => this.choiceOf(provider, rows), (error: Error) => {
+      // Postgres unreachable: the rows read last stay in force (a change made since still drops them
+      // over pub/sub), so calls go on through an outage; a user with none read here gets a retryable 503.
+      if (cached) return cached.choice;
+      throw new ApiError(503, 'byok_lookup_unavailable', `Your upstream credentials cannot be read right now (${error.message}); retry shortly.`, null, { 'retry-after': '1' });
+    });
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
-    const entry: { until: number; choice: Promise<PreparedChoice>; ready?: ByokChoice } = { until: now + CACHE_MS, choice };
+    const entry: { until: number; choice: Promise<PreparedChoice>; ready?: ByokChoice } = { until: now + this.cacheMs, choice };
     this.cache.set(key, entry);
     choice.then((prepared) => { if (prepared.ready) entry.ready = prepared.ready; }, () => {});
     // A failed read is not remembered: the next call asks Postgres again.

@@ -4,6 +4,16 @@ export type Sql = postgres.Sql<{ bigint: bigint }>;
 export type TransactionSql = postgres.TransactionSql<{ bigint: bigint }>;
 export type AnySql = Sql | TransactionSql;
 
+/** How long a lookup on a request's path may wait for Postgres (the driver waits for a reconnect without end). */
+export const LOOKUP_TIMEOUT_MS = 2000;
+
+/** `query`, or a rejection once it has not answered within `ms`. */
+export function withinTimeout<T>(query: Promise<T>, ms = LOOKUP_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer from Postgres in ${ms} ms`)), ms); });
+  return Promise.race([query, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** One pool; bigint columns come back as JavaScript bigint (money is never a float). */
 export function connect(databaseUrl: string, max = 10): Sql {
   return postgres(databaseUrl, {
