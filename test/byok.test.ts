@@ -3,7 +3,7 @@
 // ciphertext), every rejected input, the priority clamp, 404 without revealing, the pub/sub event,
 // and the store functions the call path uses.
 import t from 'tap';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../src/store/redis-connect.js';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, assertEnvelope, fastUser, mintToken, rawRequest, sleep } from './helpers/http-tools.js';
 import { maskApiKey, maskConfig, isSecretKey, configCarriesCredential } from '../src/auth/byok-mask.js';
@@ -329,7 +329,7 @@ t.test("404 for another user's row and for a malformed id, never revealing; 401 
 });
 
 t.test('every change publishes byok:<user> on the key-events channel', async (t) => {
-  const subscriber = new Redis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const subscriber = connectRedis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
   t.teardown(() => subscriber.disconnect());
   const messages: string[] = [];
   await subscriber.subscribe(`${gateway.prefix}keys:events`);

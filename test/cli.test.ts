@@ -6,7 +6,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import postgres from 'postgres';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../src/store/redis-connect.js';
 import { jwtPayload } from './helpers/http-tools.js';
 import { deleteKeysWithPrefix, dropDatabase } from '../bench/namespaces.js';
 
@@ -67,7 +67,7 @@ const sql = postgres(dbUrl.toString(), { max: 2, onnotice: () => {} });
 t.teardown(async () => {
   await sql.end({ timeout: 5 });
   await dropDatabase(PG_BASE, database);
-  const redis = new Redis(REDIS_URL);
+  const redis = connectRedis(REDIS_URL);
   await deleteKeysWithPrefix(redis, prefix);
   redis.disconnect();
 });

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import t from 'tap';
-import { startGateway, type Gateway } from './helpers/harness.js';
+import { keysMatching, startGateway, type Gateway } from './helpers/harness.js';
 import { chatBody, costNano, leasesClosed, parseJson, envelopeProblems, reserveNano, sampleAvailable, usdString, usdToNano } from './helpers/billing-checks.js';
 import { parsePrometheus, rawRequest, sumSamples } from './helpers/http-tools.js';
 
@@ -51,7 +51,7 @@ async function metric(gateway: Gateway, name: string): Promise<number> {
 
 /** The weight in the rate window of the user's one key (the sum of the slots its members hold). */
 async function windowWeight(gateway: Gateway, user: string): Promise<number> {
-  const keys = await gateway.redis.keys(`${gateway.prefix}{u:${user}}:rlw:*`);
+  const keys = await keysMatching(gateway.redis, `${gateway.prefix}{u:${user}}:rlw:*`);
   if (keys.length !== 1) throw new Error(`expected one rate window, found ${keys.length}`);
   return Number((await gateway.redis.hget(keys[0]!, '#')) ?? '0');
 }

@@ -9,8 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
-import { freePort, postJson, startGateway, type Gateway } from './helpers/harness.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
+import { freePort, keysMatching, postJson, startGateway, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, eventually, fastUser, sleep } from './helpers/http-tools.js';
 
 const REF = 'https://localhost/reference.png';
@@ -167,10 +167,10 @@ t.test('two processes, one SIGKILLed with tasks in flight: the other takes its s
   const users = Array.from({ length: 12 }, (_, i) => `kill-user-${i}`);
   const keys = await Promise.all(users.map(async (user) => (await fastUser(first, user, '5')).key));
   // Both processes own shards by now (each claims its share within a lease round).
-  await eventually(async () => (await first.redis.keys(`${first.prefix}{ts:*}:lease`)).length === 8, 10_000);
+  await eventually(async () => (await keysMatching(first.redis, `${first.prefix}{ts:*}:lease`)).length === 8, 10_000);
   for (const [i, key] of keys.entries()) for (let j = 0; j < 3; j++) t.equal((await submit(i % 2 ? second : first, key, `k${j}`, 2000)).status, 200);
   await sleep(600);
-  const owners = new Set(await Promise.all((await first.redis.keys(`${first.prefix}{ts:*}:lease`)).map(async (key) => (await first.redis.get(key))!.split('|')[0])));
+  const owners = new Set(await Promise.all((await keysMatching(first.redis, `${first.prefix}{ts:*}:lease`)).map(async (key) => (await first.redis.get(key))!.split('|')[0])));
   t.equal(owners.size, 2, 'both processes owned shards when one was killed');
   await first.stop('SIGKILL');
   const rows = await allEnded(second, users, 60_000);

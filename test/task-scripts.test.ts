@@ -3,7 +3,7 @@
 // loses the lease), the rendezvous spread of shards, and timers moved into the stream once.
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../src/store/redis-connect.js';
 import { defineScripts, hydrate, loadSpend, settleTaskHold, type ScriptedRedis } from '../src/admission/scripts.js';
 import { RedisKeys } from '../src/admission/keys.js';
 import { ShardLeases, preferredOwner, shardOf } from '../src/tasks/shards.js';
@@ -14,7 +14,7 @@ let redis: ScriptedRedis;
 let keys: RedisKeys;
 
 t.before(() => {
-  redis = defineScripts(new Redis(REDIS_URL));
+  redis = defineScripts(connectRedis(REDIS_URL));
   keys = new RedisKeys(`test:tasks:${randomBytes(4).toString('hex')}:`);
 });
 t.teardown(async () => {

@@ -11,8 +11,8 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { connectRedis, type RedisClient } from '../../src/store/redis-connect.js';
-import { startMockVendor, type MockVendor } from '../../bench/mock-vendor/server.js';
+import { connectRedis, scanKeys, type RedisClient } from '../../src/store/redis-connect.js';
+import { startMockVendor, type MockVendor } from '../../src/mock-vendor/server.js';
 import { freePort } from '../../bench/child.js';
 import { deleteKeysWithPrefix, dropDatabase } from '../../bench/namespaces.js';
 
@@ -44,6 +44,13 @@ export interface GatewayOptions {
   readonly port?: number;
   /** Another Redis (or a Redis Cluster) for the gateway, its CLI and the test's own `gateway.redis`. */
   readonly redisUrl?: string;
+}
+
+/** The keys matching `pattern` on one Redis or on every primary of a cluster (KEYS sees one node only). */
+export async function keysMatching(redis: RedisClient, pattern: string): Promise<string[]> {
+  const found = new Set<string>();
+  for await (const batch of scanKeys(redis, pattern)) for (const key of batch) found.add(key);
+  return [...found];
 }
 
 /** Host and port of the Postgres server the tests use. */
