@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { freePort, spawnNode, waitUntil, type Child } from './child.js';
 
-const MOCK_MAIN = fileURLToPath(new URL('./mock-vendor/main.js', import.meta.url));
+const MOCK_MAIN = fileURLToPath(new URL('../src/mock-vendor/main.js', import.meta.url));
 
 export interface MockProcess {
   readonly child: Child;

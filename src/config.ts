@@ -46,7 +46,8 @@ const redisUrl = v.pipe(v.string(), v.trim(), v.rawCheck(({ dataset, addIssue })
 const DAY_MS = 86_400_000;
 const secret = v.pipe(v.string(), v.minLength(32, 'must be at least 32 characters'));
 
-const EnvSchema = v.object({
+/** The environment the gateway reads (besides `<VENDOR>_API_KEY` and `<VENDOR>_BASE_URL`); docs/configuration.md documents every key (test/docs.test.ts). */
+export const EnvSchema = v.object({
   NODE_ENV: v.optional(v.string(), 'development'),
   PORT: v.optional(intFrom(0, 65535), '8080'),
   HOST: v.optional(v.pipe(v.string(), v.minLength(1)), '127.0.0.1'),

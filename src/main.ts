@@ -39,7 +39,7 @@ async function startMockVendorIfNeeded(port: number, env: NodeJS.ProcessEnv): Pr
   const probe = loadConfig(env);
   const mocked = Object.values(probe.vendors).filter((v) => v.mocked).map((v) => v.name);
   if (probe.mockVendor === 'off' || mocked.length === 0) return undefined;
-  const { startMockVendor } = await import('../bench/mock-vendor/server.js');
+  const { startMockVendor } = await import('./mock-vendor/server.js');
   const mock = await startMockVendor({ port, keepRequests: 0 });
   log.info('mock vendor started for vendors without an API key', { url: mock.url, vendors: mocked });
   return mock;

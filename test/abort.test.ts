@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { chatBody, envelopeProblems, eventually, moneyView, parseJson, postChat, PRICE, sseData } from './helpers/billing-checks.js';
-import { promptTokens } from '../bench/mock-vendor/usage.js';
-import type { MockRequestRecord } from '../bench/mock-vendor/server.js';
+import { promptTokens } from '../src/mock-vendor/usage.js';
+import type { MockRequestRecord } from '../src/mock-vendor/server.js';
 
 let gateway: Gateway;
 t.before(async () => { gateway = await startGateway(); });

@@ -6,8 +6,8 @@ import t from 'tap';
 import OpenAI from 'openai';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { eventually, moneyView, parseJson, sseData } from './helpers/billing-checks.js';
-import type { MockRequestRecord } from '../bench/mock-vendor/server.js';
-import { CONTENT_WORDS } from '../bench/mock-vendor/words.js';
+import type { MockRequestRecord } from '../src/mock-vendor/server.js';
+import { CONTENT_WORDS } from '../src/mock-vendor/words.js';
 
 const MODEL = 'anthropic/claude-sonnet-4-5';
 // Sonnet 4.5 in nano-USD per token: input 3.00, cache read 0.30, cache write 3.75, output 15.00 USD per 1M.

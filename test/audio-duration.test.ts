@@ -4,7 +4,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { audioInfo } from '../src/media/audio-duration.js';
 import { sniffMediaType } from '../src/media/sniff.js';
-import { mockMp3, mockWav } from '../bench/mock-vendor/audio-files.js';
+import { mockMp3, mockWav } from '../src/mock-vendor/audio-files.js';
 
 const FRAME = 0.05;
 

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { audioInfo } from '../src/media/audio-duration.js';
-import { mockMp3, mockWav } from '../bench/mock-vendor/audio-files.js';
+import { mockMp3, mockWav } from '../src/mock-vendor/audio-files.js';
 
 const has = (tool: string) => {
   try {

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, type Gateway } from './helpers/harness.js';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { TEST_JWT_SECRET, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
 import { leasesClosed, moneyView, sseData } from './helpers/billing-checks.js';
 import { canonicalRequest, canonicalUri, signSigV4, signingKey, stringToSign } from '../src/providers/cloud/sigv4.js';

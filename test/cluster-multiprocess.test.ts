@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedisCluster, type LocalCluster } from './helpers/redis-cluster.js';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { chatBody, costNano, envelopeProblems, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString } from './helpers/billing-checks.js';
 import { TEST_JWT_SECRET, eventually, fastUser, mintToken, newestKeyId, sleep, updateKey } from './helpers/http-tools.js';
 import { ledgerSnapshot, logMark, usageRows } from './helpers/money-invariants.js';

@@ -6,8 +6,8 @@ import t from 'tap';
 import OpenAI from 'openai';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { eventually, moneyView, parseJson, sseData } from './helpers/billing-checks.js';
-import { promptTokens } from '../bench/mock-vendor/usage.js';
-import { CONTENT_WORDS } from '../bench/mock-vendor/words.js';
+import { promptTokens } from '../src/mock-vendor/usage.js';
+import { CONTENT_WORDS } from '../src/mock-vendor/words.js';
 
 const MODEL = 'google/gemini-2.5-flash';
 // List prices in nano-USD per token: input 0.30, cached 0.03, output 2.50 USD per 1M (thoughts billed as output).

@@ -87,7 +87,7 @@ t.test('quality left to the vendor: the dearest tier is reserved, the tier the v
   const reply = await generate(key, { model: 'openai/gpt-image-2', prompt: 'a fox', size: '1536x1024' });
   t.equal(reply.status, 200, JSON.stringify(reply.body).slice(0, 300));
   const money = await settled(user);
-  // The mock reports `medium` for a request without quality (bench/mock-vendor/images.ts).
+  // The mock reports `medium` for a request without quality (src/mock-vendor/images.ts).
   t.equal(money.charged, NANO('0.041'), 'medium at 1536x1024');
 });
 

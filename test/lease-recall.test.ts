@@ -18,7 +18,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import { startGateway, type Gateway } from './helpers/harness.js';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { chatBody, costNano, eventually, jwtFor, leasesClosed, parseJson, reserveNano, sampleAvailable, usdString, usdToNano } from './helpers/billing-checks.js';
 import { TEST_JWT_SECRET, newestKeyId, parsePrometheus, rawRequest, sumSamples, updateKey } from './helpers/http-tools.js';
 import { keySpendInRedis, keySpendNano, ledgerSnapshot, logMark } from './helpers/money-invariants.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalMediaStorage } from '../src/media/storage.js';
 import { fetchGuardedStream } from '../src/media/url-guard.js';
-import { mockMp4 } from '../bench/mock-vendor/mp4.js';
+import { mockMp4 } from '../src/mock-vendor/mp4.js';
 
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 /** An MP4 of a few megabytes: the mock's clip, then padding inside its media data. */

@@ -1,7 +1,7 @@
 // The mock vendor's Anthropic Messages route over real HTTP: auth, errors, event order, directives, cache.
 import t from 'tap';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
-import { CONTENT_WORDS } from '../bench/mock-vendor/words.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
+import { CONTENT_WORDS } from '../src/mock-vendor/words.js';
 
 let mock: MockVendor;
 t.before(async () => { mock = await startMockVendor({ port: 0 }); });

@@ -2,8 +2,8 @@
 // MiniMax async speech (submit → Processing → Success → retrieve → download) and music. Every success
 // is real audio of the expected length (audioInfo); every refusal is in the vendor's own shape.
 import t, { type Test } from 'tap';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
-import { AudioVendors } from '../bench/mock-vendor/audio.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
+import { AudioVendors } from '../src/mock-vendor/audio.js';
 import { audioInfo } from '../src/media/audio-duration.js';
 import { eventually } from './helpers/http-tools.js';
 

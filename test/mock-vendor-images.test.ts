@@ -4,9 +4,9 @@
 import { inflateSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { encode } from 'gpt-tokenizer';
-import { parseDirectives } from '../bench/mock-vendor/directives.js';
-import { crc32, mockPng } from '../bench/mock-vendor/png.js';
-import { startMockVendor, type MockRequestRecord } from '../bench/mock-vendor/server.js';
+import { parseDirectives } from '../src/mock-vendor/directives.js';
+import { crc32, mockPng } from '../src/mock-vendor/png.js';
+import { startMockVendor, type MockRequestRecord } from '../src/mock-vendor/server.js';
 
 // ---------- wire types, as the tests expect them ----------
 

@@ -4,8 +4,8 @@ import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHmac } from 'node:crypto';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
-import { mp4DurationSeconds } from '../bench/mock-vendor/mp4.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
+import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
 import { eventually } from './helpers/http-tools.js';
 
 let mock: MockVendor;

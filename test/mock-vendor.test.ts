@@ -8,10 +8,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { decode, encode } from 'gpt-tokenizer';
 import OpenAI from 'openai';
-import { parseDirectives, directivesFromMessages } from '../bench/mock-vendor/directives.js';
-import { startMockVendor, type MockRequestRecord, type MockVendor } from '../bench/mock-vendor/server.js';
-import type { Usage } from '../bench/mock-vendor/usage.js';
-import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENTS, TOOL_ARGUMENT_FRAGMENTS } from '../bench/mock-vendor/words.js';
+import { parseDirectives, directivesFromMessages } from '../src/mock-vendor/directives.js';
+import { startMockVendor, type MockRequestRecord, type MockVendor } from '../src/mock-vendor/server.js';
+import type { Usage } from '../src/mock-vendor/usage.js';
+import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENTS, TOOL_ARGUMENT_FRAGMENTS } from '../src/mock-vendor/words.js';
 
 // ---------- wire types, as the tests expect them ----------
 
@@ -781,7 +781,7 @@ t.test('the official openai client', async (t) => {
 });
 
 t.test('the CLI', async (t) => {
-  const main = fileURLToPath(new URL('../bench/mock-vendor/main.js', import.meta.url));
+  const main = fileURLToPath(new URL('../src/mock-vendor/main.js', import.meta.url));
   const child = spawn(process.execPath, [main], {
     env: { ...process.env, MOCK_VENDOR_PORT: '0', MOCK_CHUNKS: '2', MOCK_LATENCY_MS: '0', MOCK_CHUNK_DELAY_MS: '0' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { startGateway, type Gateway } from './helpers/harness.js';
-import { startMockVendor, type MockVendor } from '../bench/mock-vendor/server.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import {
   chatBody, costNano, envelopeProblems, eventually, jwtFor, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
 } from './helpers/billing-checks.js';

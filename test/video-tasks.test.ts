@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { freePort, startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, eventually, fastUser, parsePrometheus, sumSamples } from './helpers/http-tools.js';
 import { verifyWebhook } from '../src/tasks/webhook-signature.js';
-import { mp4DurationSeconds } from '../bench/mock-vendor/mp4.js';
+import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
 
 const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 /** A public-looking https address the URL guard accepts in tests (loopback is allowed there); the mock vendor never fetches it. */

@@ -18,7 +18,7 @@
 // requests with the same text fail). A lone key means `=1`.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import { audioInfo } from '../../src/media/audio-duration.js';
+import { audioInfo } from '../media/audio-duration.js';
 import { mockMp3, mockWav } from './audio-files.js';
 import { directivePairs } from './directives.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';

@@ -13,8 +13,8 @@ import { randomId } from './ids.js';
 import { cacheOf, messageFrames, messageJson, planMessage, validate, type AnthropicRequest, type MockExchange } from './anthropic.js';
 import {
   SIGV4_ALGORITHM, canonicalQuery, canonicalRequest, canonicalUri, signingKey, stringToSign,
-} from '../../src/providers/cloud/sigv4.js';
-import { encodeEventStreamMessage } from '../../src/providers/cloud/eventstream.js';
+} from '../providers/cloud/sigv4.js';
+import { encodeEventStreamMessage } from '../providers/cloud/eventstream.js';
 
 export interface MockCloudOptions {
   /** AWS access key id -> secret access key the Bedrock route accepts. */

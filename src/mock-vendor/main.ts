@@ -1,4 +1,4 @@
-// CLI: `node dist/bench/mock-vendor/main.js`, configured by environment variables.
+// CLI: `node dist/src/mock-vendor/main.js`, configured by environment variables.
 import { startMockVendor } from './server.js';
 
 function envInt(name: string): number | undefined {
