@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { startRedisCluster, type LocalCluster } from './helpers/redis-cluster.js';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
-import { chatBody, costNano, envelopeProblems, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString } from './helpers/billing-checks.js';
+import { chargeOf, chatBody, envelopeProblems, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString } from './helpers/billing-checks.js';
 import { TEST_JWT_SECRET, eventually, fastUser, mintToken, newestKeyId, sleep, updateKey } from './helpers/http-tools.js';
 import { ledgerSnapshot, logMark, usageRows } from './helpers/money-invariants.js';
 import { RedisKeys } from '../src/admission/keys.js';
@@ -93,14 +93,6 @@ async function userWithKeys(user: string, usd: string, keys: number): Promise<{ 
     made.push({ key, id: await newestKeyId(gateway.url, token) });
   }
   return { token, keys: made };
-}
-
-interface Usage { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } }
-
-/** The exact charge of a successful non-streaming gpt-4o-mini answer, from its usage. */
-function chargeOf(text: string): bigint {
-  const usage = (JSON.parse(text) as { usage: Usage }).usage;
-  return costNano(usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details?.cached_tokens ?? 0);
 }
 
 /** `count` calls at once, call i through process i mod 3. */

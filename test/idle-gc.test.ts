@@ -8,19 +8,32 @@ import { collectWhenIdle } from '../src/idle-gc.js';
 const IDLE_GC = new URL('../src/idle-gc.js', import.meta.url).href;
 
 t.test('threads starting together each get a collector, and later contexts get no global gc', async (t) => {
+  // Each thread reports its collector, then, once every thread has started (the flag is process-wide
+  // and is on for a moment in each), whether a context made afterwards has a global gc.
   const code = `
     const { parentPort } = require('node:worker_threads');
     const { runInNewContext } = require('node:vm');
     import(${JSON.stringify(IDLE_GC)}).then(({ collectWhenIdle }) => {
       const stop = collectWhenIdle();
-      parentPort.postMessage({ started: typeof stop === 'function', later: runInNewContext('typeof gc') });
-      stop?.();
+      parentPort.postMessage({ started: typeof stop === 'function' });
+      parentPort.once('message', () => {
+        parentPort.postMessage({ later: runInNewContext('typeof gc') });
+        stop?.();
+      });
     });`;
-  const answers = await Promise.all(Array.from({ length: 6 }, () => new Promise<{ started: boolean; later: string }>((resolve, reject) => {
-    const worker = new Worker(code, { eval: true });
-    worker.once('message', (answer) => { resolve(answer); void worker.terminate(); });
+  const workers = Array.from({ length: 6 }, () => new Worker(code, { eval: true }));
+  t.teardown(() => Promise.all(workers.map((worker) => worker.terminate())));
+  const next = (worker: Worker) => new Promise<{ started?: boolean; later?: string }>((resolve, reject) => {
+    worker.once('message', resolve);
     worker.once('error', reject);
-  })));
+  });
+  const started = await Promise.all(workers.map(next));
+  const later = await Promise.all(workers.map((worker) => {
+    const answer = next(worker);
+    worker.postMessage('check');
+    return answer;
+  }));
+  const answers = started.map((first, i) => ({ started: first.started, later: later[i]!.later }));
   t.same(answers.map((answer) => answer.started), answers.map(() => true), 'each thread has its collector');
   t.same(answers.map((answer) => answer.later), answers.map(() => 'undefined'), 'the flag is off again');
   t.equal(runInNewContext('typeof gc'), 'undefined', 'also in this thread');

@@ -7,7 +7,7 @@ import t from 'tap';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import {
-  chatBody, costNano, envelopeProblems, eventually, jwtFor, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
+  chargeOf, chatBody, envelopeProblems, eventually, jwtFor, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
 } from './helpers/billing-checks.js';
 import { TEST_JWT_SECRET, newestKeyId, rawRequest, updateKey } from './helpers/http-tools.js';
 import { keySpendInRedis, keySpendNano, ledgerSnapshot, logMark, usageRows, watchStream } from './helpers/money-invariants.js';
@@ -55,14 +55,6 @@ async function userWithKeys(gateway: Gateway, user: string, usd: string, keys: n
     made.push({ key, id: await newestKeyId(gateway.url, token) });
   }
   return { token, keys: made };
-}
-
-interface Usage { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } }
-
-/** The exact charge of a successful non-streaming gpt-4o-mini answer, from its usage. */
-function chargeOf(text: string): bigint {
-  const usage = (JSON.parse(text) as { usage: Usage }).usage;
-  return costNano(usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details?.cached_tokens ?? 0);
 }
 
 t.test('1,000 concurrent calls from 5 keys of one user against $5: available never below zero, the ledger adds up', async (t) => {

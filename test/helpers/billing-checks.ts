@@ -20,6 +20,14 @@ export function costNano(promptTokens: number, completionTokens: number, cachedT
   return BigInt(promptTokens - cachedTokens) * PRICE.input + BigInt(cachedTokens) * PRICE.cachedInput + BigInt(completionTokens) * PRICE.output;
 }
 
+interface Usage { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } }
+
+/** The exact charge of a successful non-streaming gpt-4o-mini answer, from its usage. */
+export function chargeOf(text: string): bigint {
+  const usage = (JSON.parse(text) as { usage: Usage }).usage;
+  return costNano(usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details?.cached_tokens ?? 0);
+}
+
 /** The gateway's worst-case reservation for a gpt-4o-mini body: every body byte an input token, plus the output cap. */
 export function reserveNano(body: string, maxTokens: number): bigint {
   return BigInt(Buffer.byteLength(body)) * PRICE.input + BigInt(maxTokens) * PRICE.output;
