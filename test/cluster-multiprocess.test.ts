@@ -18,9 +18,9 @@ import { join } from 'node:path';
 import { startRedisCluster, type LocalCluster } from './helpers/redis-cluster.js';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
-import { chargeOf, chatBody, envelopeProblems, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString } from './helpers/billing-checks.js';
+import { chatBody, envelopeProblems, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString } from './helpers/billing-checks.js';
 import { TEST_JWT_SECRET, eventually, fastUser, mintToken, newestKeyId, sleep, updateKey } from './helpers/http-tools.js';
-import { ledgerSnapshot, logMark, usageRows } from './helpers/money-invariants.js';
+import { assertSpentExactly, chargesOfServed, ledgerSnapshot, logMark, usageRows } from './helpers/money-invariants.js';
 import { RedisKeys } from '../src/admission/keys.js';
 import { preferredOwner } from '../src/tasks/shards.js';
 
@@ -205,33 +205,10 @@ t.test('1,000 concurrent calls from 40 keys over three processes on a $0.04 bala
   const badRefusals = refused.filter((r) => envelopeProblems(parseJson(r.text), 402).length > 0 || parseJson(r.text)?.error?.code !== 'insufficient_credits');
   t.same(badRefusals.slice(0, 3).map((r) => r.text.slice(0, 300)), [], 'every 402 is the envelope with code insufficient_credits');
 
-  const charges = new Map<string, { chargeNano: bigint; keyId: string }>();
-  let sum = 0n;
-  let minCharge = reserve;
-  for (const r of ok) {
-    const id = r.headers.get('x-request-id');
-    if (!id || charges.has(id)) {
-      t.fail(`a 200 without a unique x-request-id (${id})`);
-      continue;
-    }
-    const charge = chargeOf(r.text);
-    if (charge > reserve) t.fail(`charge ${charge} above its reservation ${reserve}`);
-    if (charge < minCharge) minCharge = charge;
-    charges.set(id, { chargeNano: charge, keyId: r.keyId });
-    sum += charge;
-  }
-  t.equal(charges.size, ok.length, 'every 200 carries its own x-request-id');
+  const { charges, sum, minCharge } = chargesOfServed(t, ok, reserve);
   t.ok(sum <= initial, `no overspend: the charges (${sum}) do not exceed the balance (${initial})`);
   t.equal(mock.requests().filter((r) => JSON.stringify(r.body ?? '').includes(marker)).length, ok.length, 'only admitted calls reached the upstream');
-
-  await leasesClosed(owner, user, 10_000);
-  await owner.ledgerSettled(user, 30_000);
-  const money = await ledgerSnapshot(owner, user);
-  t.equal(money.credits, initial - sum, `Redis credits = $0.04 - the exact sum of the ${ok.length} charges (${sum} nano-USD)`);
-  t.equal(money.ledgerSum, money.credits, 'Postgres ledger sum = Redis credits, to the nano-USD');
-  t.equal(money.held, 0n, 'nothing held');
-  t.equal(money.openReservations, 0, 'no open reservation');
-  t.equal(money.usageTransactions, ok.length, 'one usage transaction per 200, none for a 402');
+  const money = await assertSpentExactly(t, owner, user, initial, sum, ok.length, { leasesMs: 10_000, ledgerMs: 30_000 });
   // A call is refused only when the calls in flight hold what is left, so once they settle at most
   // their unused worst cases (and less than one reservation) remain: the balance was spent down.
   const maxInFlight = initial / reserve;

@@ -10,7 +10,7 @@ import {
   chargeOf, chatBody, envelopeProblems, eventually, jwtFor, leasesClosed, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
 } from './helpers/billing-checks.js';
 import { TEST_JWT_SECRET, newestKeyId, rawRequest, updateKey } from './helpers/http-tools.js';
-import { keySpendInRedis, keySpendNano, ledgerSnapshot, logMark, usageRows, watchStream } from './helpers/money-invariants.js';
+import { assertSpentExactly, chargesOfServed, keySpendInRedis, keySpendNano, ledgerSnapshot, logMark, usageRows, watchStream } from './helpers/money-invariants.js';
 
 // One mock vendor keeps a record of every upstream request of the file.
 let mock: MockVendor;
@@ -98,30 +98,9 @@ t.test('1,000 concurrent calls from 5 keys of one user against $5: available nev
   t.same(badRefusals.slice(0, 3).map((r) => r.text.slice(0, 300)), [], 'every 402 is the envelope with code insufficient_credits');
 
   // Each success: its own request id, a charge within its reservation.
-  const charges = new Map<string, { chargeNano: bigint; keyId: string }>();
-  let sum = 0n;
-  for (const r of ok) {
-    const id = r.headers.get('x-request-id');
-    if (!id || charges.has(id)) {
-      t.fail(`a 200 without a unique x-request-id (${id})`);
-      continue;
-    }
-    const charge = chargeOf(r.text);
-    if (charge > reserve) t.fail(`charge ${charge} above its reservation ${reserve}`);
-    charges.set(id, { chargeNano: charge, keyId: r.keyId });
-    sum += charge;
-  }
-  t.equal(charges.size, ok.length, 'every 200 carries its own x-request-id');
+  const { charges, sum } = chargesOfServed(t, ok, reserve);
   t.equal(mock.requests().filter((r) => JSON.stringify(r.body ?? '').includes(marker)).length, ok.length, 'only admitted calls reached the upstream');
-
-  await leasesClosed(main, user, 5_000);
-  await main.ledgerSettled(user, 15_000);
-  const money = await ledgerSnapshot(main, user);
-  t.equal(money.credits, initial - sum, `Redis credits = $5 - the exact sum of the ${ok.length} charges (${sum} nano-USD)`);
-  t.equal(money.ledgerSum, money.credits, 'Postgres ledger sum = Redis credits, to the nano-dollar');
-  t.equal(money.held, 0n, 'nothing held');
-  t.equal(money.openReservations, 0, 'no open reservation');
-  t.equal(money.usageTransactions, ok.length, 'one usage transaction per 200, none for a 402');
+  await assertSpentExactly(t, main, user, initial, sum, ok.length);
 
   const rows = await usageRows(main, user);
   const missing = [...charges.keys()].filter((id) => !rows.has(id));

@@ -3,7 +3,9 @@
  * open reservations are compared at one instant) beside the Postgres ledger, a key's spend, a
  * streaming call a test can watch and cut, and the gateway's log since a mark. Builds on harness.ts.
  */
+import type { Test } from 'tap';
 import type { Gateway } from './harness.js';
+import { chargeOf, leasesClosed } from './billing-checks.js';
 
 export interface LedgerSnapshot {
   credits: bigint;
@@ -120,4 +122,51 @@ export function watchStream(gateway: Gateway, key: string, body: string): { star
 export function logMark(gateways: Gateway[]): () => string[] {
   const offsets = gateways.map((g) => g.output.length);
   return () => gateways.flatMap((g, i) => g.output.slice(offsets[i]).split('\n').filter((line) => line.includes('unexpected error')));
+}
+
+/** A successful non-streaming call of a burst, on the key that made it. */
+export interface ServedCall {
+  readonly headers: Headers;
+  readonly text: string;
+  readonly keyId: string;
+}
+
+/**
+ * The charge of each 200 under its `x-request-id` (each unique), each at most its reservation: what
+ * the ledger must hold. Returns them with their sum and the smallest.
+ */
+export function chargesOfServed(t: Test, served: readonly ServedCall[], reserveNano: bigint): { charges: Map<string, { chargeNano: bigint; keyId: string }>; sum: bigint; minCharge: bigint } {
+  const charges = new Map<string, { chargeNano: bigint; keyId: string }>();
+  let sum = 0n;
+  let minCharge = reserveNano;
+  for (const r of served) {
+    const id = r.headers.get('x-request-id');
+    if (!id || charges.has(id)) {
+      t.fail(`a 200 without a unique x-request-id (${id})`);
+      continue;
+    }
+    const charge = chargeOf(r.text);
+    if (charge > reserveNano) t.fail(`charge ${charge} above its reservation ${reserveNano}`);
+    if (charge < minCharge) minCharge = charge;
+    charges.set(id, { chargeNano: charge, keyId: r.keyId });
+    sum += charge;
+  }
+  t.equal(charges.size, served.length, 'every 200 carries its own x-request-id');
+  return { charges, sum, minCharge };
+}
+
+/**
+ * Once the burst's leases closed and the ledger drained: Redis credits are the starting balance less
+ * exactly the served calls' charges, Postgres agrees, nothing is held, one usage transaction per 200.
+ */
+export async function assertSpentExactly(t: Test, gateway: Gateway, user: string, initialNano: bigint, sumNano: bigint, servedCount: number, wait = { leasesMs: 5_000, ledgerMs: 15_000 }): Promise<LedgerSnapshot> {
+  await leasesClosed(gateway, user, wait.leasesMs);
+  await gateway.ledgerSettled(user, wait.ledgerMs);
+  const money = await ledgerSnapshot(gateway, user);
+  t.equal(money.credits, initialNano - sumNano, `Redis credits = the starting ${initialNano} nano-USD less the exact sum of the ${servedCount} charges (${sumNano} nano-USD)`);
+  t.equal(money.ledgerSum, money.credits, 'Postgres ledger sum = Redis credits, to the nano-USD');
+  t.equal(money.held, 0n, 'nothing held');
+  t.equal(money.openReservations, 0, 'no open reservation');
+  t.equal(money.usageTransactions, servedCount, 'one usage transaction per 200, none for a 402');
+  return money;
 }
