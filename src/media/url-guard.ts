@@ -95,6 +95,14 @@ async function fetchGuardedWith<T>(url: string, options: GuardedFetchOptions, co
   }
 }
 
+/**
+ * The addresses a URL may be connected to (https, credentials-free, every resolved address public),
+ * for a client that pins its connection to them (the upstream client's guarded connections).
+ */
+export async function vetAddresses(url: string | URL, allowLoopback = false): Promise<LookupAddress[]> {
+  return vet(typeof url === 'string' ? parseUrl(url) : url, allowLoopback);
+}
+
 /** Checks that a URL may be called (https, every resolved address public) without calling it. */
 export async function vetPublicUrl(url: string, allowLoopback = false): Promise<void> {
   await vet(parseUrl(url), allowLoopback);

@@ -27,6 +27,12 @@ export interface UpstreamTarget {
   readonly apiKey: string;
   /** A cloud provider's form of the vendor's API (a BYOK row's config_json; README "Cloud credential forms"). */
   readonly cloud?: UpstreamCloud;
+  /**
+   * An address a user chose (a BYOK row's `base_url`, a cloud form's endpoint): every connection to it
+   * goes through the URL guard (resolved, refused unless public, pinned to the vetted address), and
+   * what it answers reaches the caller only as a short, sanitised message.
+   */
+  readonly guarded?: boolean;
 }
 
 /** How a cloud provider serves a family: `baseUrl` is then the cloud endpoint's origin (no path). */
@@ -60,6 +66,8 @@ export interface UpstreamRequest {
    * upstream bills as prompt tokens: the worst-case reservation counts them on top of the caller's body.
    */
   readonly addedPromptBytes?: number;
+  /** The target's `guarded`: the request goes to an address a user chose. */
+  readonly guarded?: boolean;
 }
 
 export interface AnswerOptions {

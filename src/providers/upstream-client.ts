@@ -5,21 +5,24 @@ import tls from 'node:tls';
 export interface UpstreamEndpoint {
   readonly origin: string;
   readonly path: string;
+  /** An address a user chose (BYOK): each connection is vetted by the URL guard and pinned to the vetted address. */
+  readonly guarded: boolean;
 }
 
-export function endpointOf(baseUrl: string, path: string): UpstreamEndpoint {
+export function endpointOf(baseUrl: string, path: string, guarded = false): UpstreamEndpoint {
   const url = new URL(baseUrl.replace(/\/+$/, '') + path);
-  return Object.freeze({ origin: url.origin, path: url.pathname + url.search });
+  return Object.freeze({ origin: url.origin, path: url.pathname + url.search, guarded });
 }
 
 /** Parsed upstream URLs: a vendor's few endpoints are parsed once, not per call. */
 const endpoints = new Map<string, UpstreamEndpoint>();
-export function endpointFor(url: string): UpstreamEndpoint {
-  let endpoint = endpoints.get(url);
+export function endpointFor(url: string, guarded = false): UpstreamEndpoint {
+  const cacheKey = guarded ? `guarded ${url}` : url;
+  let endpoint = endpoints.get(cacheKey);
   if (!endpoint) {
     if (endpoints.size >= 1000) endpoints.clear();
-    endpoint = endpointOf(url, '');
-    endpoints.set(url, endpoint);
+    endpoint = endpointOf(url, '', guarded);
+    endpoints.set(cacheKey, endpoint);
   }
   return endpoint;
 }
