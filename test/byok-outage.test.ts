@@ -37,17 +37,17 @@ t.test('rows read before the outage stay in force; a user never read gets 503 by
   t.equal(created.status, 201, 'a row to read');
   // Vertex rows need service-account tokens; these users have none.
   const credentials = new ByokCredentials(sql, new SealedBox(loadConfig(gateway.env).keySecret), { openai: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: '' } }, {} as ServiceAccountTokens, CACHE_MS);
-  const before = await credentials.forCall('byok-outage-user', 'openai');
+  const before = await credentials.forCall('byok-outage-user', 'any-key', 'openai');
   t.equal(before.candidates.length, 1, 'one row while Postgres answers');
-  t.equal((await credentials.forCall('byok-outage-none', 'openai')).candidates.length, 0, 'none for a user without rows');
+  t.equal((await credentials.forCall('byok-outage-none', 'any-key', 'openai')).candidates.length, 0, 'none for a user without rows');
 
   await sleep(CACHE_MS * 2);
   proxy.cut();
   const started = Date.now();
-  const during = await credentials.forCall('byok-outage-user', 'openai');
+  const during = await credentials.forCall('byok-outage-user', 'any-key', 'openai');
   t.same(during.candidates.map((candidate) => candidate.label), ['own'], 'the rows read last, once their entry is due and Postgres is away');
-  t.equal((await credentials.forCall('byok-outage-none', 'openai')).candidates.length, 0, 'and no rows for the user who had none');
-  const unknown = await Promise.resolve(credentials.forCall('byok-outage-stranger', 'openai')).then(() => undefined, (error: unknown) => error);
+  t.equal((await credentials.forCall('byok-outage-none', 'any-key', 'openai')).candidates.length, 0, 'and no rows for the user who had none');
+  const unknown = await Promise.resolve(credentials.forCall('byok-outage-stranger', 'any-key', 'openai')).then(() => undefined, (error: unknown) => error);
   t.ok(unknown instanceof ApiError, 'a user never read here is refused');
   t.match(unknown, { status: 503, code: 'byok_lookup_unavailable', headers: { 'retry-after': '1' } });
   t.ok(Date.now() - started < 10_000, `within the lookup timeout, not at Postgres's pace (${Date.now() - started} ms)`);
@@ -56,7 +56,7 @@ t.test('rows read before the outage stay in force; a user never read gets 503 by
   await sleep(CACHE_MS * 2);
   let after;
   for (let i = 0; i < 50 && !after; i++) {
-    after = await Promise.resolve(credentials.forCall('byok-outage-stranger', 'openai')).catch(() => undefined);
+    after = await Promise.resolve(credentials.forCall('byok-outage-stranger', 'any-key', 'openai')).catch(() => undefined);
     if (!after) await sleep(200);
   }
   t.equal(after?.candidates.length, 0, 'read again once Postgres is back');

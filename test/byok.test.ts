@@ -14,7 +14,7 @@ import type { AnySql } from '../src/store/db.js';
 const BYOK = '/api/v1/byok';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const RECORD_FIELDS = ['id', 'provider', 'label', 'api_key_prefix', 'base_url', 'config_json', 'always_use', 'disabled', 'priority',
+const RECORD_FIELDS = ['id', 'provider', 'label', 'api_key_prefix', 'base_url', 'config_json', 'always_use', 'disabled', 'priority', 'api_key_id',
   'last_used_at', 'last_error', 'created_at', 'updated_at'].sort();
 const OPENAI_KEY = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123456789WXYZ';
 

@@ -38,7 +38,7 @@ export interface OwnCredentialsFirst<M extends VendorModel> {
 export function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCredentialsFirst<M>): PlatformCall<M> | undefined | Promise<PlatformCall<M> | undefined> {
   const { admission, byok, identity, limits } = options;
   const provider = byokProviderOf(identity.model.upstreamVendor);
-  const found = provider ? byok.forCall(identity.userId, provider) : NO_BYOK;
+  const found = provider ? byok.forCall(identity.userId, identity.keyId, provider) : NO_BYOK;
   // The common case, no BYOK row and a lease with room, is decided without a promise.
   if (!(found instanceof Promise) && found.candidates.length === 0 && !found.alwaysUse) {
     const admitted = admission.admitFromLease(identity.userId, identity.keyId, identity.reservedNano, limits, identity.reservedTokens);

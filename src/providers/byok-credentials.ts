@@ -27,6 +27,8 @@ export interface ByokCandidate {
 interface Prepared {
   readonly candidate: ByokCandidate;
   readonly account?: ServiceAccount;
+  /** The one API key whose calls the row serves (a row a regular key made); null: every key. */
+  readonly keyId: string | null;
 }
 
 interface PreparedChoice {
@@ -34,6 +36,11 @@ interface PreparedChoice {
   /** The choice itself when no entry needs a token. */
   readonly ready: ByokChoice | undefined;
   readonly alwaysUse: boolean;
+  /**
+   * Set when some row (disabled ones included) serves one key only: the choice is then narrowed to
+   * the calling key per call. Lists the keys (null: every key) of the rows that forbid the fallback.
+   */
+  readonly scoped?: { readonly alwaysUseBy: readonly (string | null)[] };
 }
 
 
@@ -84,11 +91,11 @@ export class ByokCredentials {
     for (const key of this.cache.keys()) if (key.startsWith(`${userId}\n`)) this.cache.delete(key);
   }
 
-  forCall(userId: string, provider: ByokProvider): ByokChoice | Promise<ByokChoice> {
+  forCall(userId: string, keyId: string, provider: ByokProvider): ByokChoice | Promise<ByokChoice> {
     const key = `${userId}\n${provider}`;
     const now = Date.now();
     const cached = this.cache.get(key);
-    if (cached && cached.until > now) return cached.ready ?? cached.choice.then((prepared) => prepared.ready ?? this.withTokens(prepared));
+    if (cached && cached.until > now) return cached.ready ?? cached.choice.then((prepared) => this.choiceFor(prepared, keyId));
     const choice = withinTimeout(listByok(this.sql, userId, provider)).then((rows) => this.choiceOf(provider, rows), (error: Error) => {
       // Postgres unreachable: the rows read last stay in force (a change made since still drops them
       // over pub/sub), so calls go on through an outage; a user with none read here gets a retryable 503.
@@ -98,10 +105,16 @@ export class ByokCredentials {
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
     const entry: { until: number; choice: Promise<PreparedChoice>; ready?: ByokChoice } = { until: now + this.cacheMs, choice };
     this.cache.set(key, entry);
-    choice.then((prepared) => { if (prepared.ready) entry.ready = prepared.ready; }, () => {});
+    choice.then((prepared) => { if (prepared.ready && !prepared.scoped) entry.ready = prepared.ready; }, () => {});
     // A failed read is not remembered: the next call asks Postgres again.
     choice.catch(() => this.cache.delete(key));
-    return choice.then((prepared) => prepared.ready ?? this.withTokens(prepared));
+    return choice.then((prepared) => this.choiceFor(prepared, keyId));
+  }
+
+  /** The choice of the calling key: the account's rows and the rows made by that key, with any Vertex tokens. */
+  private choiceFor(prepared: PreparedChoice, keyId: string): ByokChoice | Promise<ByokChoice> {
+    const narrowed = prepared.scoped ? narrowToKey(prepared, prepared.scoped.alwaysUseBy, keyId) : prepared;
+    return narrowed.ready ?? this.withTokens(narrowed);
   }
 
   /** The candidates with each Vertex row's current access token (or the reason it has none). */
@@ -134,17 +147,17 @@ export class ByokCredentials {
       // Rows come ordered by priority, then newest.
       if (row.disabled) continue;
       const entry = this.prepare(provider, row);
-      if (entry) entries.push(Object.freeze(entry));
+      if (entry) entries.push(Object.freeze({ ...entry, keyId: row.api_key_id }));
     }
-    const alwaysUse = rows.some((row) => row.always_use);
-    const ready = entries.some((entry) => entry.account)
-      ? undefined
-      : Object.freeze({ candidates: Object.freeze(entries.map((entry) => entry.candidate)), alwaysUse });
-    return Object.freeze({ entries: Object.freeze(entries), ready, alwaysUse });
+    if (rows.some((row) => row.api_key_id !== null)) {
+      const alwaysUseBy = rows.filter((row) => row.always_use).map((row) => row.api_key_id);
+      return Object.freeze({ entries: Object.freeze(entries), ready: undefined, alwaysUse: false, scoped: Object.freeze({ alwaysUseBy }) });
+    }
+    return preparedChoice(entries, rows.some((row) => row.always_use));
   }
 
   /** One enabled row as a candidate: its key for the vendor's API, or its cloud form; undefined when it has neither. */
-  private prepare(provider: ByokProvider, row: ByokRow): Prepared | undefined {
+  private prepare(provider: ByokProvider, row: ByokRow): Omit<Prepared, 'keyId'> | undefined {
     const base = { id: row.id, label: row.label };
     const apiKey = row.api_key_enc ? this.box.open(row.api_key_enc) : undefined;
     let config: Record<string, unknown> | null = null;
@@ -186,4 +199,17 @@ export class ByokCredentials {
         };
     }
   }
+}
+
+function preparedChoice(entries: readonly Prepared[], alwaysUse: boolean): PreparedChoice {
+  const ready = entries.some((entry) => entry.account)
+    ? undefined
+    : Object.freeze({ candidates: Object.freeze(entries.map((entry) => entry.candidate)), alwaysUse });
+  return Object.freeze({ entries: Object.freeze(entries), ready, alwaysUse });
+}
+
+/** A user's rows as one key sees them: the account's and its own, never another key's. */
+function narrowToKey(prepared: PreparedChoice, alwaysUseBy: readonly (string | null)[], keyId: string): PreparedChoice {
+  const serves = (owner: string | null) => owner === null || owner === keyId;
+  return preparedChoice(prepared.entries.filter((entry) => serves(entry.keyId)), alwaysUseBy.some(serves));
 }

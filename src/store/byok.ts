@@ -15,6 +15,8 @@ export interface ByokRow {
   always_use: boolean;
   disabled: boolean;
   priority: number;
+  /** The regular API key whose calls alone the row serves (the key that made it); null: every key of the account. */
+  api_key_id: string | null;
   last_used_at: Date | null;
   last_error: string | null;
   created_at: Date;
@@ -36,13 +38,14 @@ export interface NewByok {
   alwaysUse: boolean;
   disabled: boolean;
   priority: number;
+  apiKeyId: string | null;
 }
 
 export async function insertByok(sql: AnySql, row: NewByok): Promise<ByokRow> {
   const [inserted] = await sql<ByokRow[]>`
-    insert into byok_credentials (id, user_id, provider, label, api_key_enc, api_key_prefix, base_url, config_enc, always_use, disabled, priority)
+    insert into byok_credentials (id, user_id, provider, label, api_key_enc, api_key_prefix, base_url, config_enc, always_use, disabled, priority, api_key_id)
     values (${row.id}, ${row.userId}, ${row.provider}, ${row.label}, ${row.apiKeyEnc}, ${row.apiKeyPrefix}, ${row.baseUrl},
-            ${row.configEnc}, ${row.alwaysUse}, ${row.disabled}, ${row.priority})
+            ${row.configEnc}, ${row.alwaysUse}, ${row.disabled}, ${row.priority}, ${row.apiKeyId})
     returning *`;
   return inserted!;
 }
@@ -88,9 +91,11 @@ export async function updateByok(sql: AnySql, userId: string, id: string, change
   return row;
 }
 
-/** True when a row of that user was deleted. */
-export async function deleteByok(sql: AnySql, userId: string, id: string): Promise<boolean> {
-  const rows = await sql`delete from byok_credentials where id = ${id} and user_id = ${userId} returning id`;
+/** True when a row of that user (made by `keyId`, when given) was deleted. */
+export async function deleteByok(sql: AnySql, userId: string, id: string, keyId?: string): Promise<boolean> {
+  const rows = await sql`
+    delete from byok_credentials where id = ${id} and user_id = ${userId} ${keyId === undefined ? sql`` : sql`and api_key_id = ${keyId}`}
+    returning id`;
   return rows.length > 0;
 }
 

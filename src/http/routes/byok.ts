@@ -12,6 +12,8 @@ import {
 } from '../../store/byok.js';
 import { UUID } from '../../store/ids.js';
 import { publish } from '../../store/redis-connect.js';
+import { bearerToken, looksLikeApiKey } from '../../auth/authenticator.js';
+import { parseApiKey } from '../../auth/api-key-format.js';
 
 const credentialRequired = () => new ApiError(
   422, 'validation_error',
@@ -19,6 +21,25 @@ const credentialRequired = () => new ApiError(
   'api_key',
 );
 const noSuchRow = (id: string) => notFound(`No BYOK credential with id '${id}' belongs to this account.`);
+const notThisKeysRow = (id: string) => new ApiError(
+  403, 'byok_row_of_account',
+  `The BYOK credential '${id}' serves the whole account or another key: an API key may change only the rows it made. Use a dashboard session or a management key.`,
+);
+
+/**
+ * Who manages BYOK rows: a dashboard session or a management key acts for the whole account
+ * (`keyId` undefined); a regular API key acts for itself: the rows it makes serve its own calls only,
+ * and it may change only those, so one leaked key cannot route every other key's prompts elsewhere.
+ */
+interface ByokCaller {
+  readonly userId: string;
+  readonly keyId?: string;
+}
+
+/** The rows a caller may change: any of the account's, or, for a regular key, the ones it made. */
+const mayChange = (caller: ByokCaller, row: ByokRow) => caller.keyId === undefined || row.api_key_id === caller.keyId;
+/** The rows a caller sees: a regular key sees the account's rows and its own, never another key's. */
+const maySee = (caller: ByokCaller, row: ByokRow) => caller.keyId === undefined || row.api_key_id === null || row.api_key_id === caller.keyId;
 
 /** The record every BYOK endpoint answers with: never the api_key, config_json with its secrets as `***`. */
 export function byokRecord(row: ByokRow, box: SealedBox): Record<string, unknown> {
@@ -32,6 +53,7 @@ export function byokRecord(row: ByokRow, box: SealedBox): Record<string, unknown
     always_use: row.always_use,
     disabled: row.disabled,
     priority: row.priority,
+    api_key_id: row.api_key_id,
     last_used_at: row.last_used_at ? row.last_used_at.toISOString() : null,
     last_error: row.last_error,
     created_at: row.created_at.toISOString(),
@@ -50,7 +72,14 @@ function providerFilter(query: string): ByokProvider | undefined {
 
 export function byokRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql, redis, keys } = services;
-  const caller = (ctx: RequestContext) => auth.jwtOrApiKey(ctx, config.jwtSecret);
+  const caller = async (ctx: RequestContext): Promise<ByokCaller> => {
+    const token = bearerToken(ctx.headers.authorization);
+    if (looksLikeApiKey(token) && parseApiKey(token)?.provisioning === false) {
+      const key = await auth.apiKey(ctx);
+      return { userId: key.userId, keyId: key.id };
+    }
+    return { userId: await auth.jwtOrApiKey(ctx, config.jwtSecret) };
+  };
   // Call-path caches of the user's candidates drop them at once, on every thread of every process.
   // This thread forgets the user's rows at once (the caller's next request may come straight back
   // here, before the pub/sub message); the message tells every other thread and process.
@@ -62,7 +91,8 @@ export function byokRoutes(services: Services, box: SealedBox) {
   const sealConfig = (value: Record<string, unknown>) => box.seal(JSON.stringify(value));
 
   const create = async (ctx: RequestContext): Promise<void> => {
-    const userId = await caller(ctx);
+    const who = await caller(ctx);
+    const { userId } = who;
     const input = parseWith(CreateByokSchema, parseJsonObject(await ctx.body()), 422);
     if (input.api_key === undefined && !configCarriesCredential(input.config_json)) throw credentialRequired();
     checkCloudForm(input.provider, input.config_json ?? null, input.api_key !== undefined, input.base_url ?? null);
@@ -79,26 +109,29 @@ export function byokRoutes(services: Services, box: SealedBox) {
       alwaysUse: input.always_use,
       disabled: input.disabled,
       priority: input.priority,
+      apiKeyId: who.keyId ?? null,
     });
     await announce(userId);
     ctx.reply.json(201, byokRecord(row, box));
   };
 
   const list = async (ctx: RequestContext): Promise<void> => {
-    const userId = await caller(ctx);
-    const rows = await listByok(sql, userId, providerFilter(ctx.query));
-    ctx.reply.json(200, rows.map((row) => byokRecord(row, box)));
+    const who = await caller(ctx);
+    const rows = await listByok(sql, who.userId, providerFilter(ctx.query));
+    ctx.reply.json(200, rows.filter((row) => maySee(who, row)).map((row) => byokRecord(row, box)));
   };
 
   const update = async (ctx: RequestContext): Promise<void> => {
-    const userId = await caller(ctx);
+    const who = await caller(ctx);
+    const { userId } = who;
     const id = ctx.params[0] ?? '';
     const input = parseWith(UpdateByokSchema, parseJsonObject(await ctx.body()), 422);
     if (!UUID.test(id)) throw noSuchRow(id);
     const row = await sql.begin(async (tx) => {
       // Locked, so the api_key-or-config rule holds against a concurrent PUT of the other field.
       const current = await findUserByok(tx, userId, id, true);
-      if (!current) return undefined;
+      if (!current || !maySee(who, current)) return undefined;
+      if (!mayChange(who, current)) throw notThisKeysRow(id);
       const changes: ByokChanges = {};
       if (input.label !== undefined) changes.label = input.label;
       if (input.api_key !== undefined) Object.assign(changes, input.api_key === null ? { api_key_enc: null, api_key_prefix: null } : sealKey(input.api_key));
@@ -121,10 +154,13 @@ export function byokRoutes(services: Services, box: SealedBox) {
   };
 
   const remove = async (ctx: RequestContext): Promise<void> => {
-    const userId = await caller(ctx);
+    const who = await caller(ctx);
     const id = ctx.params[0] ?? '';
-    if (!UUID.test(id) || !(await deleteByok(sql, userId, id))) throw noSuchRow(id);
-    await announce(userId);
+    const current = UUID.test(id) ? await findUserByok(sql, who.userId, id) : undefined;
+    if (!current || !maySee(who, current)) throw noSuchRow(id);
+    if (!mayChange(who, current)) throw notThisKeysRow(id);
+    if (!(await deleteByok(sql, who.userId, id, who.keyId))) throw noSuchRow(id);
+    await announce(who.userId);
     ctx.reply.send(204, '');
   };
 
