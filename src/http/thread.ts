@@ -47,7 +47,7 @@ configureLog(config.logLevel, { thread: threadId });
 collectWhenIdle(); // an idle thread gives back what its last busy spell left (src/idle-gc.ts)
 
 const uws = loadUws();
-const sql = connect(config.databaseUrl, 4);
+const sql = connect(config.databaseUrl, config.databasePools.perThread, 'gateway-http');
 const redis = defineScripts(connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 }));
 const keys = new RedisKeys(config.redisPrefix);
 // This thread's loop, and those of its on-demand worker pools (`http-0/count-tokens-0`): see gateway_event_loop_delay_seconds.
