@@ -43,7 +43,7 @@ const READY_CHECK_MS = 2_000;
 const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
 const { config, name: threadName = `http-${threadId}` } = workerData as { config: Config; name?: string };
-configureLog(config.logLevel, { thread: threadId });
+configureLog(config.logLevel, { thread: threadName });
 collectWhenIdle(); // an idle thread gives back what its last busy spell left (src/idle-gc.ts)
 
 const uws = loadUws();
