@@ -1,6 +1,6 @@
 -- Asynchronous generation tasks (video now, audio on the same table) and the users' webhook secrets.
 -- A pending task's reservation (hold_nano) is part of the user's `held`: Redis holds it under the
--- reservation id 't:<task id>' and rebuilds it from here after a Redis data loss.
+-- reservation id '<api key id>:task-<task id>' and rebuilds it from here after a Redis data loss.
 create table tasks (
   id                   uuid primary key,            -- also the id of its usage transaction
   user_id              text not null references accounts(id),

@@ -8,7 +8,7 @@ import { ensureRequestLogPartitions } from './store/request-logs.js';
 /** Database ready for use: created if missing, migrated, catalog synced, log partitions in place. */
 export async function prepareDatabase(config: Config): Promise<{ sql: Sql; applied: string[] }> {
   await ensureDatabase(config.databaseUrl);
-  const sql = connect(config.databaseUrl, 4);
+  const sql = connect(config.databaseUrl, config.databasePools.main, 'gateway-main');
   const applied = await migrate(sql);
   await syncCatalog(sql, catalogRows());
   await ensureRequestLogPartitions(sql);

@@ -117,6 +117,10 @@ export const EnvSchema = v.object({
   MEDIA_MAX_VIDEO_BYTES: v.optional(intFrom(1024, 4 * 1024 * 1024 * 1024), String(256 * 1024 * 1024)),
   MEDIA_MAX_AUDIO_BYTES: v.optional(intFrom(1024, 1024 * 1024 * 1024), String(64 * 1024 * 1024)),
   TASK_GENERATE_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
+  // Postgres connections of one gateway process: the main thread's pool, each HTTP thread's and the task runtime's (docs/configuration.md).
+  DATABASE_POOL_MAIN: v.optional(intFrom(1, 1000), '4'),
+  DATABASE_POOL_PER_THREAD: v.optional(intFrom(1, 1000), '4'),
+  DATABASE_POOL_TASKS: v.optional(intFrom(1, 1000), '8'),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
@@ -138,6 +142,8 @@ export interface Config {
   readonly host: string;
   readonly httpThreads: number;
   readonly databaseUrl: string;
+  /** Most Postgres connections of each pool of a process: the main thread's, each HTTP thread's, the task runtime's. */
+  readonly databasePools: { readonly main: number; readonly perThread: number; readonly tasks: number };
   readonly redisUrl: string;
   readonly redisPrefix: string;
   readonly jwtSecret: string;
@@ -298,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     host: e.HOST,
     httpThreads: e.HTTP_THREADS,
     databaseUrl: e.DATABASE_URL,
+    databasePools: Object.freeze({ main: e.DATABASE_POOL_MAIN, perThread: e.DATABASE_POOL_PER_THREAD, tasks: e.DATABASE_POOL_TASKS }),
     redisUrl: e.REDIS_URL,
     redisPrefix: e.REDIS_PREFIX,
     jwtSecret: e.JWT_SECRET,

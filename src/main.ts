@@ -180,7 +180,7 @@ async function main(): Promise<void> {
   });
 
   // The task runtime: this process's share of the per-user actors (its own Postgres pool and workers).
-  const taskSql = connect(config.databaseUrl, 8);
+  const taskSql = connect(config.databaseUrl, config.databasePools.tasks, 'gateway-tasks');
   const taskCatalog = await LiveCatalog.open(taskSql, (error) => log.warn('catalog refresh failed (tasks)', { error }));
   taskWorkers = new TaskWorkers(config.tasks.workers);
   const tasks = new TaskRuntime({

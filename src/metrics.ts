@@ -106,9 +106,9 @@ export function createMetrics(registry = new Registry(), loops: HttpThreadLoops 
     }),
     activeStreams: new Gauge({ name: 'gateway_active_streams', help: 'Streaming responses in progress.', registers }),
     scriptDuration: new Histogram({ name: 'gateway_redis_script_duration_seconds', help: 'Round-trip time of the Redis Lua scripts, by script.', labelNames: ['script'], buckets: SCRIPT_BUCKETS, registers }),
-    mediaStored: new Counter({ name: 'gateway_media_stored_total', help: 'Media objects stored (uploads, rehosted results), by sniffed content type.', labelNames: ['content_type'], registers }),
+    mediaStored: new Counter({ name: 'gateway_media_stored_total', help: 'Uploads stored (POST /v1/uploads), by sniffed content type; rehosted task and image results are not counted here.', labelNames: ['content_type'], registers }),
     images: new Counter({ name: 'gateway_images_total', help: 'Images delivered by image calls, by model and whether they were rehosted on the media host.', labelNames: ['model', 'hosted'], registers }),
-    mediaStoredBytes: new Counter({ name: 'gateway_media_stored_bytes_total', help: 'Bytes of media objects stored.', registers }),
+    mediaStoredBytes: new Counter({ name: 'gateway_media_stored_bytes_total', help: 'Bytes of uploads stored (POST /v1/uploads).', registers }),
     tasksSubmitted: new Counter({ name: 'gateway_tasks_submitted_total', help: 'Async tasks accepted (video, audio), by model.', labelNames: ['model'], registers }),
     leaseSlots: new Histogram({
       name: 'gateway_admission_lease_slots', help: 'Calls each admission lease granted may admit (1: admitted call by call); the count is the number of leases granted.',

@@ -61,3 +61,4 @@ export function requireJson(contentType: string): void {
   }
 }
 export const internalError = () => new ApiError(500, 'internal_error', 'The gateway failed to handle this request.');
+export const redisUnavailable = () => new ApiError(503, 'redis_unavailable', 'The gateway cannot reach Redis right now; retry shortly.', null, { 'retry-after': '1' });

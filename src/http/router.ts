@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
-import { ApiError, badRequest, internalError, notFound } from './errors.js';
+import { ApiError, badRequest, internalError, notFound, redisUnavailable } from './errors.js';
+import { isRedisUnreachable } from '../store/redis-connect.js';
 import { decodeQueryComponent, hasControlCharacter, wellFormedPath } from './schemas/text.js';
 import { Reply } from './reply.js';
 import { ClientGone, readBody } from './body.js';
@@ -94,6 +95,7 @@ export class Router {
       await handler(ctx);
     } catch (error) {
       if (error instanceof ApiError) ctx.reply.error(error);
+      else if (isRedisUnreachable(error)) ctx.reply.error(redisUnavailable());
       else if (!(error instanceof ClientGone)) {
         this.options.onUnexpectedError(ctx, error);
         ctx.reply.error(internalError());

@@ -43,11 +43,11 @@ const READY_CHECK_MS = 2_000;
 const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
 const { config, name: threadName = `http-${threadId}` } = workerData as { config: Config; name?: string };
-configureLog(config.logLevel, { thread: threadId });
+configureLog(config.logLevel, { thread: threadName });
 collectWhenIdle(); // an idle thread gives back what its last busy spell left (src/idle-gc.ts)
 
 const uws = loadUws();
-const sql = connect(config.databaseUrl, 4);
+const sql = connect(config.databaseUrl, config.databasePools.perThread, 'gateway-http');
 const redis = defineScripts(connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 }));
 const keys = new RedisKeys(config.redisPrefix);
 // This thread's loop, and those of its on-demand worker pools (`http-0/count-tokens-0`): see gateway_event_loop_delay_seconds.

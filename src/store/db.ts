@@ -14,10 +14,14 @@ export function withinTimeout<T>(query: Promise<T>, ms = LOOKUP_TIMEOUT_MS): Pro
   return Promise.race([query, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** One pool; bigint columns come back as JavaScript bigint (money is never a float). */
-export function connect(databaseUrl: string, max = 10): Sql {
+/**
+ * One pool; bigint columns come back as JavaScript bigint (money is never a float). `name` is the
+ * connections' application_name, so pg_stat_activity tells the gateway's pools apart.
+ */
+export function connect(databaseUrl: string, max = 10, name = 'gateway'): Sql {
   return postgres(databaseUrl, {
     max,
+    connection: { application_name: name },
     idle_timeout: 60,
     connect_timeout: 10,
     onnotice: () => {},

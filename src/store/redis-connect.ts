@@ -41,7 +41,50 @@ export function connectRedis(url: string, options: RedisOptions = {}): RedisClie
     clusterOptions.dnsLookup = (address, callback) => callback(null, address);
   }
   clusterOptions.redisOptions = perNode;
-  return new Cluster(target.nodes.map(({ host, port }) => ({ host, port })), clusterOptions);
+  return new FailFastCluster(target.nodes.map(({ host, port }) => ({ host, port })), clusterOptions);
+}
+
+/** Reconnection rounds with every node out of reach before the commands waiting for the cluster fail. */
+const ROUNDS_BEFORE_FAILING = 3;
+/** Pause between the rounds of a cluster that gave up, while every node is still out of reach. */
+const RECONNECT_AFTER_FAILING_MS = 1000;
+
+/**
+ * A Cluster that fails fast when every node is lost. ioredis would queue commands for as long as it
+ * has no node to send them to, reconnecting without end, so a management call would hang. Here the
+ * cluster gives up after a few reconnection rounds (about a second): ioredis then rejects every queued
+ * command without ever sending it (a 503 for the caller, and nothing runs late), and it is connected
+ * again a second later, and so on until a node answers. A single lost node (a failover) does not end
+ * the cluster: it is left to ioredis's MOVED and CLUSTERDOWN retries.
+ */
+class FailFastCluster extends Cluster {
+  private closing = false;
+
+  constructor(nodes: { host: string; port: number }[], options: ClusterOptions) {
+    super(nodes, { ...options, clusterRetryStrategy: (times) => (times > ROUNDS_BEFORE_FAILING ? null : Math.min(100 * times, 300)) });
+    this.on('end', () => {
+      if (this.closing) return;
+      setTimeout(() => { if (!this.closing) this.connect().catch(() => {}); }, RECONNECT_AFTER_FAILING_MS).unref();
+    });
+  }
+
+  override quit(...args: Parameters<Cluster['quit']>): ReturnType<Cluster['quit']> {
+    this.closing = true;
+    return super.quit(...args);
+  }
+
+  override disconnect(reconnect?: boolean): void {
+    if (!reconnect) this.closing = true;
+    super.disconnect(reconnect);
+  }
+}
+
+/** ioredis's ways of saying Redis cannot be reached now (as opposed to a command Redis refused). */
+const UNREACHABLE = /^(Command timed out|Connection is closed|Reached the max retries per request limit|Cluster isn't ready|None of startup nodes is available|Stream isn't writeable|connect ECONNREFUSED|Failed to refresh slots cache)/;
+
+/** Whether `error` says Redis is out of reach: a request that met it may succeed on a retry (503). */
+export function isRedisUnreachable(error: unknown): boolean {
+  return error instanceof Error && UNREACHABLE.test(error.message);
 }
 
 export function isCluster(client: RedisClient): client is Cluster {

@@ -80,6 +80,8 @@ export class UsageRecords {
  * Inserts a batch in one statement whatever its size (so it commits or fails as a whole, in one round
  * trip): `unnest` over column arrays keeps the statement text (and so its prepared statement) the
  * same, and a replayed id inserts nothing. A charge is dated at the end of its call, a log at its start.
+ * Rows go in in id order: two writers inserting overlapping batches at once (a journal replay) then
+ * wait for each other's rows instead of deadlocking over them.
  */
 export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<void> {
   if (r.size === 0) return;
@@ -100,13 +102,13 @@ export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<
       insert into transactions (id, user_id, credits_nano, payment_method, status, api_key_id, model, created_at)
       select id, user_id, -cost_nano, 'usage', 'completed', api_key_id, model,
              timestamptz 'epoch' + (started_at_ms + coalesce(duration_ms, 0)) * interval '1 millisecond'
-      from r where cost_nano <> 0
+      from r where cost_nano <> 0 order by id
       on conflict (id) do nothing
     )
     insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
                               completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted)
     select id, timestamptz 'epoch' + started_at_ms * interval '1 millisecond', user_id, api_key_id, model, endpoint, stream, status, error_code,
            prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted
-    from r where readable
+    from r where readable order by id
     on conflict (id, created_at) do nothing`;
 }

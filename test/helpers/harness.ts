@@ -148,10 +148,15 @@ export class Gateway {
     return this.process.exitCode;
   }
 
-  async close(): Promise<void> {
+  /** `close()` for a gateway whose Redis is gone for good: its keys went with it. */
+  async closeWithoutRedis(): Promise<void> {
+    await this.close(false);
+  }
+
+  async close(redisAlive = true): Promise<void> {
     await this.stop();
     if (this.ownsMock) await this.mock.close();
-    if (this.ownsState) await deleteKeysWithPrefix(this.redis, this.prefix);
+    if (this.ownsState && redisAlive) await deleteKeysWithPrefix(this.redis, this.prefix);
     if (this.ownsState) rmSync(journalDirOf(this.prefix), { recursive: true, force: true });
     await this.sql.end({ timeout: 5 });
     this.redis.disconnect();
