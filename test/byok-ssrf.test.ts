@@ -29,6 +29,7 @@ import { openAiFamily } from '../src/providers/openai/family.js';
 import { anthropicFamily } from '../src/providers/anthropic/family.js';
 import { geminiFamily } from '../src/providers/gemini/family.js';
 import type { ByokProvider } from '../src/store/byok.js';
+import { AZURE_OPENAI_HOSTS, BEDROCK_HOSTS, GOOGLE_TOKEN_URIS, VERTEX_HOSTS, type KnownHosts } from '../src/providers/cloud/known-hosts.js';
 
 const SECRET_BODY = 'INTERNAL-ADMIN-PANEL root-token=s3cr3t';
 
@@ -317,4 +318,31 @@ t.test('every target from a user-chosen address is guarded, every request built 
   await new ServiceAccountTokens(client).token({ clientEmail: 'a@b', privateKey, tokenUri: 'https://oauth2.googleapis.com/token' }).catch(() => {});
   t.equal(seen.length, 1);
   t.equal(seen[0]!.guarded, true, 'the token exchange is a guarded endpoint');
+});
+
+t.test('the clouds\' host lists: exact hosts on https and the default port, no look-alikes', async (t) => {
+  const cases: [KnownHosts, string, boolean][] = [
+    [AZURE_OPENAI_HOSTS, 'https://my-res.openai.azure.com', true],
+    [AZURE_OPENAI_HOSTS, 'https://my-res.cognitiveservices.azure.com/', true],
+    [AZURE_OPENAI_HOSTS, 'https://openai.azure.com', false],
+    [AZURE_OPENAI_HOSTS, 'https://a.b.openai.azure.com', false],
+    [AZURE_OPENAI_HOSTS, 'https://my-res.openai.azure.com.attacker.example', false],
+    [AZURE_OPENAI_HOSTS, 'https://attacker.example/my-res.openai.azure.com', false],
+    [AZURE_OPENAI_HOSTS, 'https://my-res.openai.azure.com:444', false],
+    [AZURE_OPENAI_HOSTS, 'http://my-res.openai.azure.com', false],
+    [BEDROCK_HOSTS, 'https://bedrock-runtime.us-east-1.amazonaws.com', true],
+    [BEDROCK_HOSTS, 'https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com', true],
+    [BEDROCK_HOSTS, 'https://bedrock.us-east-1.amazonaws.com', false],
+    [BEDROCK_HOSTS, 'https://bedrock-runtime.us-east-1.amazonaws.com.attacker.example', false],
+    [BEDROCK_HOSTS, 'https://x.bedrock-runtime.us-east-1.amazonaws.com', false],
+    [VERTEX_HOSTS, 'https://us-central1-aiplatform.googleapis.com', true],
+    [VERTEX_HOSTS, 'https://aiplatform.googleapis.com', true],
+    [VERTEX_HOSTS, 'https://aiplatform.googleapis.com.attacker.example', false],
+    [VERTEX_HOSTS, 'https://storage.googleapis.com', false],
+    [GOOGLE_TOKEN_URIS, 'https://oauth2.googleapis.com/token', true],
+    [GOOGLE_TOKEN_URIS, 'https://accounts.google.com/o/oauth2/token', true],
+    [GOOGLE_TOKEN_URIS, 'https://oauth2.googleapis.com/revoke', false],
+    [GOOGLE_TOKEN_URIS, 'https://oauth2.googleapis.com:8443/token', false],
+  ];
+  for (const [hosts, url, expected] of cases) t.equal(hosts.matches(new URL(url)), expected, `${url}: ${expected ? 'allowed' : 'refused'}`);
 });

@@ -49,12 +49,12 @@ export async function addressProblem(address: ChosenAddress, allowLoopback: bool
   } catch {
     return { field: address.field, message: 'must be an absolute URL' };
   }
-  if (address.known && !address.known.matches(url) && !(allowLoopback && isLoopbackHost(url))) {
-    return { field: address.field, message: `must be ${address.known.description}` };
+  if (address.known) {
+    if (address.known.matches(url)) return undefined;
+    if (!(allowLoopback && isLoopbackHost(url))) return { field: address.field, message: `must be ${address.known.description}` };
   }
-  if (address.known?.matches(url)) return undefined;
   try {
-    await vetAddresses(url, allowLoopback);
+    await withinResolveTimeout(vetAddresses(url, allowLoopback), url.hostname);
     return undefined;
   } catch (error) {
     if (!(error instanceof UrlGuardError)) throw error;
@@ -62,10 +62,26 @@ export async function addressProblem(address: ChosenAddress, allowLoopback: bool
   }
 }
 
+/** A stalling resolver holds a create, or a read of the user's rows, this long at most. */
+export const RESOLVE_TIMEOUT_MS = 5_000;
+
+async function withinResolveTimeout<T>(work: Promise<T>, host: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new UrlGuardError('timeout', `The host ${host} did not resolve in time.`)), RESOLVE_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function vetMessage(error: UrlGuardError, host: string): string {
   switch (error.reason) {
     case 'address': return `the host ${host} is not a public address (the gateway connects only to the public internet)`;
     case 'dns': return `the host ${host} does not resolve`;
+    case 'timeout': return `the host ${host} does not resolve within ${RESOLVE_TIMEOUT_MS} ms`;
     case 'scheme': return 'must be an https:// URL';
     default: return error.message.replace(/\.$/, '');
   }
