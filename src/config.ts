@@ -97,6 +97,9 @@ export const EnvSchema = v.object({
   // URLs fetched for callers (image_urls, results to rehost): time bound, and loopback allowed (tests only).
   FETCH_TIMEOUT_MS: v.optional(intFrom(100, 600_000), '30000'),
   FETCH_ALLOW_LOOPBACK: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
+  // BYOK: rows one user may hold per provider, and rows one call tries (attempts are admitted without credit).
+  BYOK_MAX_ROWS_PER_PROVIDER: v.optional(intFrom(1, 1000), '10'),
+  BYOK_MAX_ATTEMPTS_PER_CALL: v.optional(intFrom(1, 1000), '3'),
   // Async tasks (video, audio): per-user actors on Redis Streams (README "Async tasks").
   TASK_SHARDS: v.optional(intFrom(1, 1024), '16'),
   TASK_LEASE_MS: v.optional(intFrom(300, 600_000), '10000'),
@@ -185,6 +188,15 @@ export interface Config {
   readonly imagePollMs: number;
   readonly fetch: FetchConfig;
   readonly tasks: TaskConfig;
+  readonly byok: ByokConfig;
+}
+
+/** Bounds on users' own upstream credentials (docs/byok.md "Limits"). */
+export interface ByokConfig {
+  /** Rows one user may hold for one provider (disabled ones included). */
+  readonly maxRowsPerProvider: number;
+  /** Rows one call tries at most, in selection order, before the platform credential (or the always_use error). */
+  readonly maxAttemptsPerCall: number;
 }
 
 /** The task runtime (src/tasks/): shards, leases, timers and pacing. */
@@ -336,6 +348,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     media,
     imagePollMs: e.IMAGE_POLL_MS,
     fetch: Object.freeze({ timeoutMs: e.FETCH_TIMEOUT_MS, allowLoopback: e.FETCH_ALLOW_LOOPBACK === 'true' }),
+    byok: Object.freeze({ maxRowsPerProvider: e.BYOK_MAX_ROWS_PER_PROVIDER, maxAttemptsPerCall: e.BYOK_MAX_ATTEMPTS_PER_CALL }),
     tasks: Object.freeze({
       shards: e.TASK_SHARDS,
       leaseMs: e.TASK_LEASE_MS,

@@ -36,7 +36,7 @@ t.test('rows read before the outage stay in force; a user never read gets 503 by
   });
   t.equal(created.status, 201, 'a row to read');
   // Vertex rows need service-account tokens; these users have none.
-  const credentials = new ByokCredentials(sql, new SealedBox(loadConfig(gateway.env).keySecret), { openai: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: '' } }, {} as ServiceAccountTokens, CACHE_MS);
+  const credentials = new ByokCredentials(sql, new SealedBox(loadConfig(gateway.env).keySecret), { openai: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: '' } }, {} as ServiceAccountTokens, { cacheMs: CACHE_MS });
   const before = await credentials.forCall('byok-outage-user', 'any-key', 'openai');
   t.equal(before.candidates.length, 1, 'one row while Postgres answers');
   t.equal((await credentials.forCall('byok-outage-none', 'any-key', 'openai')).candidates.length, 0, 'none for a user without rows');

@@ -14,6 +14,10 @@ import type { AnySql } from '../src/store/db.js';
 const BYOK = '/api/v1/byok';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+// A base_url is resolved and must be public when it is set; the tests run offline, so public address
+// literals stand in for a proxy's name (test/byok-ssrf.test.ts covers the refusals).
+const PROXY_URL = 'https://1.1.1.1/v1';
+const OTHER_PROXY_URL = 'https://[2606:4700:4700::1111]';
 const RECORD_FIELDS = ['id', 'provider', 'label', 'api_key_prefix', 'base_url', 'config_json', 'always_use', 'disabled', 'priority', 'api_key_id',
   'last_used_at', 'last_error', 'created_at', 'updated_at'].sort();
 const OPENAI_KEY = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123456789WXYZ';
@@ -76,7 +80,7 @@ t.test('create, list, update, delete with a JWT; the record everywhere; the api_
   const token = mintToken('byok-jwt');
   const startedAt = Date.now();
   const response = await create(token, {
-    provider: 'openai', label: '  main key  ', api_key: `  ${OPENAI_KEY} `, base_url: 'https://proxy.example.com/v1',
+    provider: 'openai', label: '  main key  ', api_key: `  ${OPENAI_KEY} `, base_url: PROXY_URL,
     config_json: { region: 'eu', secretAccessKey: 'aws-secret-value', nested: { items: [{ token: 'tok-value', name: 'n' }] } },
   });
   t.equal(response.status, 201, 'created');
@@ -87,7 +91,7 @@ t.test('create, list, update, delete with a JWT; the record everywhere; the api_
   t.equal(record.provider, 'openai');
   t.equal(record.label, 'main key', 'label trimmed');
   t.equal(record.api_key_prefix, 'sk-proj...WXYZ', 'masked prefix (key trimmed)');
-  t.equal(record.base_url, 'https://proxy.example.com/v1');
+  t.equal(record.base_url, PROXY_URL);
   t.same(record.config_json, { region: 'eu', secretAccessKey: '***', nested: { items: [{ token: '***', name: 'n' }] } }, 'secrets masked at every depth');
   t.equal(record.always_use, false, 'always_use defaults to false');
   t.equal(record.disabled, false);
@@ -222,8 +226,8 @@ t.test('update: base_url and config_json set and cleared with null; every other 
   t.equal(row.always_use, true);
   t.equal(row.base_url, null);
   t.equal(row.config_json, null);
-  const set = await put(token, row.id, { base_url: 'https://gw.example.org', config_json: { organization: 'org-1', api_key: 'inner' } });
-  t.equal(set.body.base_url, 'https://gw.example.org');
+  const set = await put(token, row.id, { base_url: OTHER_PROXY_URL, config_json: { organization: 'org-1', api_key: 'inner' } });
+  t.equal(set.body.base_url, OTHER_PROXY_URL);
   t.same(set.body.config_json, { organization: 'org-1', api_key: '***' });
   const rotated = await put(token, row.id, { api_key: 'sk-rotated-key-abcdefghijklmnopqrstuvwxyz-9876' });
   t.equal(rotated.body.api_key_prefix, 'sk-rota...9876', 'a new api_key gives a new prefix');

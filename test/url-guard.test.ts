@@ -111,6 +111,16 @@ t.test('address classifier', async (t) => {
     ['::10.0.0.1', false],
     ['::127.0.0.1', false],
     ['0:0:0:0:0:ffff:0a00:0001', false],
+    ['2002:7f00:1::', false], // 6to4 of 127.0.0.1
+    ['2002:a9fe:a9fe::1', false], // 6to4 of 169.254.169.254
+    ['2002:c0a8:101::', false], // 6to4 of 192.168.1.1
+    ['2002:808:808::1', false], // 6to4 of a public address: the tunnel is refused whole
+    ['2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff', false],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', false], // Teredo
+    ['2001::1', false],
+    ['2001:0:ffff:ffff:ffff:ffff:ffff:ffff', false],
+    ['2001:200::1', true], // past Teredo's /32 (a public allocation)
+    ['2003::1', true], // just past 6to4's /16
     ['not an address', false],
     ['', false],
     ['1.2.3', false],

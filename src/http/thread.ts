@@ -82,7 +82,7 @@ const vendors: Record<string, UpstreamTarget> = {};
 for (const vendor of Object.values(config.vendors)) vendors[vendor.name] = Object.freeze({ baseUrl: vendor.baseUrl, apiKey: vendor.apiKey });
 
 const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, maxConnectionsPerOrigin: config.upstreamMaxConnections });
-const byok = new ByokCredentials(sql, new SealedBox(config.keySecret), vendors, new ServiceAccountTokens(upstream));
+const byok = new ByokCredentials(sql, new SealedBox(config.keySecret), vendors, new ServiceAccountTokens(upstream), { allowLoopback: config.fetch.allowLoopback, maxAttempts: config.byok.maxAttemptsPerCall });
 
 const mediaStorage = await openMediaStorage(config.media);
 const media = mediaStorage && new MediaStore(mediaStorage, config.media.maxBytes);

@@ -107,4 +107,9 @@ const IPV6_REFUSED = [
   '64:ff9b::/96', // NAT64: would reach any IPv4 address, private ones too
   '64:ff9b:1::/48', // local-use NAT64
   '100::/64', // discard
+  // Tunnels that carry IPv4 inside: 6to4 embeds an IPv4 address (2002:a.b.c.d::/48) that a relay
+  // would reach, private ones included; Teredo's client address is an obfuscated IPv4 behind a NAT.
+  // Both are deprecated (RFC 7526) and no vendor serves from them: refused whole.
+  '2002::/16', // 6to4
+  '2001::/32', // Teredo
 ].map(ipv6Range);

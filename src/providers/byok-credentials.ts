@@ -3,7 +3,8 @@ import { ApiError } from '../http/errors.js';
 import type { SealedBox } from '../auth/sealed-box.js';
 import { listByok, recordByokFailure, recordByokSuccess, type ByokProvider, type ByokRow } from '../store/byok.js';
 import type { UpstreamTarget } from './family.js';
-import { readCloudForm, type ServiceAccount } from './cloud/forms.js';
+import { readCloudForm, type CloudForm, type ServiceAccount } from './cloud/forms.js';
+import { chosenAddresses, firstAddressProblem } from './byok-addresses.js';
 import type { ServiceAccountTokens } from './cloud/google-token.js';
 import { log } from '../log.js';
 
@@ -30,6 +31,9 @@ interface Prepared {
   /** The one API key whose calls the row serves (a row a regular key made); null: every key. */
   readonly keyId: string | null;
 }
+
+/** A row's entry before the key it serves is attached. */
+type RowEntry = Omit<Prepared, 'keyId'>;
 
 interface PreparedChoice {
   readonly entries: readonly Prepared[];
@@ -58,6 +62,15 @@ const NO_PREPARED: PreparedChoice = Object.freeze({ entries: Object.freeze([]), 
 const CACHE_MS = 30_000;
 const MAX_CACHED = 10_000;
 
+export interface ByokCredentialsOptions {
+  /** How long a user's rows are served from the thread's cache (a change drops them at once). */
+  readonly cacheMs?: number;
+  /** FETCH_ALLOW_LOOPBACK: a row may name loopback addresses (tests, the offline demo). */
+  readonly allowLoopback?: boolean;
+  /** BYOK_MAX_ATTEMPTS_PER_CALL: the first rows in selection order that one call tries. */
+  readonly maxAttempts?: number;
+}
+
 /**
  * BYOK credentials as the call path sees them: per (user, provider), the enabled rows with their
  * keys decrypted, cached in the thread and dropped at once by a `byok:<user>` pub/sub message (a
@@ -74,8 +87,16 @@ export class ByokCredentials {
     private readonly platform: Readonly<Record<string, UpstreamTarget | undefined>>,
     /** Access tokens of service accounts (Vertex AI rows), cached per account until they expire. */
     private readonly tokens: ServiceAccountTokens,
-    private readonly cacheMs = CACHE_MS,
-  ) {}
+    options: ByokCredentialsOptions = {},
+  ) {
+    this.cacheMs = options.cacheMs ?? CACHE_MS;
+    this.allowLoopback = options.allowLoopback ?? false;
+    this.maxAttempts = options.maxAttempts ?? Number.POSITIVE_INFINITY;
+  }
+
+  private readonly cacheMs: number;
+  private readonly allowLoopback: boolean;
+  private readonly maxAttempts: number;
 
   private platformBaseUrl(provider: ByokProvider): string | undefined {
     const vendor = Object.keys(PROVIDER_OF_VENDOR).find((name) => PROVIDER_OF_VENDOR[name] === provider);
@@ -113,7 +134,7 @@ export class ByokCredentials {
 
   /** The choice of the calling key: the account's rows and the rows made by that key, with any Vertex tokens. */
   private choiceFor(prepared: PreparedChoice, keyId: string): ByokChoice | Promise<ByokChoice> {
-    const narrowed = prepared.scoped ? narrowToKey(prepared, prepared.scoped.alwaysUseBy, keyId) : prepared;
+    const narrowed = prepared.scoped ? narrowToKey(prepared, prepared.scoped.alwaysUseBy, keyId, this.maxAttempts) : prepared;
     return narrowed.ready ?? this.withTokens(narrowed);
   }
 
@@ -140,51 +161,67 @@ export class ByokCredentials {
     recordByokFailure(this.sql, candidate.id, message).catch((error) => log.warn('recording a BYOK failure failed', { byok: candidate.id, error }));
   }
 
-  private choiceOf(provider: ByokProvider, rows: readonly ByokRow[]): PreparedChoice {
+  /**
+   * The first `maxAttempts` rows that can be tried, in order: each try is admitted without credit,
+   * so the bound is what keeps one call from fanning out to every row of an account.
+   */
+  private async choiceOf(provider: ByokProvider, rows: readonly ByokRow[]): Promise<PreparedChoice> {
     if (rows.length === 0) return NO_PREPARED;
-    const entries: Prepared[] = [];
-    for (const row of rows) {
-      // Rows come ordered by priority, then newest.
-      if (row.disabled) continue;
-      const entry = this.prepare(provider, row);
-      if (entry) entries.push(Object.freeze({ ...entry, keyId: row.api_key_id }));
-    }
+    // Rows come ordered by priority, then newest.
+    const prepared = await Promise.all(rows.filter((row) => !row.disabled).map(async (row) => {
+      const entry = await this.prepare(provider, row);
+      return entry && Object.freeze({ ...entry, keyId: row.api_key_id });
+    }));
+    const entries = prepared.filter((entry): entry is Prepared => entry !== undefined);
     if (rows.some((row) => row.api_key_id !== null)) {
       const alwaysUseBy = rows.filter((row) => row.always_use).map((row) => row.api_key_id);
       return Object.freeze({ entries: Object.freeze(entries), ready: undefined, alwaysUse: false, scoped: Object.freeze({ alwaysUseBy }) });
     }
-    return preparedChoice(entries, rows.some((row) => row.always_use));
+    return preparedChoice(entries, rows.some((row) => row.always_use), this.maxAttempts);
   }
 
-  /** One enabled row as a candidate: its key for the vendor's API, or its cloud form; undefined when it has neither. */
-  private prepare(provider: ByokProvider, row: ByokRow): Omit<Prepared, 'keyId'> | undefined {
+  /**
+   * One enabled row as a candidate: its key for the vendor's API, or its cloud form; undefined when it
+   * has neither. The addresses its user chose are checked again here (a row stored before a rule, or
+   * written around the API, never gets a connection), and its target is `guarded`: every connection
+   * to it is vetted and pinned by the upstream client.
+   */
+  private async prepare(provider: ByokProvider, row: ByokRow): Promise<RowEntry | undefined> {
     const base = { id: row.id, label: row.label };
+    const unusable = (problem: string): RowEntry => ({ candidate: { ...base, target: { baseUrl: '', apiKey: '' }, problem } });
     const apiKey = row.api_key_enc ? this.box.open(row.api_key_enc) : undefined;
     let config: Record<string, unknown> | null = null;
     try {
       config = row.config_enc ? JSON.parse(this.box.open(row.config_enc)) as Record<string, unknown> : null;
     } catch (error) {
-      return { candidate: { ...base, target: { baseUrl: '', apiKey: '' }, problem: `config_json cannot be read: ${(error as Error).message}` } };
+      return unusable(`config_json cannot be read: ${(error as Error).message}`);
     }
     const read = readCloudForm(provider, config, apiKey !== undefined);
-    if ('problem' in read) {
-      return { candidate: { ...base, target: { baseUrl: '', apiKey: '' }, problem: `Invalid value for '${read.problem.field}': ${read.problem.message}.` } };
-    }
+    if ('problem' in read) return unusable(`Invalid value for '${read.problem.field}': ${read.problem.message}.`);
     const form = read.form;
-    if (!form) {
-      if (apiKey === undefined) return undefined;
-      const baseUrl = (row.base_url ?? this.platformBaseUrl(provider) ?? '').replace(/\/+$/, '');
-      return baseUrl ? { candidate: { ...base, target: Object.freeze({ baseUrl, apiKey }) } } : undefined;
-    }
+    if (!form && apiKey === undefined) return undefined;
+    const refused = await firstAddressProblem(chosenAddresses(row.base_url, form), this.allowLoopback);
+    if (refused) return unusable(`Invalid value for '${refused.field}': ${refused.message}.`);
+    return form ? this.cloudEntry(base, form, apiKey) : this.keyEntry(base, provider, row.base_url, apiKey!);
+  }
+
+  /** A key for the vendor's API: at the row's own base_url (guarded), else the platform's vendor URL. */
+  private keyEntry(base: { id: string; label: string }, provider: ByokProvider, ownBaseUrl: string | null, apiKey: string): RowEntry | undefined {
+    const baseUrl = (ownBaseUrl ?? this.platformBaseUrl(provider) ?? '').replace(/\/+$/, '');
+    return baseUrl ? { candidate: { ...base, target: Object.freeze({ baseUrl, apiKey, guarded: ownBaseUrl !== null }) } } : undefined;
+  }
+
+  /** A cloud form: its endpoint (and a Vertex row's token URI) chosen by the user, so guarded. */
+  private cloudEntry(base: { id: string; label: string }, form: CloudForm, apiKey: string | undefined): RowEntry {
     switch (form.kind) {
       case 'azure':
-        return { candidate: { ...base, target: Object.freeze({ baseUrl: form.endpointUrl, apiKey: apiKey!, cloud: Object.freeze({ kind: 'azure', deployment: form.deployment, apiVersion: form.apiVersion }) }) } };
+        return { candidate: { ...base, target: Object.freeze({ baseUrl: form.endpointUrl, apiKey: apiKey!, guarded: true, cloud: Object.freeze({ kind: 'azure', deployment: form.deployment, apiVersion: form.apiVersion }) }) } };
       case 'bedrock':
         return {
           candidate: {
             ...base,
             target: Object.freeze({
-              baseUrl: form.endpointUrl, apiKey: '',
+              baseUrl: form.endpointUrl, apiKey: '', guarded: true,
               cloud: Object.freeze({
                 kind: 'bedrock', region: form.region, accessKeyId: form.accessKeyId, secretAccessKey: form.secretAccessKey,
                 ...(form.sessionToken ? { sessionToken: form.sessionToken } : {}), modelMap: Object.freeze({ ...form.modelMap }),
@@ -194,14 +231,16 @@ export class ByokCredentials {
         };
       case 'vertex':
         return {
-          candidate: { ...base, target: Object.freeze({ baseUrl: form.endpointUrl, apiKey: '', cloud: Object.freeze({ kind: 'vertex', projectId: form.projectId, region: form.region }) }) },
+          candidate: { ...base, target: Object.freeze({ baseUrl: form.endpointUrl, apiKey: '', guarded: true, cloud: Object.freeze({ kind: 'vertex', projectId: form.projectId, region: form.region }) }) },
           account: form.account,
         };
     }
   }
 }
 
-function preparedChoice(entries: readonly Prepared[], alwaysUse: boolean): PreparedChoice {
+/** The first `maxAttempts` entries as the choice of a call. */
+function preparedChoice(all: readonly Prepared[], alwaysUse: boolean, maxAttempts: number): PreparedChoice {
+  const entries = all.slice(0, maxAttempts);
   const ready = entries.some((entry) => entry.account)
     ? undefined
     : Object.freeze({ candidates: Object.freeze(entries.map((entry) => entry.candidate)), alwaysUse });
@@ -209,7 +248,7 @@ function preparedChoice(entries: readonly Prepared[], alwaysUse: boolean): Prepa
 }
 
 /** A user's rows as one key sees them: the account's and its own, never another key's. */
-function narrowToKey(prepared: PreparedChoice, alwaysUseBy: readonly (string | null)[], keyId: string): PreparedChoice {
+function narrowToKey(prepared: PreparedChoice, alwaysUseBy: readonly (string | null)[], keyId: string, maxAttempts: number): PreparedChoice {
   const serves = (owner: string | null) => owner === null || owner === keyId;
-  return preparedChoice(prepared.entries.filter((entry) => serves(entry.keyId)), alwaysUseBy.some(serves));
+  return preparedChoice(prepared.entries.filter((entry) => serves(entry.keyId)), alwaysUseBy.some(serves), maxAttempts);
 }

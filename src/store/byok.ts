@@ -1,4 +1,4 @@
-import type { AnySql } from './db.js';
+import type { AnySql, Sql } from './db.js';
 
 export type ByokProvider = 'openai' | 'anthropic' | 'google';
 export const BYOK_PROVIDERS: readonly ByokProvider[] = Object.freeze(['openai', 'anthropic', 'google'] as const);
@@ -48,6 +48,21 @@ export async function insertByok(sql: AnySql, row: NewByok): Promise<ByokRow> {
             ${row.configEnc}, ${row.alwaysUse}, ${row.disabled}, ${row.priority}, ${row.apiKeyId})
     returning *`;
   return inserted!;
+}
+
+/**
+ * Inserts the row unless the user already holds `maxRows` rows of its provider (disabled ones
+ * included): undefined then. Concurrent inserts of one (user, provider) queue on an advisory lock,
+ * so the cap holds against a burst of POSTs.
+ */
+export async function insertByokUpTo(sql: Sql, row: NewByok, maxRows: number): Promise<ByokRow | undefined> {
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext('byok_credentials'), hashtext(${`${row.userId}/${row.provider}`}))`;
+    const [held] = await tx<{ count: number }[]>`
+      select count(*)::int as count from byok_credentials where user_id = ${row.userId} and provider = ${row.provider}`;
+    if (held!.count >= maxRows) return undefined;
+    return insertByok(tx, row);
+  });
 }
 
 /** The user's rows (of one provider when given), priority descending, then created_at descending, then id descending. */

@@ -4,11 +4,11 @@ import { parseQuery } from '../router.js';
 import type { Services } from '../../services.js';
 import { ApiError, notFound } from '../errors.js';
 import { parseJsonObject, parseWith } from '../schemas/issues.js';
-import { CreateByokSchema, UpdateByokSchema, checkCloudForm } from '../schemas/byok.js';
+import { CreateByokSchema, UpdateByokSchema, checkAddresses, checkCloudForm } from '../schemas/byok.js';
 import type { SealedBox } from '../../auth/sealed-box.js';
 import { configCarriesCredential, maskApiKey, maskConfig } from '../../auth/byok-mask.js';
 import {
-  BYOK_PROVIDERS, deleteByok, findUserByok, insertByok, listByok, updateByok, type ByokChanges, type ByokProvider, type ByokRow,
+  BYOK_PROVIDERS, deleteByok, findUserByok, insertByokUpTo, listByok, updateByok, type ByokChanges, type ByokProvider, type ByokRow,
 } from '../../store/byok.js';
 import { UUID } from '../../store/ids.js';
 import { publish } from '../../store/redis-connect.js';
@@ -19,6 +19,11 @@ const credentialRequired = () => new ApiError(
   422, 'validation_error',
   "Invalid value for 'api_key': is required unless config_json carries the credential (a service_account, a private_key, or accessKeyId with secretAccessKey).",
   'api_key',
+);
+const rowLimit = (provider: ByokProvider, max: number) => new ApiError(
+  409, 'byok_limit_reached',
+  `This account already holds ${max} ${provider} credentials, the most one provider may have; delete one before adding another.`,
+  'provider',
 );
 const noSuchRow = (id: string) => notFound(`No BYOK credential with id '${id}' belongs to this account.`);
 const notThisKeysRow = (id: string) => new ApiError(
@@ -95,9 +100,10 @@ export function byokRoutes(services: Services, box: SealedBox) {
     const { userId } = who;
     const input = parseWith(CreateByokSchema, parseJsonObject(await ctx.body()), 422);
     if (input.api_key === undefined && !configCarriesCredential(input.config_json)) throw credentialRequired();
-    checkCloudForm(input.provider, input.config_json ?? null, input.api_key !== undefined, input.base_url ?? null);
+    const form = checkCloudForm(input.provider, input.config_json ?? null, input.api_key !== undefined, input.base_url ?? null);
+    await checkAddresses(input.base_url ?? null, form, config.fetch.allowLoopback);
     const key = input.api_key === undefined ? undefined : sealKey(input.api_key);
-    const row = await insertByok(sql, {
+    const row = await insertByokUpTo(sql, {
       id: randomUUID(),
       userId,
       provider: input.provider,
@@ -110,7 +116,8 @@ export function byokRoutes(services: Services, box: SealedBox) {
       disabled: input.disabled,
       priority: input.priority,
       apiKeyId: who.keyId ?? null,
-    });
+    }, config.byok.maxRowsPerProvider);
+    if (!row) throw rowLimit(input.provider, config.byok.maxRowsPerProvider);
     await announce(userId);
     ctx.reply.json(201, byokRecord(row, box));
   };
@@ -144,7 +151,10 @@ export function byokRoutes(services: Services, box: SealedBox) {
       const configAfter = input.config_json !== undefined ? input.config_json
         : current.config_enc ? JSON.parse(box.open(current.config_enc)) as Record<string, unknown> : null;
       if (!keepsKey && !configCarriesCredential(configAfter)) throw credentialRequired();
-      checkCloudForm(current.provider, configAfter, keepsKey, input.base_url !== undefined ? input.base_url : current.base_url);
+      const baseUrlAfter = input.base_url !== undefined ? input.base_url : current.base_url;
+      const form = checkCloudForm(current.provider, configAfter, keepsKey, baseUrlAfter);
+      // An address the change sets is vetted; a row's others were vetted when they were set (and are at each connect).
+      if (input.base_url !== undefined || input.config_json !== undefined) await checkAddresses(baseUrlAfter, form, config.fetch.allowLoopback);
       return updateByok(tx, userId, id, changes);
     });
     // Another user's row and a missing row look the same: never reveal which ids exist.

@@ -7,7 +7,7 @@ import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ImageRequestSchema } from '../schemas/images.js';
 import { imageCallOf, imageJobOf, type ImageIo, type ImageJob, type ImageResult } from '../../providers/image-family.js';
 import { IMAGE_FAMILIES } from '../../providers/image-families.js';
-import { endpointFor, endpointOf, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { UpstreamError, endpointFor, endpointOf, type UpstreamResponse } from '../../providers/upstream-client.js';
 import type { UpstreamTarget } from '../../providers/family.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { upstreamErrorAsIs, upstreamFailure } from '../../providers/upstream-errors.js';
@@ -63,23 +63,27 @@ export function imageGenerations(services: Services) {
   const transit = mediaTransitOf(config, services.media);
 
   /**
-   * The upstream leg for one call: transport failures as 502s, polls paced and bounded by the call's
-   * deadline, and the vendor's error answers as `failure` makes them (ours, or as-is on the caller's own key).
+   * The upstream leg for one call to `target`: transport failures as 502s, polls paced and bounded by
+   * the call's deadline, and the vendor's error answers as `failure` makes them (ours, or as-is on the
+   * caller's own key). A target at an address a user chose is guarded: each connection is vetted and
+   * pinned, and a transport failure there is told by its kind only (never the socket's own words).
    */
-  function ioFor(model: MediaModel, deadlineMs: number, failure: (response: UpstreamResponse, vendor: string) => Promise<ApiError>): ImageIo {
+  function ioFor(model: MediaModel, target: UpstreamTarget, deadlineMs: number, failure: (response: UpstreamResponse, vendor: string) => Promise<ApiError>): ImageIo {
     const vendor = model.upstreamVendor;
+    const guarded = target.guarded === true;
     const reached = async (exchange: Promise<UpstreamResponse>) => {
       try {
         return await exchange;
       } catch (error) {
         metrics.upstreamErrors.inc({ vendor, reason: 'connect' });
-        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} could not be reached: ${(error as Error).message}`);
+        const detail = !guarded ? `: ${(error as Error).message}` : error instanceof UpstreamError ? ` (${error.reason})` : '';
+        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} could not be reached${detail}`);
       }
     };
     return {
-      post: (url, headers, body) => reached(upstream.post(endpointFor(url), headers, body)),
+      post: (url, headers, body) => reached(upstream.post(endpointFor(url, guarded), headers, body)),
       // Poll addresses hold task ids: parsed per call, not cached.
-      get: (url, headers) => reached(upstream.get(endpointOf(url, ''), headers)),
+      get: (url, headers) => reached(upstream.get(endpointOf(url, '', guarded), headers)),
       refused: (response) => {
         metrics.upstreamErrors.inc({ vendor, reason: String(response.status) });
         return failure(response, vendor);
@@ -103,7 +107,7 @@ export function imageGenerations(services: Services) {
     if (delivered.length === 0) throw new ApiError(502, 'upstream_error', `The upstream vendor ${model.upstreamVendor} answered without an image.`);
     const charged = call.settleCharge(chargeOf(model.sheet, job, result, delivered.length));
     if (charged > 0n) costOf(model.id).inc(nanoToUsd(charged));
-    const hosted = await Promise.all(delivered.map((image) => hostResultImage(image, transit, isLoopbackUrl(target.baseUrl))));
+    const hosted = await Promise.all(delivered.map((image) => hostResultImage(image, transit, !target.guarded && isLoopbackUrl(target.baseUrl))));
     for (const image of hosted) imagesOf(model.id, String(image.hosted)).inc();
     ctx.reply.json(200, { created: Math.floor(call.startedAtMs / 1000), data: hosted.map((image) => ({ url: image.url })) }, headers);
   }
@@ -139,7 +143,7 @@ export function imageGenerations(services: Services) {
         // A bad input image is the caller's error, whichever key would have sent it: not an attempt.
         const ownJob = await jobOf();
         try {
-          const result = await family.generate(ownJob, candidate.target, ioFor(model, deadlineMs, upstreamErrorAsIs));
+          const result = await family.generate(ownJob, candidate.target, ioFor(model, candidate.target, deadlineMs, upstreamErrorAsIs));
           return (headers) => answer(ctx, call, ownJob, result, candidate.target, headers);
         } catch (error) {
           if (error instanceof ApiError) return error;
@@ -153,7 +157,7 @@ export function imageGenerations(services: Services) {
     await call.run(async () => {
       checkRevoked();
       const platformJob = await jobOf();
-      const result = await family.generate(platformJob, target, ioFor(model, deadlineMs, upstreamFailure));
+      const result = await family.generate(platformJob, target, ioFor(model, target, deadlineMs, upstreamFailure));
       await answer(ctx, call, platformJob, result, target, { ...admitted.headers, 'x-request-id': platformIdentity.callId });
     });
   };

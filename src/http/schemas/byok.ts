@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { BYOK_PROVIDERS } from '../../store/byok.js';
-import { httpsUrlProblem, readCloudForm, type ByokCloudProvider } from '../../providers/cloud/forms.js';
+import { httpsUrlProblem, readCloudForm, type ByokCloudProvider, type CloudForm, type FormProblem } from '../../providers/cloud/forms.js';
+import { chosenAddresses, firstAddressProblem } from '../../providers/byok-addresses.js';
 import { ApiError } from '../errors.js';
 import { singleLine } from './text.js';
 
@@ -88,10 +89,23 @@ export const UpdateByokSchema = v.strictObject({
  * naming the first missing or wrong field (`config_json.region`, `api_key`, ...). A cloud form takes
  * its host from config_json (`endpoint_url`, or the region), so a `base_url` beside it is refused.
  */
-export function checkCloudForm(provider: ByokCloudProvider, config: Record<string, unknown> | null, hasApiKey: boolean, baseUrl: string | null): void {
+export function checkCloudForm(provider: ByokCloudProvider, config: Record<string, unknown> | null, hasApiKey: boolean, baseUrl: string | null): CloudForm | undefined {
   const read = readCloudForm(provider, config, hasApiKey);
-  if ('problem' in read) throw new ApiError(422, 'validation_error', `Invalid value for '${read.problem.field}': ${read.problem.message}.`, read.problem.field);
+  if ('problem' in read) throw invalidField(read.problem);
   if (read.form && baseUrl !== null) {
     throw new ApiError(422, 'validation_error', "Invalid value for 'base_url': not used with a cloud form in config_json; set config_json.endpoint_url instead.", 'base_url');
   }
+  return read.form;
 }
+
+/**
+ * The addresses the row would connect to (its `base_url`, or its cloud form's endpoint and token
+ * URI) must be on the public internet, and a cloud form's on that cloud's own hosts: a 422 naming
+ * the first that is not (docs/byok.md "Addresses a row may name").
+ */
+export async function checkAddresses(baseUrl: string | null, form: CloudForm | undefined, allowLoopback: boolean): Promise<void> {
+  const problem = await firstAddressProblem(chosenAddresses(baseUrl, form), allowLoopback);
+  if (problem) throw invalidField(problem);
+}
+
+const invalidField = (problem: FormProblem) => new ApiError(422, 'validation_error', `Invalid value for '${problem.field}': ${problem.message}.`, problem.field);

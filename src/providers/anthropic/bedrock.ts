@@ -37,7 +37,7 @@ export function bedrockRequest(request: ChatRequest, model: CatalogModel, stream
   const url = `${target.baseUrl}/model/${encodeURIComponent(bedrockModelId(model, cloud.modelMap))}/${stream ? 'invoke-with-response-stream' : 'invoke'}`;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' };
   const signed = signSigV4({ method: 'POST', url, headers, body, region: cloud.region, service: 'bedrock' }, cloud, now);
-  return { url, headers: { ...headers, ...signed }, body };
+  return { url, headers: { ...headers, ...signed }, body, guarded: target.guarded === true };
 }
 
 /**

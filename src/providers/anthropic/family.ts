@@ -33,6 +33,7 @@ export const anthropicFamily: ChatFamily = {
       headers: { 'x-api-key': target.apiKey, 'anthropic-version': ANTHROPIC_VERSION, 'content-type': 'application/json' },
       body: JSON.stringify(buildAnthropicBody(request, model, stream, cache.partition)),
       addedPromptBytes: addedPromptBytes(request, cache.partition),
+      guarded: target.guarded === true,
     };
   },
   finish(upstreamText, model, options) {

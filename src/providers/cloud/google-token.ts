@@ -1,5 +1,5 @@
 import { createHash, sign } from 'node:crypto';
-import { endpointOf, type UpstreamClient } from '../upstream-client.js';
+import { UpstreamError, endpointOf, type UpstreamClient } from '../upstream-client.js';
 import type { ServiceAccount } from './forms.js';
 
 /** The scope Vertex AI accepts. */
@@ -9,6 +9,8 @@ export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const REFRESH_MARGIN_S = 300;
 const ASSERTION_LIFETIME_S = 3600;
 const MAX_CACHED = 10_000;
+/** An OAuth error code (RFC 6749 5.2: invalid_grant, unauthorized_client, ...): the one word of a refusal passed on. */
+const OAUTH_ERROR_CODE = /^[a-z_]{1,40}$/;
 
 const b64url = (data: string | Buffer) => Buffer.from(data).toString('base64url');
 
@@ -63,8 +65,10 @@ export class ServiceAccountTokens {
       throw new TokenError(`the service account's private_key cannot sign: ${(error as Error).message}`);
     }
     const body = new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion }).toString();
-    const response = await this.client.post(endpointOf(account.tokenUri, ''), { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body)
-      .catch((error: Error) => { throw new TokenError(`the token endpoint could not be reached: ${error.message}`); });
+    // The token URI is the user's choice (held to Google's own host): a guarded endpoint, and what it
+    // or the transport says never reaches the caller or last_error beyond a short, fixed vocabulary.
+    const response = await this.client.post(endpointOf(account.tokenUri, '', true), { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body)
+      .catch((error: Error) => { throw new TokenError(`the token endpoint could not be reached${error instanceof UpstreamError ? ` (${error.reason})` : ''}`); });
     const text = await response.text();
     let answer: Record<string, unknown> = {};
     try {
@@ -73,8 +77,8 @@ export class ServiceAccountTokens {
       // reported below
     }
     if (response.status !== 200) {
-      const detail = typeof answer.error_description === 'string' ? answer.error_description : typeof answer.error === 'string' ? answer.error : text.slice(0, 200);
-      throw new TokenError(`the token endpoint refused the service account (${response.status}): ${detail}`);
+      const code = typeof answer.error === 'string' && OAUTH_ERROR_CODE.test(answer.error) ? `: ${answer.error}` : '';
+      throw new TokenError(`the token endpoint refused the service account (${response.status}${code})`);
     }
     const token = answer.access_token;
     const expiresIn = Number(answer.expires_in ?? 3600);

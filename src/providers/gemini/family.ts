@@ -23,6 +23,7 @@ export const geminiFamily: ChatFamily = {
         : { 'x-goog-api-key': target.apiKey, 'content-type': 'application/json' },
       body: JSON.stringify(buildGeminiBody(request, model, cache.partition)),
       addedPromptBytes: model.capabilities.promptCache === 'none' ? 0 : Buffer.byteLength(cacheSalt(cache.partition)) + SALT_PART_OVERHEAD,
+      guarded: target.guarded === true,
     };
   },
   finish(upstreamText, model, options) {

@@ -9,12 +9,16 @@ import { OpenAiStreamRelay } from './stream-relay.js';
  * A target's URL and headers, made once per target: a platform target lives as long as the process,
  * and the upstream client keeps the request head it serialised for a headers object it sees again.
  */
-type TargetEndpoint = { readonly url: string; readonly headers: Readonly<Record<string, string>> };
+type TargetEndpoint = { readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly guarded: boolean };
 const targetEndpoints = new WeakMap<UpstreamTarget, TargetEndpoint>();
 function targetEndpointOf(target: UpstreamTarget): TargetEndpoint {
   let endpoint = targetEndpoints.get(target);
   if (!endpoint) {
-    endpoint = Object.freeze({ url: `${target.baseUrl}/chat/completions`, headers: Object.freeze({ authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' }) });
+    endpoint = Object.freeze({
+      url: `${target.baseUrl}/chat/completions`,
+      headers: Object.freeze({ authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' }),
+      guarded: target.guarded === true,
+    });
     targetEndpoints.set(target, endpoint);
   }
   return endpoint;
@@ -31,6 +35,7 @@ export const openAiFamily: ChatFamily = {
         headers: { 'api-key': target.apiKey, 'content-type': 'application/json' } as Record<string, string>,
         body: buildOpenAiChatBody(request, model, stream, cache.partition, false),
         addedPromptBytes: model.capabilities.promptCache === 'prefix' ? Buffer.byteLength(cacheSalt(cache.partition)) + SALT_MESSAGE_OVERHEAD : 0,
+        guarded: target.guarded === true,
       };
     }
     return {
