@@ -31,8 +31,8 @@ export function parseByteRange(header: string | undefined, size: number): ByteRa
     return { kind: 'partial', start: Math.max(0, size - length), end: size - 1 };
   }
   const start = Number(first);
-  const end = last === '' ? size - 1 : Number(last);
-  if (end < start) return WHOLE; // invalid: ignored
+  if (last !== '' && Number(last) < start) return WHOLE; // invalid: ignored
   if (start >= size) return UNSATISFIABLE;
+  const end = last === '' ? size - 1 : Number(last);
   return { kind: 'partial', start, end: Math.min(end, size - 1) };
 }

@@ -63,7 +63,10 @@ export interface MediaStorage {
 /** An object open for reading; `close` releases what it holds (a file descriptor, a connection). */
 export interface MediaReadHandle {
   readonly object: MediaObject;
-  /** Bytes `start` to `end` (inclusive), at most READ_CHUNK_BYTES a chunk, each read only when asked for. */
+  /**
+   * Bytes `start` to `end` (inclusive), at most READ_CHUNK_BYTES a chunk, each read only when asked
+   * for. A chunk is valid until the next is asked for (its memory may be reused).
+   */
   chunks(start: number, end: number): AsyncIterator<Uint8Array>;
   close(): Promise<void>;
 }
@@ -243,13 +246,17 @@ export class LocalMediaStorage implements MediaStorage {
   }
 }
 
-/** Reads `start`..`end` (inclusive) of an open file one bounded chunk at a time; a file that ends early ends the chunks. */
+/**
+ * Reads `start`..`end` (inclusive) of an open file one bounded chunk at a time into one buffer (a
+ * reader holds one chunk, however long it reads); a file that ends early ends the chunks.
+ */
 async function* fileChunks(file: FileHandle, start: number, end: number): AsyncGenerator<Uint8Array> {
+  const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, end - start + 1));
   for (let position = start; position <= end;) {
-    const want = Math.min(READ_CHUNK_BYTES, end - position + 1);
-    const { bytesRead, buffer } = await file.read(Buffer.allocUnsafe(want), 0, want, position);
+    const want = Math.min(buffer.byteLength, end - position + 1);
+    const { bytesRead } = await file.read(buffer, 0, want, position);
     if (bytesRead === 0) return;
     position += bytesRead;
-    yield bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
+    yield buffer.subarray(0, bytesRead);
   }
 }

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../http/errors.js';
 import type { ScriptedRedis } from '../admission/scripts.js';
-import type { StoredMedia } from './storage.js';
 
-/** A reservation made before an upload is stored; kept under the stored name, or released. */
+/** An upload counted before it is stored; kept once stored, or released. */
 export interface UploadReservation {
   readonly userId: string;
-  readonly bytes: number;
   readonly member: string;
+  readonly bytes: number;
+  /** Whether this reservation added the upload (false: the same bytes were counted already). */
+  readonly added: boolean;
 }
 
 /** A reservation not kept by then was left by a crash mid-store: it stops counting. */
@@ -23,9 +24,10 @@ export const quotaExceeded = (quota: number, held: number, bytes: number) => new
 /**
  * Bytes each user's live uploads hold in media storage, in Redis under the user's hash tag: a sorted
  * set of uploads (member `<bytes>:<stored name>`, scored by when it expires) and their running total.
- * Whoever removes a member (ZREM answers 1 to one caller only) takes its bytes off the total, so
- * concurrent uploads and clean-ups never count a member twice; an upload reserves its bytes before it
- * is stored, so two at once cannot both pass the quota.
+ * Whoever adds a member (ZADD answers 1 to one caller only) adds its bytes to the total, and whoever
+ * removes one (ZREM, likewise) takes them off, so concurrent uploads and clean-ups never count a
+ * member twice. An upload is counted before it is stored, so two at once cannot both pass the quota;
+ * the same bytes uploaded again count once.
  */
 export class UploadQuota {
   constructor(
@@ -43,17 +45,17 @@ export class UploadQuota {
     return `${this.prefix}{u:${userId}}:upload-bytes`;
   }
 
-  /** Counts `bytes` for the user, or throws 413 `upload_quota_exceeded` when they would pass the quota. */
-  async reserve(userId: string, bytes: number): Promise<UploadReservation> {
+  /** Counts the upload `key` of `bytes`, or throws 413 `upload_quota_exceeded` when it would pass the quota. */
+  async reserve(userId: string, key: string, bytes: number): Promise<UploadReservation> {
     await this.dropExpired(userId, Date.now());
-    const reservation = { userId, bytes, member: `${bytes}:pending-${randomUUID()}` };
+    const member = `${bytes}:${key}`;
     const replies = await this.redis.multi()
-      .zadd(this.setKey(userId), Date.now() + PENDING_MS, reservation.member)
-      .incrby(this.totalKey(userId), bytes)
+      .zadd(this.setKey(userId), 'NX', Date.now() + PENDING_MS, member)
       .pexpire(this.setKey(userId), this.retentionMs + PENDING_MS)
-      .pexpire(this.totalKey(userId), this.retentionMs + PENDING_MS)
       .exec();
-    const total = Number(replies?.[1]?.[1]);
+    const reservation = { userId, member, bytes, added: Number(replies?.[0]?.[1]) === 1 };
+    if (!reservation.added) return reservation;
+    const total = await this.add(userId, bytes);
     if (total > this.quotaBytes) {
       await this.release(reservation);
       throw quotaExceeded(this.quotaBytes, total - bytes, bytes);
@@ -61,22 +63,26 @@ export class UploadQuota {
     return reservation;
   }
 
-  /** The upload is stored: it counts under its stored name until it expires (the same bytes again count once). */
-  async keep(reservation: UploadReservation, stored: StoredMedia): Promise<void> {
-    const { userId } = reservation;
-    const replies = await this.redis.multi()
-      .zrem(this.setKey(userId), reservation.member)
-      .zadd(this.setKey(userId), stored.expiresAt.getTime(), `${stored.bytes}:${stored.key}`)
-      .exec();
-    const removed = Number(replies?.[0]?.[1]) === 1 ? reservation.bytes : 0;
-    const added = Number(replies?.[1]?.[1]) === 1 ? stored.bytes : 0;
-    if (added !== removed) await this.redis.incrby(this.totalKey(userId), added - removed);
+  /** The upload is stored: it counts until it expires. */
+  async keep(reservation: UploadReservation, expiresAt: Date): Promise<void> {
+    // Added again if a concurrent upload of the same bytes released it meanwhile.
+    const added = await this.redis.zadd(this.setKey(reservation.userId), expiresAt.getTime(), reservation.member);
+    if (Number(added) === 1) await this.add(reservation.userId, reservation.bytes);
   }
 
-  /** The upload was not stored: its bytes stop counting. */
+  /** The upload was not stored: its bytes stop counting (when this reservation counted them). */
   async release(reservation: UploadReservation): Promise<void> {
+    if (!reservation.added) return;
     const removed = await this.redis.zrem(this.setKey(reservation.userId), reservation.member);
     if (removed === 1) await this.redis.decrby(this.totalKey(reservation.userId), reservation.bytes);
+  }
+
+  private async add(userId: string, bytes: number): Promise<number> {
+    const replies = await this.redis.multi()
+      .incrby(this.totalKey(userId), bytes)
+      .pexpire(this.totalKey(userId), this.retentionMs + PENDING_MS)
+      .exec();
+    return Number(replies?.[0]?.[1]);
   }
 
   private async dropExpired(userId: string, nowMs: number): Promise<void> {

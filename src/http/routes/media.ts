@@ -86,15 +86,16 @@ export function mediaRoutes(services: Services) {
       }
       param = 'file';
     }
-    const reservation = await quota.reserve(userId, bytes.byteLength);
+    const named = media.name(bytes, param);
+    const reservation = await quota.reserve(userId, named.key, bytes.byteLength);
     let stored;
     try {
-      stored = await media.store(bytes, param);
+      stored = await media.put(named);
     } catch (error) {
       await quota.release(reservation);
       throw error;
     }
-    await quota.keep(reservation, stored);
+    await quota.keep(reservation, stored.expiresAt);
     metrics.mediaStored.labels(stored.contentType).inc();
     metrics.mediaStoredBytes.inc(stored.bytes);
     ctx.reply.json(201, {
