@@ -1,10 +1,10 @@
 // Work a caller can make the gateway do outside its limits, over real HTTP: uploads count in the key's
 // request window (429 past it) and in the user's storage quota (413 past it); a video submit refused
 // for credit (402) stores none of its inline images; the vendor-hint hook answers a wrong token
-// without waiting for the body.
+// without waiting for the body, and a body sent after the answer (a 401) is not kept.
 import t from 'tap';
 import net from 'node:net';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -98,4 +98,41 @@ t.test('the vendor-hint hook answers a wrong token at once, without waiting for 
     socket.on('error', reject);
   });
   t.match(head, /^HTTP\/1\.1 404/, 'a wrong token is 404 before any body arrives');
+});
+
+const rssBytes = async (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+
+t.test('a body that keeps coming after the answer (401) is not kept', async (t) => {
+  const MiB = 1024 * 1024;
+  const size = 20 * MiB;
+  const clients = 10;
+  const { hostname, port } = new URL(gateway.url);
+  const pid = gateway.process.pid!;
+  const before = await rssBytes(pid);
+  // Each client announces a 20 MiB upload with a bad key, reads the 401, then sends the 20 MiB anyway.
+  const sockets = await Promise.all(Array.from({ length: clients }, () => new Promise<{ socket: net.Socket; head: string }>((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.write(`POST /v1/uploads HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer sk-forged\r\nContent-Length: ${size}\r\n\r\n`));
+    socket.once('data', (chunk: Buffer) => resolve({ socket, head: chunk.toString('latin1') }));
+    socket.on('error', reject);
+  })));
+  t.teardown(() => sockets.forEach(({ socket }) => socket.destroy()));
+  t.ok(sockets.every(({ head }) => head.startsWith('HTTP/1.1 401')), 'answered before the body');
+  let peak = before;
+  let sending = true;
+  const sampling = (async () => {
+    while (sending) {
+      peak = Math.max(peak, await rssBytes(pid));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  // All of it sent, then closed: the gateway has read every byte once it closes its side too.
+  await Promise.all(sockets.map(({ socket }) => new Promise<void>((resolve) => {
+    socket.on('close', () => resolve());
+    socket.end(Buffer.alloc(size, 1));
+  })));
+  sending = false;
+  await sampling;
+  const added = peak - before;
+  t.comment(`RSS peak +${(added / MiB).toFixed(1)} MiB while ${clients} clients sent ${size / MiB} MiB each after their 401`);
+  t.ok(added < (clients * size) / 2, `the bodies are not kept (peak +${(added / MiB).toFixed(1)} MiB, kept would be ${(clients * size) / MiB} MiB)`);
 });
