@@ -92,6 +92,11 @@ export const EnvSchema = v.object({
   MEDIA_S3_ENDPOINT: v.optional(url(/^https?:\/\//)),
   MEDIA_S3_FORCE_PATH_STYLE: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   MEDIA_S3_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^(?:[A-Za-z0-9._-]+\/)*$/, 'must be empty or end with /')), ''),
+  // The media host: reads in progress per HTTP thread, and how long a client may take no bytes before it is dropped.
+  MEDIA_READ_CONCURRENCY: v.optional(intFrom(1, 100_000), '128'),
+  MEDIA_STALL_MS: v.optional(intFrom(100, 10_000), '10000'),
+  // Bytes one user's live uploads may hold in storage.
+  MEDIA_USER_QUOTA_BYTES: v.optional(intFrom(1024, 2 ** 50), String(1024 * 1024 * 1024)),
   // Image calls: how often a submit-and-poll vendor is asked for its result; the whole wait is bounded by UPSTREAM_TIMEOUT_MS.
   IMAGE_POLL_MS: v.optional(intFrom(10, 60_000), '1000'),
   // URLs fetched for callers (image_urls, results to rehost): time bound, and loopback allowed (tests only).
@@ -255,6 +260,12 @@ export interface MediaConfig {
   /** How often the main process's janitor deletes expired media. */
   readonly sweepMs: number;
   readonly s3: { readonly bucket: string; readonly region: string; readonly endpoint: string | undefined; readonly forcePathStyle: boolean; readonly prefix: string } | undefined;
+  /** Media reads in progress per HTTP thread; more are answered 503 `media_busy`. */
+  readonly readConcurrency: number;
+  /** A media read whose client takes no bytes this long is disconnected (uWS's own HTTP idle timeout, 10 s, caps it). */
+  readonly stallMs: number;
+  /** Bytes one user's unexpired uploads may hold; an upload past it is 413 `upload_quota_exceeded`. */
+  readonly userQuotaBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -308,6 +319,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       forcePathStyle: e.MEDIA_S3_FORCE_PATH_STYLE === 'true',
       prefix: e.MEDIA_S3_PREFIX,
     }) : undefined,
+    readConcurrency: e.MEDIA_READ_CONCURRENCY,
+    stallMs: e.MEDIA_STALL_MS,
+    userQuotaBytes: e.MEDIA_USER_QUOTA_BYTES,
   });
 
   return Object.freeze({

@@ -30,6 +30,12 @@ export function readBody(res: HttpResponse, reply: Reply, limit: number, declare
     let failed = false;
     res.onData((chunk, isLast) => {
       if (failed) return;
+      if (reply.finished) {
+        // Answered without the body (401, a forged hook token, 429): the rest is not kept.
+        failed = true;
+        chunks.length = 0;
+        return;
+      }
       received += chunk.byteLength;
       if (received > limit) {
         failed = true;

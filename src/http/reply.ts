@@ -2,9 +2,9 @@ import type { HttpResponse } from './uws.js';
 import { ApiError, errorBody } from './errors.js';
 
 const STATUS_TEXT: Readonly<Record<number, string>> = Object.freeze({
-  200: '200 OK', 201: '201 Created', 204: '204 No Content', 400: '400 Bad Request', 401: '401 Unauthorized',
+  200: '200 OK', 201: '201 Created', 204: '204 No Content', 206: '206 Partial Content', 400: '400 Bad Request', 401: '401 Unauthorized',
   402: '402 Payment Required', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
-  409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 422: '422 Unprocessable Entity',
+  409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 416: '416 Range Not Satisfiable', 422: '422 Unprocessable Entity',
   429: '429 Too Many Requests', 500: '500 Internal Server Error', 502: '502 Bad Gateway', 503: '503 Service Unavailable',
   504: '504 Gateway Timeout',
 });
@@ -23,10 +23,13 @@ export class Reply {
   private pendingHead: Readonly<Record<string, string>> | undefined;
 
   constructor(private readonly res: HttpResponse) {
-    res.onAborted(() => {
-      this.aborted = true;
-      for (const handler of this.abortHandlers.splice(0)) handler();
-    });
+    res.onAborted(() => this.abort());
+  }
+
+  private abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    for (const handler of this.abortHandlers.splice(0)) handler();
   }
 
   /** Runs `handler` when the client goes away before the response is finished. */
@@ -114,6 +117,80 @@ export class Reply {
       resume();
       return true;
     });
+  }
+
+  /**
+   * Sends a body of known `size` from `chunks` with back-pressure: the next chunk is read only once
+   * uWS has taken the previous one (`tryEnd` sends what the socket accepts and buffers nothing more),
+   * so a slow client costs one chunk here, never the body. A client that takes no bytes for `stallMs`
+   * is disconnected. Resolves once the body is sent or the client is gone; a source that fails or
+   * ends early after the head left closes the connection (the client sees a short body, not a wrong one).
+   */
+  async sendSized(status: number, contentType: string, headers: Readonly<Record<string, string>>, size: number, chunks: AsyncIterator<Uint8Array>, stallMs: number): Promise<void> {
+    this.status = status;
+    if (!this.open) return;
+    if (size === 0) return this.send(status, '', contentType, headers);
+    let headSent = false;
+    let wake: (() => void) | undefined;
+    this.onAbort(() => wake?.());
+    try {
+      for (;;) {
+        const next = await chunks.next();
+        if (!this.open) return;
+        if (next.done) throw new Error(`the media ended before its ${size} bytes`);
+        let chunk = next.value;
+        let sentBefore = 0;
+        let result: [boolean, boolean] = [false, false];
+        this.res.cork(() => {
+          if (!headSent) {
+            this.res.writeStatus(statusLine(status));
+            this.res.writeHeader('content-type', contentType);
+            for (const name in headers) this.res.writeHeader(name, headers[name]!);
+            headSent = true;
+          }
+          sentBefore = this.res.getWriteOffset();
+          result = this.res.tryEnd(chunk, size);
+        });
+        if (result[1]) {
+          this.finished = true;
+          return;
+        }
+        if (result[0]) continue;
+        // Back-pressure: the part of this chunk the socket did not take is sent as the client drains.
+        const drained = await new Promise<boolean>((resolve) => {
+          const stalled = setTimeout(() => resolve(false), stallMs);
+          wake = () => {
+            clearTimeout(stalled);
+            resolve(true);
+          };
+          this.res.onWritable((offset) => {
+            const [ok, done] = this.res.tryEnd(chunk.subarray(offset - sentBefore), size);
+            if (done) this.finished = true;
+            if (ok || done) wake!();
+            else if (offset > sentBefore) {
+              // Progress: the stall clock restarts, and what was taken is not offered again.
+              chunk = chunk.subarray(offset - sentBefore);
+              sentBefore = offset;
+              stalled.refresh();
+            }
+            return ok;
+          });
+        });
+        wake = undefined;
+        if (!drained) return this.close();
+        if (!this.open) return;
+      }
+    } catch (error) {
+      if (!headSent) throw error;
+      this.close();
+    }
+  }
+
+  /** Drops the connection at once (a stalled or broken response); abort handlers run. */
+  close(): void {
+    if (!this.open) return;
+    this.res.close();
+    this.abort(); // in case uWS did not report it: the response must not be touched again
   }
 
   end(chunk?: Uint8Array | string): void {

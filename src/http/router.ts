@@ -10,6 +10,8 @@ export interface RequestHeaders {
   readonly authorization: string;
   readonly contentType: string;
   readonly userAgent: string;
+  /** `Range` (the media host answers one byte range). */
+  readonly range?: string;
 }
 
 /** Plain data about one request, captured synchronously from uWS (its request object dies after the handler returns). */
@@ -126,7 +128,7 @@ class Context implements RequestContext {
   ) {
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
-    this.headers = { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent') };
+    this.headers = { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range') };
     this.forwardedFor = req.getHeader('x-forwarded-for');
   }
 

@@ -72,7 +72,11 @@ export async function hostInputImage(entry: string, index: number, transit: Medi
     if (/^data:/i.test(entry)) {
       ({ bytes, sha256 } = await decodeDataUri(entry, transit.maxBytes));
     } else if (transit.media && entry.startsWith(`${transit.mediaUrl}/`)) {
-      const own = await transit.media.storage.get(entry.slice(transit.mediaUrl.length + 1));
+      const name = entry.slice(transit.mediaUrl.length + 1);
+      // The name fixes the bytes, so their size is known before they are read (a video result may be far larger).
+      const size = (await transit.media.storage.head(name))?.bytes ?? 0;
+      if (size > transit.maxBytes) throw new ApiError(413, 'payload_too_large', `'${param}' is larger than ${transit.maxBytes} bytes.`, param);
+      const own = await transit.media.storage.get(name);
       if (!own?.body) throw badRequest(`'${param}' names media this gateway no longer has (unknown or expired).`, param, 'invalid_image_url');
       bytes = own.body;
     } else if (/^https?:\/\//i.test(entry)) {

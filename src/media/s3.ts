@@ -9,7 +9,7 @@
  * after the retention period is the better janitor; `sweep` does the same by listing.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { MEDIA_KEY, contentTypeOfKey, mediaKey, sha256Hex, type MediaObject, type MediaStorage, type MediaStorageOptions, type StoredMedia } from './storage.js';
+import { MEDIA_KEY, contentTypeOfKey, mediaKey, sha256Hex, type MediaObject, type MediaReadHandle, type MediaStorage, type MediaStorageOptions, type StoredMedia } from './storage.js';
 
 export interface S3Options extends MediaStorageOptions {
   readonly bucket: string;
@@ -79,6 +79,37 @@ export class S3MediaStorage implements MediaStorage {
       if (S3MediaStorage.missing(error)) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * A handle whose chunks are one ranged GetObject, read as the client takes them (the SDK's body is a
+   * Node stream: not pulling it is back-pressure on the store's connection).
+   */
+  async openRead(key: string): Promise<MediaReadHandle | undefined> {
+    const object = await this.head(key);
+    if (!object) return undefined;
+    const bodies = new Set<{ destroy?: () => void }>();
+    const { bucket, prefix } = this.options;
+    const { client, sdk } = this;
+    return {
+      object,
+      async *chunks(start: number, end: number) {
+        const out = await client.send(new sdk.GetObjectCommand({ Bucket: bucket, Key: prefix + key, Range: `bytes=${start}-${end}` }));
+        const body = out.Body as (AsyncIterable<Uint8Array> & { destroy?: () => void }) | undefined;
+        if (!body) return;
+        bodies.add(body);
+        try {
+          yield* body;
+        } finally {
+          body.destroy?.();
+          bodies.delete(body);
+        }
+      },
+      close: async () => {
+        for (const body of bodies) body.destroy?.();
+        bodies.clear();
+      },
+    };
   }
 
   async get(key: string): Promise<MediaObject | undefined> {

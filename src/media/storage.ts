@@ -4,6 +4,7 @@
  * is used when an S3 bucket is configured.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import type { FileHandle } from 'node:fs/promises';
 import { mkdir, open, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MEDIA_TYPES, sniffMediaType } from './sniff.js';
@@ -44,6 +45,11 @@ export interface MediaStorage {
   get(key: string): Promise<MediaObject | undefined>;
   /** Like `get` without reading the bytes. */
   head(key: string): Promise<MediaObject | undefined>;
+  /**
+   * Opens the object for reading in bounded chunks (the media host never holds an object whole), or
+   * undefined when the key is malformed, unknown or expired. The caller closes the handle on every path.
+   */
+  openRead(key: string): Promise<MediaReadHandle | undefined>;
   /** Deletes every object stored (or last re-stored) before `olderThan`; returns how many. */
   sweep(olderThan: Date): Promise<number>;
   /**
@@ -53,6 +59,20 @@ export interface MediaStorage {
    */
   putStream?(chunks: AsyncIterable<Uint8Array>, accept: (contentType: string | undefined) => boolean): Promise<StoredMedia | { readonly refused: string | undefined }>;
 }
+
+/** An object open for reading; `close` releases what it holds (a file descriptor, a connection). */
+export interface MediaReadHandle {
+  readonly object: MediaObject;
+  /**
+   * Bytes `start` to `end` (inclusive), at most READ_CHUNK_BYTES a chunk, each read only when asked
+   * for. A chunk is valid until the next is asked for (its memory may be reused).
+   */
+  chunks(start: number, end: number): AsyncIterator<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/** The media host reads (and holds per client) at most this much at a time. */
+export const READ_CHUNK_BYTES = 64 * 1024;
 
 /** Bytes kept from the start of a streamed object for sniffing its type (matroska's DocType sits early). */
 const SNIFF_BYTES = 4096;
@@ -175,6 +195,21 @@ export class LocalMediaStorage implements MediaStorage {
     return { key, sha256: key.slice(0, 64), contentType: contentTypeOfKey(key), bytes: info.size, expiresAt };
   }
 
+  async openRead(key: string): Promise<MediaReadHandle | undefined> {
+    const meta = await this.head(key);
+    if (!meta) return undefined;
+    const file = await open(join(this.dir, key), 'r').catch(() => undefined);
+    if (!file) return undefined;
+    try {
+      // The size of the file opened (a re-store renames the same bytes over it: the name fixes the content).
+      const { size } = await file.stat();
+      return { object: { ...meta, bytes: size }, chunks: (start, end) => fileChunks(file, start, end), close: () => file.close().catch(() => {}) };
+    } catch (error) {
+      await file.close().catch(() => {});
+      throw error;
+    }
+  }
+
   async get(key: string): Promise<MediaObject | undefined> {
     const meta = await this.head(key);
     if (!meta) return undefined;
@@ -208,5 +243,20 @@ export class LocalMediaStorage implements MediaStorage {
       }
     }
     return deleted;
+  }
+}
+
+/**
+ * Reads `start`..`end` (inclusive) of an open file one bounded chunk at a time into one buffer (a
+ * reader holds one chunk, however long it reads); a file that ends early ends the chunks.
+ */
+async function* fileChunks(file: FileHandle, start: number, end: number): AsyncGenerator<Uint8Array> {
+  const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, end - start + 1));
+  for (let position = start; position <= end;) {
+    const want = Math.min(buffer.byteLength, end - position + 1);
+    const { bytesRead } = await file.read(buffer, 0, want, position);
+    if (bytesRead === 0) return;
+    position += bytesRead;
+    yield buffer.subarray(0, bytesRead);
   }
 }

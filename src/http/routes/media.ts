@@ -1,14 +1,23 @@
+import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
 import { MEDIA_KEY, type MediaObject } from '../../media/storage.js';
 import { MultipartError, multipartBoundary, readFilePart } from '../../media/multipart.js';
+import { parseByteRange } from '../../media/byte-range.js';
+import { UploadQuota } from '../../media/upload-quota.js';
+import { keyLimitsOf } from '../../billing/credit-period.js';
+import type { LedgerEvent } from '../../ledger/event.js';
+import type { MediaStore } from '../../media/store.js';
 
 /** Room for the multipart framing (boundaries, part headers, other small fields) above MEDIA_MAX_BYTES. */
 export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 const storageOff = () => new ApiError(503, 'media_storage_disabled', 'Media storage is off on this gateway (MEDIA_STORAGE=off).');
 const missing = () => notFound('No such media (unknown, expired or malformed name).');
+const busy = (limit: number) => new ApiError(503, 'media_busy', `The media host is serving its limit of ${limit} reads at once (MEDIA_READ_CONCURRENCY); try again shortly.`, null, { 'retry-after': '1' });
+const unsatisfiable = (size: number, headers: Record<string, string>) => new ApiError(416, 'range_not_satisfiable',
+  `The requested range starts past the end of the media (${size} bytes).`, null, { ...headers, 'content-range': `bytes */${size}` });
 
 function cacheHeaders(object: MediaObject, now: number): Record<string, string> {
   const maxAge = Math.max(0, Math.floor((object.expiresAt.getTime() - now) / 1000));
@@ -19,17 +28,45 @@ function cacheHeaders(object: MediaObject, now: number): Record<string, string> 
     // Served with the sniffed type only: browsers must not guess another (e.g. HTML) from the bytes.
     'x-content-type-options': 'nosniff',
     'content-security-policy': "default-src 'none'; sandbox",
+    'accept-ranges': 'bytes',
   };
 }
 
 /** `POST /v1/uploads` and the media host (`GET`/`HEAD /media/:key`). */
 export function mediaRoutes(services: Services) {
-  const { auth, media, metrics } = services;
+  const { auth, admission, media, metrics, config } = services;
+  const quota = new UploadQuota(services.redis, services.keys.prefix, config.media.userQuotaBytes, config.media.retentionMs);
+  /** Reads in progress on this thread (each holds a file handle and a chunk until its client has the bytes). */
+  let reading = 0;
 
-  /** Raw body (any declared type; the sniffed type wins) or multipart/form-data with one `file` field. */
+  /**
+   * Raw body (any declared type; the sniffed type wins) or multipart/form-data with one `file` field.
+   * Counted in the key's request window like any authenticated request (an upload costs nothing, so
+   * nothing is reserved or charged), and held to the user's storage quota.
+   */
   const upload = async (ctx: RequestContext): Promise<void> => {
-    await auth.apiKey(ctx);
+    const key = await auth.apiKey(ctx);
     if (!media) throw storageOff();
+    const startedAtMs = Date.now();
+    const admitted = await admission.admit(key.userId, key.id, 0n, keyLimitsOf(key.row, startedAtMs));
+    let status = 201;
+    let errorCode: string | null = null;
+    try {
+      await store(ctx, media, key.userId, admitted.headers);
+    } catch (error) {
+      [status, errorCode] = error instanceof ApiError ? [error.status, error.code] : ctx.reply.aborted ? [499, 'client_closed'] : [500, 'internal_error'];
+      throw error;
+    } finally {
+      // The request log's row of the upload (nothing is charged: the lease's slot is all it used).
+      const event: LedgerEvent = {
+        keyId: key.id, model: '', endpoint: '/v1/uploads', stream: false, status, errorCode, promptTokens: 0, completionTokens: 0,
+        cachedTokens: 0, reasoningTokens: 0, reservedNano: '0', startedAtMs, durationMs: Date.now() - startedAtMs, ttfbMs: null, clientAborted: ctx.reply.aborted,
+      };
+      admission.settle(admitted.lease, randomUUID(), 0n, 0, 0n, 0, JSON.stringify(event));
+    }
+  };
+
+  const store = async (ctx: RequestContext, media: MediaStore, userId: string, rateHeaders: Readonly<Record<string, string>>): Promise<void> => {
     let boundary: string | undefined;
     try {
       boundary = multipartBoundary(ctx.headers.contentType);
@@ -49,7 +86,16 @@ export function mediaRoutes(services: Services) {
       }
       param = 'file';
     }
-    const stored = await media.store(bytes, param);
+    const named = media.name(bytes, param);
+    const reservation = await quota.reserve(userId, named.key, bytes.byteLength);
+    let stored;
+    try {
+      stored = await media.put(named);
+    } catch (error) {
+      await quota.release(reservation);
+      throw error;
+    }
+    await quota.keep(reservation, stored.expiresAt);
     metrics.mediaStored.labels(stored.contentType).inc();
     metrics.mediaStoredBytes.inc(stored.bytes);
     ctx.reply.json(201, {
@@ -60,22 +106,45 @@ export function mediaRoutes(services: Services) {
       bytes: stored.bytes,
       sha256: stored.sha256,
       expires_at: stored.expiresAt.toISOString(),
-    });
+    }, rateHeaders);
   };
 
-  const read = async (ctx: RequestContext, withBody: boolean): Promise<void> => {
+  /**
+   * The media host: public, so bounded by what it costs. A GET streams the object (or one byte range
+   * of it) a chunk at a time as the client takes it; at most MEDIA_READ_CONCURRENCY run at once on a
+   * thread, and a client that takes nothing for MEDIA_STALL_MS is dropped.
+   */
+  const get = async (ctx: RequestContext): Promise<void> => {
     const key = ctx.params[0] ?? '';
     if (!media || !MEDIA_KEY.test(key)) throw missing();
-    const object = withBody ? await media.storage.get(key) : await media.storage.head(key);
-    if (!object) throw missing();
-    const headers = cacheHeaders(object, Date.now());
-    if (withBody) ctx.reply.send(200, object.body!, object.contentType, headers);
-    else ctx.reply.head(200, object.contentType, object.bytes, headers);
+    if (reading >= config.media.readConcurrency) throw busy(config.media.readConcurrency);
+    reading++;
+    try {
+      const handle = await media.storage.openRead(key);
+      if (!handle) throw missing();
+      try {
+        const { object } = handle;
+        const headers = cacheHeaders(object, Date.now());
+        const range = parseByteRange(ctx.headers.range, object.bytes);
+        if (range.kind === 'unsatisfiable') throw unsatisfiable(object.bytes, headers);
+        const [status, start, end] = range.kind === 'partial' ? [206, range.start, range.end] : [200, 0, object.bytes - 1];
+        if (status === 206) headers['content-range'] = `bytes ${start}-${end}/${object.bytes}`;
+        await ctx.reply.sendSized(status, object.contentType, headers, end - start + 1, handle.chunks(start, end), config.media.stallMs);
+      } finally {
+        await handle.close();
+      }
+    } finally {
+      reading--;
+    }
   };
 
-  return {
-    upload,
-    get: (ctx: RequestContext) => read(ctx, true),
-    head: (ctx: RequestContext) => read(ctx, false),
+  const head = async (ctx: RequestContext): Promise<void> => {
+    const key = ctx.params[0] ?? '';
+    if (!media || !MEDIA_KEY.test(key)) throw missing();
+    const object = await media.storage.head(key);
+    if (!object) throw missing();
+    ctx.reply.head(200, object.contentType, object.bytes, cacheHeaders(object, Date.now()));
   };
+
+  return { upload, get, head };
 }

@@ -24,7 +24,8 @@ import { UUID } from '../../store/ids.js';
 
 export interface TaskSubmission {
   readonly model: MediaModel;
-  readonly job: object;
+  /** The job, or what builds it once the cost is held (work a refused submit must not do, e.g. storing inline images). */
+  readonly job: object | (() => Promise<object>);
   readonly costNano: bigint;
   readonly callbackUrl: string | null;
 }
@@ -49,7 +50,7 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
     let accepted = false;
     try {
       const row = await insertTask(sql, {
-        id: taskId, userId: key.userId, keyId: key.id, kind, model: model.id, shard, job, holdNano: costNano, upstreamVendor: model.upstreamVendor, callbackUrl,
+        id: taskId, userId: key.userId, keyId: key.id, kind, model: model.id, shard, job: typeof job === 'function' ? await job() : job, holdNano: costNano, upstreamVendor: model.upstreamVendor, callbackUrl,
       });
       // The hold becomes the task's (no deadline) and its actor is told. Not one MULTI: the user's keys
       // and the shard's are in different cluster slots. Neither needs the other: a step pins the hold

@@ -27,14 +27,14 @@ export function videoRoutes(services: Services) {
   /**
    * A reference image as the vendor is given it: a `data:` URI (or an upload on this media host) is
    * hosted here, so the task keeps a link rather than megabytes; a URL elsewhere goes to the vendor
-   * as sent, once its host is known to be public (the vendor fetches it, not the gateway).
+   * as sent, once its host is known to be public (the vendor fetches it, not the gateway). Hosting
+   * happens only once the submit is admitted (see `submit`).
    */
   const isOwnMedia = (entry: string) => services.media !== undefined && entry.startsWith(`${config.media.url}/`);
-  const inputImage = async (entry: string, index: number): Promise<string> => {
-    if (/^data:/i.test(entry) || isOwnMedia(entry)) return hostInputImage(entry, index, transit);
-    await checkPublicUrl(entry, `image_urls[${index}]`, 'invalid_image_url', config.fetch.allowLoopback);
-    return entry;
-  };
+  const isHosted = (entry: string) => /^data:/i.test(entry) || isOwnMedia(entry);
+  const checkImageUrl = (entry: string, index: number) =>
+    isHosted(entry) ? undefined : checkPublicUrl(entry, `image_urls[${index}]`, 'invalid_image_url', config.fetch.allowLoopback);
+  const hostImage = (entry: string, index: number) => (isHosted(entry) ? hostInputImage(entry, index, transit) : entry);
 
   const submit = async (ctx: RequestContext): Promise<void> => {
     const key = await auth.apiKey(ctx);
@@ -54,20 +54,24 @@ export function videoRoutes(services: Services) {
       if (!(error instanceof PricingError)) throw error;
       throw badRequest(`${error.message}.`, error.field === 'seconds' ? 'duration' : error.field, error.field === 'model' ? 'model_not_supported' : 'invalid_request');
     }
-    const imageUrls = await Promise.all(job.imageUrls.map((entry, index) => inputImage(entry, index)));
+    await Promise.all(job.imageUrls.map(checkImageUrl));
     await Promise.all(job.videoUrls.map((entry, index) => (isOwnMedia(entry) ? undefined : checkPublicUrl(entry, `video_urls[${index}]`, 'invalid_video_url', config.fetch.allowLoopback))));
-    await tasks.accept(ctx, key, { model, job: { ...job, imageUrls }, costNano, callbackUrl });
+    // Inline images are decoded and stored only once the submit holds its cost: a refused one stores nothing.
+    const withHostedImages = async () => ({ ...job, imageUrls: await Promise.all(job.imageUrls.map(hostImage)) });
+    await tasks.accept(ctx, key, { model, job: withHostedImages, costNano, callbackUrl });
   };
 
   /**
    * A vendor's status callback for one task: only a hint that the task moved, so its actor polls the
-   * vendor now instead of at its next timer (the body is not read: the poll is what counts).
+   * vendor now instead of at its next timer. The token is checked before anything else: a caller
+   * without it is answered at once, without waiting for its body. The body itself is not used (the
+   * poll is what counts); it is read, within the body limit, only to end the request.
    */
   const vendorHint = async (ctx: RequestContext): Promise<void> => {
-    await ctx.body();
     const id = ctx.params[0] ?? '';
     const token = parseQuery(ctx.query).get('token')?.[0] ?? '';
     if (!UUID.test(id) || !vendorHintValid(config.keySecret, id, token)) throw notFound('No such task callback.');
+    await ctx.body();
     const row = await getTask(sql, id);
     if (row?.status === 'pending' && row.upstream_id !== null) {
       await redis.xadd(keys.taskStream(row.shard), '*', 'k', 'a', 't', row.id, 'u', row.user_id);
