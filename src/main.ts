@@ -176,7 +176,10 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
-  let metricsListener: MetricsListener | undefined;
+  // Listening before the HTTP threads are, so a gateway that answers /readyz answers its scraper too.
+  const metricsListener = config.metrics.port === undefined ? undefined
+    : await MetricsListener.start(config.metrics, () => threads ? threads.metricsText() : registry.metrics());
+  if (metricsListener) log.info('metrics listening', { url: `${metricsListener.url}/metrics`, token: config.metrics.token !== undefined });
   threads = await HttpThreadPool.start(config, registry, {
     onUnexpectedExit: (code) => {
       // During start-up the failure surfaces through start() itself.
@@ -203,10 +206,6 @@ async function main(): Promise<void> {
     onTaskEnded: (row) => { if (row.status === 'success') alerts.usersWritten([row.user_id]); },
   });
   tasks.start();
-  if (config.metrics.port !== undefined) {
-    metricsListener = await MetricsListener.start(config.metrics, () => threads!.metricsText());
-    log.info('metrics listening', { url: `${metricsListener.url}/metrics`, token: config.metrics.token !== undefined });
-  }
 
   const base = `http://${config.host}:${config.port}`;
   log.info('gateway listening', { url: base, threads: config.httpThreads, openai_base_url: `${base}/v1`, mock_vendor: mock?.url ?? null });
