@@ -33,6 +33,7 @@ import { LiveCatalog } from './catalog/live.js';
 import { SealedBox } from './auth/sealed-box.js';
 import { prepareJournalDir } from './admission/settlement-journal.js';
 import { MetricsListener } from './http/metrics-listener.js';
+import { productionWarnings } from './production-warnings.js';
 
 /** Period of the retention janitor (request logs, sent mails): a record outlives its retention by at most this. */
 const RETENTION_PASS_MS = 3_600_000;
@@ -67,6 +68,7 @@ async function main(): Promise<void> {
   const mock = await startMockVendorIfNeeded(config.mockVendorPort, process.env);
   if (mock) config = loadConfig(process.env, mock.url);
   logVendors(config);
+  for (const warning of productionWarnings(config)) log.warn(warning);
   // Refused before anything is replayed from it or written to it (src/admission/settlement-journal.ts).
   prepareJournalDir(config.settleJournalDir);
 

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { join, relative } from 'node:path';
 import { ConfigError, VENDORS, loadConfig } from '../src/config.js';
+import { productionWarnings } from '../src/production-warnings.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url)); // dist/test/ -> the repository
 const SKIPPED = new Set(['node_modules', 'dist', '.git', '.tap', 'package-lock.json', 'media', 'state']);
@@ -132,4 +133,13 @@ t.test('production plays no vendor with the mock unless MOCK_VENDOR=on', async (
   const separate = loadConfig({ MOCK_VENDOR: 'off' });
   t.ok(VENDORS.every((name) => separate.vendors[name].mocked), 'development, off: keyless vendors still go to a separately run mock');
   t.match(refusal({ MOCK_VENDOR: 'yes' }), /^invalid MOCK_VENDOR: must be auto, on or off/);
+});
+
+t.test('production warns about plain-http vendors, an open metrics listener beyond loopback, a plain-http PUBLIC_URL', async (t) => {
+  t.same(productionWarnings(loadConfig(production({ METRICS_PORT: '9464' }))), [], 'none with real vendors and a loopback metrics listener');
+  const risky = productionWarnings(loadConfig(production({
+    OPENAI_BASE_URL: 'http://10.0.0.5:8000/v1', OPENAI_API_KEY: 'sk-live', METRICS_TOKEN: '', METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0', PUBLIC_URL: 'http://gateway.example.com',
+  })));
+  t.match(risky, [/^vendors reached over plain http .*: openai$/, /^\/metrics is open on 0\.0\.0\.0:9464 with no METRICS_TOKEN/, /^PUBLIC_URL is plain http/]);
+  t.same(productionWarnings(loadConfig({ OPENAI_BASE_URL: 'http://10.0.0.5:8000/v1' })), [], 'development: none');
 });
