@@ -286,7 +286,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     const mockBase = `${mockVendorUrl ?? `http://127.0.0.1:${e.MOCK_VENDOR_PORT}`}/${name}/v1`;
     vendors[name] = Object.freeze({
       name,
-      apiKey: apiKey || (mocked ? 'mock-key' : ''),
+      // A URL without a key (a mock or proxy of the operator's) gets the placeholder key; an unconfigured vendor none.
+      apiKey: apiKey || (baseUrl || mocked ? 'mock-key' : ''),
       baseUrl: (baseUrl || (mocked ? mockBase : REAL_BASE_URLS[name])).replace(/\/+$/, ''),
       mocked,
       served: Boolean(apiKey || baseUrl) || mocked,

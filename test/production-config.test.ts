@@ -123,6 +123,9 @@ t.test('production plays no vendor with the mock unless MOCK_VENDOR=on', async (
   t.same(VENDORS.filter((name) => keyless.vendors[name].mocked), [], 'nothing is mocked');
   t.equal(keyless.vendors.anthropic.apiKey, '', 'a vendor without a key gets no made-up one');
   t.equal(keyless.vendors.anthropic.baseUrl, 'https://api.anthropic.com/v1', 'and its real address (BYOK rows without a base URL use it)');
+  const proxied = loadConfig(production({ ANTHROPIC_BASE_URL: 'https://proxy.internal/anthropic/v1' }));
+  t.ok(proxied.vendors.anthropic.served && !proxied.vendors.anthropic.mocked, 'a base URL alone configures a vendor');
+  t.equal(proxied.vendors.anthropic.apiKey, 'mock-key', 'with the placeholder key');
   const off = loadConfig(production({ MOCK_VENDOR: 'off' }));
   t.same(VENDORS.filter((name) => off.vendors[name].served), [], 'MOCK_VENDOR=off: none served');
   const on = loadConfig(production({ MOCK_VENDOR: 'on', OPENAI_API_KEY: 'sk-live-openai' }));
