@@ -19,8 +19,12 @@ const PUBLISHED: ReadonlySet<string> = new Set([
   'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', // AWS's documented example secret key, test/byok-cloud.test.ts
 ]);
 
-/** Words of placeholders and examples, matched as whole words (between non-letters) in any case. */
-const PLACEHOLDER_WORDS = /(?:^|[^a-z])(dev|development|test|testing|demo|example|sample|change|changeme|replace|placeholder|secret|password|passwd|default|insecure|dummy|fake|mock|todo|your|local|localhost)(?:[^a-z]|$)/i;
+/**
+ * Words of placeholders and examples, in any case, as words of their own: between the separators people
+ * type (`-`, `_`, `.`, space) or the ends. Not between digits or `+`/`/`: a generated base64 secret
+ * holds `9Dev+` about once in 15,000.
+ */
+const PLACEHOLDER_WORDS = /(?:^|[-_. ])(dev|development|test|testing|demo|example|sample|change|changeme|replace|placeholder|secret|password|passwd|default|insecure|dummy|fake|mock|todo|your|local|localhost)(?:[-_. ]|$)/i;
 /** Fewer distinct characters than this is a typed, not a generated, value (hex of 32+ characters has ~14). */
 export const MIN_DISTINCT_CHARACTERS = 8;
 /** A longer run of one character or of consecutive ones (`111111`, `012345`, `fedcba`) is typed, not generated. */
