@@ -18,8 +18,8 @@ const SECRET_NAME = /secret|password|passwd|token|api_?key|access_?key|_key$/i;
 const ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_]*)['"]?\s*[:=]\s*['"`]?([^\s'"`,;(){}]{32,})/g;
 /** Compose's `${NAME:-default}`. */
 const COMPOSE_DEFAULT = /\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}\s]{32,})\}/g;
-/** Code, not a value: URLs, expressions, templates. */
-const NOT_A_VALUE = /:\/\/|\?\.|[[\]<>!]|^\$|^-/;
+/** Code, not a value: URLs, expressions, templates, regular expressions. */
+const NOT_A_VALUE = /:\/\/|\?\.|[[\]<>!]|^\$|^-|^\/.*\/[a-z]*$/;
 
 function* repositoryFiles(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {
