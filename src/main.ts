@@ -3,7 +3,7 @@
  * balance alerts -> N HTTP threads on one port -> janitors (reservations, retention of request logs and sent mails, media). SIGTERM drains streams, then flushes the ledger.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config, type VendorConfig } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { RedisKeys } from './admission/keys.js';
 import { LedgerWriter } from './ledger/writer.js';
@@ -250,7 +250,7 @@ async function main(): Promise<void> {
 
 /** Which vendors this gateway calls for real, which the mock plays, and which it cannot reach (their models inactive). */
 function logVendors(config: Config): void {
-  const names = (pick: (vendor: Config['vendors'][keyof Config['vendors']]) => boolean) => Object.values(config.vendors).filter(pick).map((vendor) => vendor.name);
+  const names = (pick: (vendor: VendorConfig) => boolean) => Object.values(config.vendors).filter(pick).map((vendor) => vendor.name);
   log.info('vendors', {
     configured: names((vendor) => vendor.served && !vendor.mocked),
     mocked: names((vendor) => vendor.mocked),
