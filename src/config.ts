@@ -1,9 +1,10 @@
 import * as v from 'valibot';
 import { isIpv4OrCidr } from './auth/ip-ranges.js';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { parseRedisUrl } from './store/redis-url.js';
+import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
 export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs'] as const;
@@ -26,10 +27,6 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   bfl: 'https://api.bfl.ai/v1',
   elevenlabs: 'https://api.elevenlabs.io/v1',
 };
-
-// Development fallbacks so `npm start` works on a fresh machine; production refuses them.
-const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789';
-const DEV_KEY_SECRET = 'dev-only-key-secret-change-me-0123456789';
 
 const intFrom = (min: number, max: number) =>
   v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
@@ -65,14 +62,16 @@ export const EnvSchema = v.object({
   RESERVATION_JANITOR_SECONDS: v.optional(intFrom(1, 3600), '30'),
   ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
   SETTLE_FLUSH_MS: v.optional(intFrom(0, 1000), '20'),
-  SETTLE_JOURNAL_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), join(tmpdir(), 'model-gateway-settlements')),
+  // Not in a shared, world-writable folder such as /tmp: created 0700, refused when another user owns it (settlement-journal.ts).
+  SETTLE_JOURNAL_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), './state/settlements'),
   SETTLE_JOURNAL_STALE_SECONDS: v.optional(intFrom(2, 3600), '30'),
   LEDGER_IDLE_POLL_MS: v.optional(intFrom(100, 60_000), '1000'),
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
   // Open connections one HTTP thread keeps to one upstream origin (one per call in progress: a stream holds one); calls beyond wait for one.
   UPSTREAM_MAX_CONNECTIONS: v.optional(intFrom(1, 1_000_000), '10000'),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
-  MOCK_VENDOR: v.optional(v.picklist(['auto', 'off'], 'must be auto or off'), 'auto'),
+  // `auto`: the built-in mock plays keyless vendors outside production only; `on`: in production too.
+  MOCK_VENDOR: v.optional(v.picklist(['auto', 'on', 'off'], 'must be auto, on or off'), 'auto'),
   MOCK_VENDOR_PORT: v.optional(intFrom(0, 65535), '8090'),
   LOG_LEVEL: v.optional(v.picklist(['debug', 'info', 'warn', 'error'], 'must be debug, info, warn or error'), 'info'),
   SMTP_URL: v.optional(url(/^smtps?:\/\//)),
@@ -134,14 +133,30 @@ export const EnvSchema = v.object({
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
     v.check((entries) => entries.every(isIpv4OrCidr), 'must be a comma-separated list of IPv4 addresses or CIDRs'),
   ), ''),
+  // /metrics: a Bearer token, and/or its own listener (the public one then has no /metrics); production refuses it open on the public one unless METRICS_PUBLIC=true.
+  METRICS_TOKEN: v.optional(secret),
+  METRICS_PORT: v.optional(intFrom(1, 65535)),
+  METRICS_HOST: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), '127.0.0.1'),
+  METRICS_PUBLIC: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
 });
 
 export interface VendorConfig {
   readonly name: VendorName;
   readonly baseUrl: string;
   readonly apiKey: string;
-  /** True when no key is set and no base URL either: the vendor is played by the built-in mock. */
+  /** True when no key is set and no base URL either, and a mock may play it (outside production, or MOCK_VENDOR=on). */
   readonly mocked: boolean;
+  /** False when the vendor has no key, no base URL and no mock: its models are listed inactive (catalog/seed). */
+  readonly served: boolean;
+}
+
+/** Who may read /metrics, and where. */
+export interface MetricsAccessConfig {
+  /** Bearer token /metrics requires (compared in constant time); undefined: none. */
+  readonly token: string | undefined;
+  /** A listener of its own for /metrics (the public listener then answers 404 there); undefined: the public listener serves it. */
+  readonly port: number | undefined;
+  readonly host: string;
 }
 
 export interface Config {
@@ -176,7 +191,7 @@ export interface Config {
   /** Most connections one HTTP thread opens to one upstream origin (each call in progress holds one). */
   readonly upstreamMaxConnections: number;
   readonly shutdownDrainMs: number;
-  readonly mockVendor: 'auto' | 'off';
+  readonly mockVendor: 'auto' | 'on' | 'off';
   readonly mockVendorPort: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** Proxies whose `X-Forwarded-For` is believed (IPv4 addresses or CIDRs). */
@@ -194,6 +209,7 @@ export interface Config {
   readonly fetch: FetchConfig;
   readonly tasks: TaskConfig;
   readonly byok: ByokConfig;
+  readonly metrics: MetricsAccessConfig;
 }
 
 /** Bounds on users' own upstream credentials (docs/byok.md "Limits"). */
@@ -282,24 +298,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
   const e = result.output;
   const production = e.NODE_ENV === 'production';
   const usesDevSecrets = e.JWT_SECRET === DEV_JWT_SECRET || e.KEY_SECRET === DEV_KEY_SECRET;
-  if (production && e.FETCH_ALLOW_LOOPBACK === 'true') throw new ConfigError('invalid FETCH_ALLOW_LOOPBACK: only for tests, never in production');
-  if (production && usesDevSecrets) throw new ConfigError('invalid JWT_SECRET/KEY_SECRET: set both in production (at least 32 characters each)');
+  if (production) refuseInProduction(e);
   const [requests, seconds] = e.RATE_LIMIT_DEFAULT.split('/').map(Number) as [number, number];
   if (requests < 1 || seconds < 1) throw new ConfigError('invalid RATE_LIMIT_DEFAULT: both numbers must be at least 1');
 
+  // Production never answers with the mock (at real prices) unless asked to in so many words. Outside
+  // production, MOCK_VENDOR=off only keeps the built-in one from starting: keyless vendors go to a separately run mock.
+  const mockAllowed = e.MOCK_VENDOR === 'on' || !production;
   const vendors = {} as Record<VendorName, VendorConfig>;
   for (const name of VENDORS) {
     const upper = name.toUpperCase();
     const apiKey = env[`${upper}_API_KEY`] ?? '';
     const baseUrl = env[`${upper}_BASE_URL`] ?? '';
     if (baseUrl && !/^https?:\/\/[^\s]+$/.test(baseUrl)) throw new ConfigError(`invalid ${upper}_BASE_URL: must be an http(s) URL`);
-    const mocked = !apiKey && !baseUrl;
+    const mocked = !apiKey && !baseUrl && mockAllowed;
     const mockBase = `${mockVendorUrl ?? `http://127.0.0.1:${e.MOCK_VENDOR_PORT}`}/${name}/v1`;
     vendors[name] = Object.freeze({
       name,
-      apiKey: apiKey || 'mock-key',
+      // A URL without a key (a mock or proxy of the operator's) gets the placeholder key; an unconfigured vendor none.
+      apiKey: apiKey || (baseUrl || mocked ? 'mock-key' : ''),
       baseUrl: (baseUrl || (mocked ? mockBase : REAL_BASE_URLS[name])).replace(/\/+$/, ''),
       mocked,
+      served: Boolean(apiKey || baseUrl) || mocked,
     });
   }
 
@@ -383,7 +403,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       generateTimeoutMs: e.TASK_GENERATE_TIMEOUT_MS,
       publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     }),
+    metrics: Object.freeze({ token: e.METRICS_TOKEN, port: e.METRICS_PORT, host: e.METRICS_HOST }),
   });
+}
+
+type Env = v.InferOutput<typeof EnvSchema>;
+
+/** What NODE_ENV=production refuses: published, guessable or shared secrets, test-only switches, an open /metrics. */
+function refuseInProduction(e: Env): void {
+  if (e.FETCH_ALLOW_LOOPBACK === 'true') throw new ConfigError('invalid FETCH_ALLOW_LOOPBACK: only for tests, never in production');
+  if (e.JWT_SECRET === DEV_JWT_SECRET || e.KEY_SECRET === DEV_KEY_SECRET) {
+    throw new ConfigError('invalid JWT_SECRET/KEY_SECRET: set both in production (at least 32 characters each)');
+  }
+  const secrets: [string, string | undefined][] = [['JWT_SECRET', e.JWT_SECRET], ['KEY_SECRET', e.KEY_SECRET], ['METRICS_TOKEN', e.METRICS_TOKEN]];
+  for (const [name, value] of secrets) {
+    const reason = value === undefined ? undefined : weakSecretReason(value);
+    if (reason) throw new ConfigError(`invalid ${name}: refused in production because ${reason}; generate one, e.g. openssl rand -base64 48`);
+  }
+  for (let i = 0; i < secrets.length; i++) {
+    for (let j = i + 1; j < secrets.length; j++) {
+      if (secrets[i]![1] !== undefined && secrets[i]![1] === secrets[j]![1]) {
+        throw new ConfigError(`invalid ${secrets[j]![0]}: must differ from ${secrets[i]![0]} (one leaked secret must not give away the other)`);
+      }
+    }
+  }
+  if (e.METRICS_TOKEN === undefined && e.METRICS_PORT === undefined && e.METRICS_PUBLIC !== 'true') {
+    throw new ConfigError('invalid METRICS_TOKEN: production does not serve /metrics open on the public listener; set METRICS_TOKEN, or METRICS_PORT (a listener of its own), or METRICS_PUBLIC=true');
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
  * balance alerts -> N HTTP threads on one port -> janitors (reservations, retention of request logs and sent mails, media). SIGTERM drains streams, then flushes the ledger.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config, type VendorConfig } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { RedisKeys } from './admission/keys.js';
 import { LedgerWriter } from './ledger/writer.js';
@@ -31,14 +31,19 @@ import { TaskRuntime } from './tasks/runtime.js';
 import { TaskWorkers } from './tasks/task-workers.js';
 import { LiveCatalog } from './catalog/live.js';
 import { SealedBox } from './auth/sealed-box.js';
+import { prepareJournalDir } from './admission/settlement-journal.js';
+import { MetricsListener } from './http/metrics-listener.js';
+import { productionWarnings } from './production-warnings.js';
 
 /** Period of the retention janitor (request logs, sent mails): a record outlives its retention by at most this. */
 const RETENTION_PASS_MS = 3_600_000;
 
+/** The built-in mock, when some vendor is mocked and MOCK_VENDOR lets it start here (`on`, or `auto` outside production). */
 async function startMockVendorIfNeeded(port: number, env: NodeJS.ProcessEnv): Promise<{ url: string; close(): Promise<void> } | undefined> {
   const probe = loadConfig(env);
   const mocked = Object.values(probe.vendors).filter((v) => v.mocked).map((v) => v.name);
   if (probe.mockVendor === 'off' || mocked.length === 0) return undefined;
+  if (probe.production) log.warn('MOCK_VENDOR=on in production: vendors without an API key answer with mock text at real prices', { vendors: mocked });
   const { startMockVendor } = await import('./mock-vendor/server.js');
   const mock = await startMockVendor({ port, keepRequests: 0 });
   log.info('mock vendor started for vendors without an API key', { url: mock.url, vendors: mocked });
@@ -62,6 +67,10 @@ async function main(): Promise<void> {
 
   const mock = await startMockVendorIfNeeded(config.mockVendorPort, process.env);
   if (mock) config = loadConfig(process.env, mock.url);
+  logVendors(config);
+  for (const warning of productionWarnings(config)) log.warn(warning);
+  // Refused before anything is replayed from it or written to it (src/admission/settlement-journal.ts).
+  prepareJournalDir(config.settleJournalDir);
 
   const { sql, applied } = await prepareDatabase(config);
   if (applied.length) log.info('migrations applied', { applied });
@@ -169,6 +178,10 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
+  // Listening before the HTTP threads are, so a gateway that answers /readyz answers its scraper too.
+  const metricsListener = config.metrics.port === undefined ? undefined
+    : await MetricsListener.start(config.metrics, () => threads ? threads.metricsText() : registry.metrics());
+  if (metricsListener) log.info('metrics listening', { url: `${metricsListener.url}/metrics`, token: config.metrics.token !== undefined });
   threads = await HttpThreadPool.start(config, registry, {
     onUnexpectedExit: (code) => {
       // During start-up the failure surfaces through start() itself.
@@ -222,6 +235,7 @@ async function main(): Promise<void> {
     await alerts.stop();
     await mail?.stop();
     await threads!.stop();
+    await metricsListener?.close();
     clearInterval(janitor); // a pass under way is cut at its next batch when Postgres closes: each batch is its own statement
     await reservations.stop();
     await mediaJanitor?.stop();
@@ -232,6 +246,16 @@ async function main(): Promise<void> {
   }
   process.on('SIGTERM', () => void stop(0));
   process.on('SIGINT', () => void stop(0));
+}
+
+/** Which vendors this gateway calls for real, which the mock plays, and which it cannot reach (their models inactive). */
+function logVendors(config: Config): void {
+  const names = (pick: (vendor: VendorConfig) => boolean) => Object.values(config.vendors).filter(pick).map((vendor) => vendor.name);
+  log.info('vendors', {
+    configured: names((vendor) => vendor.served && !vendor.mocked),
+    mocked: names((vendor) => vendor.mocked),
+    not_configured: names((vendor) => !vendor.served),
+  });
 }
 
 main().catch((error) => {

@@ -6,6 +6,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
+import { randomBytes } from 'node:crypto';
 import { VENDORS, loadConfig } from '../src/config.js';
 import { parseRedisUrl } from '../src/store/redis-url.js';
 
@@ -132,7 +133,20 @@ function namedVolumes(service: Service): string[] {
   return names;
 }
 
-/** Compose's `${NAME:-default}` (and `-`, `:?`, `?`), `$NAME` and `$$`, applied with each variable unset. */
+/**
+ * What the operator gives a required variable (`${NAME:?message}`) in these checks: a generated secret,
+ * as deploy/README.md says to make one (one per name, so two secrets differ).
+ */
+const operatorValues = new Map<string, string>();
+const operatorValue = (name: string) => {
+  if (!operatorValues.has(name)) operatorValues.set(name, randomBytes(48).toString('base64'));
+  return operatorValues.get(name)!;
+};
+
+/** The secrets Compose must refuse to start without (`${NAME:?...}`: no default anyone could read here). */
+const REQUIRED_SECRETS = ['JWT_SECRET', 'KEY_SECRET'];
+
+/** Compose's `${NAME:-default}` (and `-`), `${NAME:?message}` (and `?`, given a generated value), `$NAME` and `$$`, applied with each optional variable unset. */
 function interpolate(value: string, where: string, problems: string[]): string {
   return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (match, braced: string | undefined, operator: string | undefined, fallback: string | undefined, bare: string | undefined) => {
     if (match === '$$') return '$';
@@ -140,9 +154,13 @@ function interpolate(value: string, where: string, problems: string[]): string {
       problems.push(`${where}: Compose would replace $${bare} with an environment variable; write $$${bare} for a literal $`);
       return '';
     }
-    if (!operator || operator.endsWith('?')) {
-      problems.push(`${where}: \${${braced}} has no default, so the file does not work without an .env`);
+    if (!operator) {
+      problems.push(`${where}: \${${braced}} has no default and is not marked required (\${${braced}:?message}), so the file silently runs with it empty`);
       return '';
+    }
+    if (operator.endsWith('?')) {
+      if (!fallback?.trim()) problems.push(`${where}: \${${braced}:?} says nothing: tell the operator what to set`);
+      return operatorValue(braced!);
     }
     return fallback ?? '';
   });
@@ -240,6 +258,14 @@ export function composeProblems(raw: Compose): string[] {
     } catch (error) {
       problems.push(`gateway ${name}: the gateway refuses its environment: ${(error as Error).message}`);
     }
+    if (env.NODE_ENV !== 'production') problems.push(`gateway ${name}: NODE_ENV is ${env.NODE_ENV ?? 'unset'}, not production (development takes published secrets and mocks keyless vendors)`);
+    const rawEnv = environmentOf(raw.services[name]!);
+    for (const secret of REQUIRED_SECRETS) {
+      if (!new RegExp(`^\\$\\{${secret}:\\?[^}]+\\}$`).test(rawEnv[secret] ?? '')) {
+        problems.push(`gateway ${name}: ${secret} is ${JSON.stringify(rawEnv[secret] ?? null)}, not \${${secret}:?message} (Compose must refuse to start without it; a default here is published)`);
+      }
+    }
+    if (!env.METRICS_PORT || env.METRICS_PORT === (env.PORT ?? '8080')) problems.push(`gateway ${name}: /metrics is on the public listener (set METRICS_PORT to a port of its own)`);
     const health = JSON.stringify(service.healthcheck ?? null);
     if (!/\/(readyz|healthz)\b/.test(health)) problems.push(`gateway ${name} has no healthcheck on /readyz or /healthz`);
   }
@@ -260,9 +286,13 @@ export function composeProblems(raw: Compose): string[] {
   return problems;
 }
 
-/** What is wrong with the gateway's Dockerfile: a Node 20 base, and it runs the built main. */
+/** What is wrong with the gateway's Dockerfile: a Node 20 base, it runs the built main, as a user other than root, in production. */
 export function dockerfileProblems(text: string): string[] {
   const problems: string[] = [];
+  const users = [...text.matchAll(/^\s*USER\s+(\S+)/gim)].map((m) => m[1]!);
+  const user = users[users.length - 1];
+  if (!user || /^(root|0)(:|$)/.test(user)) problems.push(`the gateway runs as ${user ?? 'root (no USER)'}, not as a user of its own`);
+  if (!/^\s*ENV\s+(?:.*\s)?NODE_ENV=production\b/m.test(text)) problems.push('no `ENV NODE_ENV=production`: a container would run in development, with the published development secrets');
   const from = /^FROM\s+(?:--platform=\S+\s+)?(\S+)/im.exec(text)?.[1];
   if (!from || !/^node:20(?:[.-][\w.-]*)?$/.test(from)) problems.push(`the base image is ${from ?? 'missing'}, not node:20-something`);
   if (!/^\s*RUN\s+npm ci\b/m.test(text)) problems.push('no `RUN npm ci`');
@@ -271,13 +301,43 @@ export function dockerfileProblems(text: string): string[] {
   return problems;
 }
 
+/** What is wrong with the scrape config: it must scrape every gateway at its metrics listener, and load rule files that exist. */
+export function scrapeProblems(scrapeText: string, compose: Compose): string[] {
+  const problems: string[] = [];
+  const config = parseDocument(scrapeText).toJS() as { rule_files?: string[]; scrape_configs?: { static_configs?: { targets?: string[] }[] }[] } | null;
+  const targets = new Set((config?.scrape_configs ?? []).flatMap((job) => (job.static_configs ?? []).flatMap((group) => group.targets ?? [])));
+  for (const gateway of gateways(compose)) {
+    const env = environmentOf(compose.services[gateway]!);
+    const target = `${gateway}:${env.METRICS_PORT ?? env.PORT ?? '8080'}`;
+    if (!targets.has(target)) problems.push(`the scrape config does not scrape ${target} (${[...targets].join(', ') || 'no targets'})`);
+  }
+  for (const file of config?.rule_files ?? []) {
+    if (!existsSync(join(ROOT, 'ops', file))) problems.push(`rule file ${file} is not in ops/`);
+  }
+  return problems;
+}
+
 const composeText = readFileSync(COMPOSE_FILE, 'utf8');
+const SCRAPE_FILE = join(ROOT, 'ops', 'prometheus.yml');
 
 t.test('deploy/docker-compose.yml holds together', async (t) => {
   const compose = parseCompose(composeText);
   t.same(composeProblems(compose), [], 'no problems');
   t.same([...clusterNodes(compose).keys()].sort(), ['redis-1', 'redis-2', 'redis-3']);
   t.same(gateways(compose).sort(), ['gateway-1', 'gateway-2']);
+});
+
+t.test('Prometheus scrapes every gateway\'s metrics listener; the balancer keeps /metrics from clients', async (t) => {
+  const compose = parseCompose(composeText);
+  t.same(scrapeProblems(readFileSync(SCRAPE_FILE, 'utf8'), compose), [], 'ops/prometheus.yml');
+  const prometheus = Object.entries(compose.services).find(([, service]) => /^prom\/prometheus(:|$)/.test(String(service.image ?? '')));
+  t.ok(prometheus && boundFiles(prometheus[1]).includes(SCRAPE_FILE), 'the compose file runs Prometheus with ops/prometheus.yml');
+  const haproxy = readFileSync(join(DEPLOY, 'haproxy.cfg'), 'utf8');
+  t.match(haproxy, /^\s*http-request deny\b.*\bif \{ path \/metrics \}/m, 'haproxy answers /metrics itself');
+  const broken = parseCompose(composeText);
+  const service = broken.services['gateway-2']!;
+  broken.services['gateway-2'] = { ...service, environment: { ...(service.environment as Record<string, string>), METRICS_PORT: '9999' } };
+  t.match(scrapeProblems(readFileSync(SCRAPE_FILE, 'utf8'), broken), [/does not scrape gateway-2:9999/], 'a moved metrics port is caught');
 });
 
 t.test('deploy/Dockerfile is a Node 20 image running the gateway', async (t) => {
@@ -316,11 +376,23 @@ t.test('the checks catch a broken file', async (t) => {
   caught('a named volume not declared', (c) => { c.services.postgres!.volumes = ['pgdata:/var/lib/postgresql/data']; }, /service postgres mounts volume pgdata, which is not under the top-level volumes/);
   caught('a service with neither image nor build', (c) => { delete c.services.postgres!.image; }, /service postgres has neither image nor build/);
   caught('a shell $ that Compose would eat', (c) => { c.services['redis-cluster-init']!.command = ['sh', '-c', 'redis-cli -h $node ping']; }, /Compose would replace \$node/);
-  caught('a variable without a default', (c) => withEnv(c, 'gateway-1', { JWT_SECRET: '${JWT_SECRET}' }), /\$\{JWT_SECRET\} has no default/);
+  caught('a variable without a default', (c) => withEnv(c, 'gateway-1', { PUBLIC_URL: '${PUBLIC_URL}' }), /\$\{PUBLIC_URL\} has no default and is not marked required/);
+  // Generated here, so that no secret-looking value is published in this file (test/production-config.test.ts).
+  const generated = randomBytes(48).toString('base64');
+  caught('a secret with a default', (c) => withEnv(c, 'gateway-1', { JWT_SECRET: `\${JWT_SECRET:-${generated}}` }), /gateway-1: JWT_SECRET is .*, not \$\{JWT_SECRET:\?message\}/);
+  caught('a secret written in the file', (c) => withEnv(c, 'gateway-2', { KEY_SECRET: generated }), /gateway-2: KEY_SECRET is .*, not \$\{KEY_SECRET:\?message\}/);
+  caught('a published demo secret', (c) => withEnv(c, 'gateway-1', { JWT_SECRET: '${JWT_SECRET:-compose-demo-jwt-secret-change-me-0123456789}' }), /gateway-1: the gateway refuses its environment: invalid JWT_SECRET: refused in production/);
+  caught('a gateway in development', (c) => withEnv(c, 'gateway-1', { NODE_ENV: 'development' }), /gateway-1: NODE_ENV is development, not production/);
+  caught('/metrics on the public listener', (c) => withEnv(c, 'gateway-2', { METRICS_PORT: '' }), /gateway-2: \/metrics is on the public listener/);
+  caught('a required variable that says nothing', (c) => withEnv(c, 'gateway-1', { KEY_SECRET: '${KEY_SECRET:?}' }), /\$\{KEY_SECRET:\?\} says nothing/);
   caught('a cluster of two nodes', (c) => { delete c.services['redis-3']; }, /expected three Redis Cluster nodes/);
   t.throws(() => parseCompose('services:\n  a: {image: x}\n  a: {image: y}\n'), /not valid YAML/, 'a duplicate key');
   t.throws(() => parseCompose('volumes: {}\n'), /no top-level `services`/);
   const dockerfile = dockerfileProblems('FROM node:22-slim\nRUN npm ci\nRUN npm run build\nCMD node dist/src/main.js\n');
   t.ok(dockerfile.some((problem) => /not node:20-something/.test(problem)), 'another Node', { dockerfile });
   t.ok(dockerfile.some((problem) => /CMD does not run/.test(problem)), 'a shell-form CMD', { dockerfile });
+  t.ok(dockerfile.some((problem) => /runs as root \(no USER\)/.test(problem)), 'no USER', { dockerfile });
+  t.ok(dockerfile.some((problem) => /no `ENV NODE_ENV=production`/.test(problem)), 'no NODE_ENV', { dockerfile });
+  const asRoot = dockerfileProblems('FROM node:20-slim\nRUN npm ci\nRUN npm run build\nUSER node\nRUN true\nUSER root\nENV NODE_ENV=production\nCMD ["node", "dist/src/main.js"]\n');
+  t.same(asRoot, ['the gateway runs as root, not as a user of its own'], 'the last USER counts');
 });

@@ -106,6 +106,15 @@ t.test('the alerting rules pass promtool: syntax and their unit tests', { skip: 
   t.equal(unit.status, 0, `promtool test rules:\n${unit.stdout}${unit.stderr}`);
 });
 
+t.test('the scrape configuration passes promtool, with the alerting rules it loads', { skip: skipPromtool }, async (t) => {
+  if (promtoolMissing) {
+    t.fail('promtool is not installed under CI=true: .ci/run installs it from Debian\'s prometheus package');
+    return;
+  }
+  const check = spawnSync('promtool', ['check', 'config', `${OPS}prometheus.yml`], { encoding: 'utf8' });
+  t.equal(check.status, 0, `promtool check config:\n${check.stdout}${check.stderr}`);
+});
+
 t.test('the dashboard is importable: unique ids, one data source variable, every panel on the grid with queries', async (t) => {
   t.equal(dashboard.uid, 'model-gateway');
   const ids = dashboard.panels.map((panel) => panel.id);

@@ -1,5 +1,5 @@
-import { closeSync, ftruncateSync, futimesSync, mkdirSync, openSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants, ftruncateSync, futimesSync, lstatSync, mkdirSync, openSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { SettledCall } from './scripts.js';
 import { log } from '../log.js';
 
@@ -46,6 +46,37 @@ export interface JournaledBatch {
   readonly file: JournalFile;
   /** One per call: freed once the call's ledger entry is in Postgres (see UnconfirmedCalls). */
   readonly callFiles: readonly JournalFile[];
+}
+
+/** Journal files: appended to, created owner-only, never through a symbolic link planted in their place. */
+const JOURNAL_OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+
+const STICKY_BIT = 0o1000;
+
+export class JournalDirError extends Error {}
+
+/**
+ * Creates `dir` (a journal namespace under SETTLE_JOURNAL_DIR) owner-only (0700) if missing, and
+ * refuses it when it is a symbolic link, another user's, or writable by group or others: whoever can
+ * write there can plant settlements that a replay charges, or delete the record of calls not yet
+ * charged. Its parent (SETTLE_JOURNAL_DIR itself) may also be root's, and world-writable only with the
+ * sticky bit (as /tmp): nobody else can then rename or replace the folder.
+ */
+export function prepareJournalDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const uid = process.getuid?.();
+  const problemOf = (folder: string, parent: boolean): string | undefined => {
+    const stat = lstatSync(folder);
+    if (!stat.isDirectory()) return 'is not a folder (a symbolic link?)';
+    if (uid !== undefined && stat.uid !== uid && !(parent && stat.uid === 0)) return `is owned by uid ${stat.uid}, not by this process's ${uid}`;
+    const mode = (stat.mode & 0o777).toString(8);
+    if ((stat.mode & 0o022) !== 0 && !(parent && (stat.mode & STICKY_BIT) !== 0)) return `is writable by ${stat.mode & 0o020 ? 'its group' : 'others'} (mode ${mode}; chmod 700 it)`;
+    return undefined;
+  };
+  for (const [folder, parent] of [[dirname(dir), true], [dir, false]] as const) {
+    const problem = problemOf(folder, parent);
+    if (problem) throw new JournalDirError(`settlement journal folder ${folder} ${problem}: set SETTLE_JOURNAL_DIR to a folder of the gateway's own user`);
+  }
 }
 
 /** The tag of calls whose balance epoch is not known (no balance epoch is ever this). */
@@ -102,7 +133,7 @@ export class SettlementJournal {
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(private readonly dir: string, readonly owner: string) {
-    mkdirSync(dir, { recursive: true });
+    prepareJournalDir(dir);
     this.startFile();
     this.heartbeat = setInterval(() => this.touch(), JOURNAL_HEARTBEAT_MS);
     this.heartbeat.unref();
@@ -269,7 +300,7 @@ export class SettlementJournal {
 
   private startFile(): void {
     const path = join(this.dir, `settle-${this.owner}-${++this.sequence}.jsonl`);
-    this.files.push({ path, fd: openSync(path, 'a'), bytes: 0, open: 0 });
+    this.files.push({ path, fd: openSync(path, JOURNAL_OPEN_FLAGS, 0o600), bytes: 0, open: 0 });
   }
 
   /** Oldest first, so what survives is self-contained: a batch's calls are in its file or an older one. */

@@ -18,6 +18,7 @@ import { webhookSecretRoutes } from './routes/webhook-secret.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
+import { METRICS_CONTENT_TYPE, metricsGuard } from './metrics-access.js';
 
 export interface OpsHooks {
   /** Prometheus text of the whole process (all threads). */
@@ -107,8 +108,16 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
       if (ops.draining()) return ctx.reply.json(503, { status: 'draining', checks: {} });
       const { ok, checks } = await ops.ready();
       ctx.reply.json(ok ? 200 : 503, { status: ok ? 'ready' : 'not ready', checks });
-    })
-    .get('/metrics', async (ctx) => ctx.reply.send(200, await ops.metricsText(), 'text/plain; version=0.0.4; charset=utf-8'))
+    });
+  // With a metrics listener of its own (METRICS_PORT), the public one has no /metrics: it answers 404 as any unknown path.
+  if (config.metrics.port === undefined) {
+    const guard = metricsGuard(config.metrics.token);
+    router.get('/metrics', async (ctx) => {
+      guard(ctx.headers.authorization);
+      ctx.reply.send(200, await ops.metricsText(), METRICS_CONTENT_TYPE);
+    });
+  }
+  router
     .any('/*', (ctx) => {
       throw new ApiError(404, 'not_found', `No route for ${ctx.method.toUpperCase()} ${ctx.path}.`);
     });

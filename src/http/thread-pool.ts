@@ -93,7 +93,7 @@ export class HttpThreadPool {
   }
 
   /** Prometheus text of the whole process: every thread's registry and the main thread's, summed. */
-  private async metricsText(): Promise<string> {
+  async metricsText(): Promise<string> {
     const parts = await new Promise<MetricsJson[]>((resolve) => {
       const id = ++this.metricsSeq;
       this.pendingMetrics.set(id, { parts: [], left: this.running.size, done: resolve });

@@ -44,6 +44,8 @@ export interface GatewayOptions {
   readonly port?: number;
   /** Another Redis (or a Redis Cluster) for the gateway, its CLI and the test's own `gateway.redis`. */
   readonly redisUrl?: string;
+  /** The vendors (lowercase names) given a key and the mock's URL; the others get neither. Default: all. */
+  readonly vendors?: readonly string[];
 }
 
 /** The keys matching `pattern` on one Redis or on every primary of a cluster (KEYS sees one node only). */
@@ -177,6 +179,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     gatewayDbUrl.hostname = options.postgresVia.host;
     gatewayDbUrl.port = String(options.postgresVia.port);
   }
+  const configured = VENDOR_ENV_NAMES.filter((name) => options.vendors?.includes(name.toLowerCase()) ?? true);
   const env: Record<string, string> = {
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -188,8 +191,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     LOG_LEVEL: 'warn',
     SHUTDOWN_DRAIN_MS: '10000',
     SETTLE_JOURNAL_DIR: journalDirOf(prefix),
-    ...Object.fromEntries(VENDOR_ENV_NAMES.map((name) => [`${name}_BASE_URL`, `${mock.url}/${name.toLowerCase()}/v1`])),
-    ...Object.fromEntries(VENDOR_ENV_NAMES.map((name) => [`${name}_API_KEY`, `test-${name.toLowerCase()}-key`])),
+    ...Object.fromEntries(configured.map((name) => [`${name}_BASE_URL`, `${mock.url}/${name.toLowerCase()}/v1`])),
+    ...Object.fromEntries(configured.map((name) => [`${name}_API_KEY`, `test-${name.toLowerCase()}-key`])),
     ...options.env,
   };
   const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -42,6 +42,8 @@ export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, r
 
 /** Tag of a model listed inactive because no adapter here speaks its vendor's API yet. */
 export const NOT_SERVED_TAG = 'not-served-yet';
+/** Tag of a model listed inactive because this gateway has no key, base URL or mock for its vendor (config.ts `served`). */
+export const VENDOR_NOT_CONFIGURED_TAG = 'vendor-not-configured';
 
 /**
  * Whether the gateway can call `seed`: its family is spoken here, through a configured vendor, and a
@@ -117,9 +119,18 @@ function aliasRow(alias: AliasSeed, target: ModelSeedRow): ModelSeedRow {
   };
 }
 
-/** Every row of the catalog seed, checked: vendors, ids, servability of chat models, price components and tiers, aliases. */
-export function catalogRows(): CatalogRows {
-  const built = [...CHAT_MODELS.map(chatRows), ...[...IMAGE_MODELS, ...VIDEO_MODELS, ...AUDIO_MODELS].map(mediaRows)];
+/** An active model of a vendor this gateway cannot reach is listed, inactive, with the reason as a tag. */
+function unconfigured(model: ModelSeedRow): ModelSeedRow {
+  return { ...model, is_active: false, tags: [...model.tags, VENDOR_NOT_CONFIGURED_TAG] };
+}
+
+/**
+ * Every row of the catalog seed, checked: vendors, ids, servability of chat models, price components and
+ * tiers, aliases. Models of `unconfiguredVendors` (upstream vendor names) are listed inactive.
+ */
+export function catalogRows(unconfiguredVendors: ReadonlySet<string> = new Set()): CatalogRows {
+  const built = [...CHAT_MODELS.map(chatRows), ...[...IMAGE_MODELS, ...VIDEO_MODELS, ...AUDIO_MODELS].map(mediaRows)]
+    .map(({ model, prices }) => ({ model: model.is_active && unconfiguredVendors.has(model.upstream_vendor) ? unconfigured(model) : model, prices }));
   const models = new Map<string, ModelSeedRow>();
   for (const { model } of built) {
     const vendor = CATALOG_VENDORS.find((v) => v.name === model.provider);
