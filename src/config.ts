@@ -122,6 +122,14 @@ export const EnvSchema = v.object({
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
     v.check((entries) => entries.every(isIpv4OrCidr), 'must be a comma-separated list of IPv4 addresses or CIDRs'),
   ), ''),
+  // Credentials (docs/api.md "Credentials and roles"): failed-authentication budget per source address, key cache, JWT lifetime, per-account caps.
+  AUTH_FAILURE_BUDGET: v.optional(intFrom(0, 1_000_000), '30'),
+  AUTH_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 86400), '60'),
+  AUTH_KEY_CACHE_ENTRIES: v.optional(intFrom(100, 10_000_000), '100000'),
+  JWT_MAX_LIFETIME_SECONDS: v.optional(intFrom(60, 30 * 86400), '86400'),
+  API_KEYS_PER_ACCOUNT: v.optional(intFrom(1, 1_000_000), '1000'),
+  COUPON_FAILURE_BUDGET: v.optional(intFrom(1, 1_000_000), '10'),
+  COUPON_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 7 * 86400), '3600'),
 });
 
 export interface VendorConfig {
@@ -179,6 +187,23 @@ export interface Config {
   readonly imagePollMs: number;
   readonly fetch: FetchConfig;
   readonly tasks: TaskConfig;
+  readonly auth: AuthConfig;
+}
+
+/** Limits on credentials and on guessing them (src/auth/). */
+export interface AuthConfig {
+  /** Failed authentications one source address may have per window in one HTTP thread (0: no limit); past it 429 before any lookup. */
+  readonly failureBudget: number;
+  readonly failureWindowMs: number;
+  /** API keys one HTTP thread keeps verified in memory (least recently used go first). */
+  readonly keyCacheEntries: number;
+  /** Longest lifetime a JWT may claim (`exp` - `iat`, and `exp` - now). */
+  readonly jwtMaxLifetimeSeconds: number;
+  /** Live API keys (regular and management) one account may hold. */
+  readonly keysPerAccount: number;
+  /** Failed coupon redemptions one account may have per window (all threads and processes: Redis). */
+  readonly couponFailureBudget: number;
+  readonly couponFailureWindowMs: number;
 }
 
 /** The task runtime (src/tasks/): shards, leases, timers and pacing. */
@@ -348,6 +373,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       maxAudioBytes: e.MEDIA_MAX_AUDIO_BYTES,
       generateTimeoutMs: e.TASK_GENERATE_TIMEOUT_MS,
       publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
+    }),
+    auth: Object.freeze({
+      failureBudget: e.AUTH_FAILURE_BUDGET,
+      failureWindowMs: e.AUTH_FAILURE_WINDOW_SECONDS * 1000,
+      keyCacheEntries: e.AUTH_KEY_CACHE_ENTRIES,
+      jwtMaxLifetimeSeconds: e.JWT_MAX_LIFETIME_SECONDS,
+      keysPerAccount: e.API_KEYS_PER_ACCOUNT,
+      couponFailureBudget: e.COUPON_FAILURE_BUDGET,
+      couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
     }),
   });
 }
