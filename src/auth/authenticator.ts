@@ -127,7 +127,7 @@ export class Authenticator {
     return this.key(caller, false);
   }
 
-  /** A regular or a management key (billing, BYOK, catalog: either acts for its owner). */
+  /** A regular or a management key (`managementAllowed`: on /api/v1, where ROUTE_CREDENTIALS decides which kinds a route takes). */
   private key(caller: Caller, managementAllowed: boolean): AuthenticatedKey | Promise<AuthenticatedKey> {
     const token = bearerToken(caller.headers.authorization);
     const parsed = token ? parseApiKey(token) : undefined;
