@@ -138,6 +138,14 @@ export const EnvSchema = v.object({
   METRICS_PORT: v.optional(intFrom(1, 65535)),
   METRICS_HOST: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), '127.0.0.1'),
   METRICS_PUBLIC: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
+  // Credentials (docs/api.md "Credentials and roles"): failed-authentication budget per source address, key cache, JWT lifetime, per-account caps.
+  AUTH_FAILURE_BUDGET: v.optional(intFrom(0, 1_000_000), '30'),
+  AUTH_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 86400), '60'),
+  AUTH_KEY_CACHE_ENTRIES: v.optional(intFrom(100, 10_000_000), '100000'),
+  JWT_MAX_LIFETIME_SECONDS: v.optional(intFrom(60, 30 * 86400), '86400'),
+  API_KEYS_PER_ACCOUNT: v.optional(intFrom(1, 1_000_000), '1000'),
+  COUPON_FAILURE_BUDGET: v.optional(intFrom(1, 1_000_000), '10'),
+  COUPON_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 7 * 86400), '3600'),
 });
 
 export interface VendorConfig {
@@ -210,6 +218,23 @@ export interface Config {
   readonly tasks: TaskConfig;
   readonly byok: ByokConfig;
   readonly metrics: MetricsAccessConfig;
+  readonly auth: AuthConfig;
+}
+
+/** Limits on credentials and on guessing them (src/auth/). */
+export interface AuthConfig {
+  /** Failed authentications one source address may have per window in one HTTP thread (0: no limit); past it 429 before any lookup. */
+  readonly failureBudget: number;
+  readonly failureWindowMs: number;
+  /** API keys one HTTP thread keeps verified in memory (least recently used go first). */
+  readonly keyCacheEntries: number;
+  /** Longest lifetime a JWT may claim (`exp` - `iat`, and `exp` - now). */
+  readonly jwtMaxLifetimeSeconds: number;
+  /** Live API keys (regular and management) one account may hold. */
+  readonly keysPerAccount: number;
+  /** Failed coupon redemptions one account may have per window (all threads and processes: Redis). */
+  readonly couponFailureBudget: number;
+  readonly couponFailureWindowMs: number;
 }
 
 /** Bounds on users' own upstream credentials (docs/byok.md "Limits"). */
@@ -404,6 +429,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     }),
     metrics: Object.freeze({ token: e.METRICS_TOKEN, port: e.METRICS_PORT, host: e.METRICS_HOST }),
+    auth: Object.freeze({
+      failureBudget: e.AUTH_FAILURE_BUDGET,
+      failureWindowMs: e.AUTH_FAILURE_WINDOW_SECONDS * 1000,
+      keyCacheEntries: e.AUTH_KEY_CACHE_ENTRIES,
+      jwtMaxLifetimeSeconds: e.JWT_MAX_LIFETIME_SECONDS,
+      keysPerAccount: e.API_KEYS_PER_ACCOUNT,
+      couponFailureBudget: e.COUPON_FAILURE_BUDGET,
+      couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
+    }),
   });
 }
 

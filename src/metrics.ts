@@ -110,6 +110,7 @@ export function createMetrics(registry = new Registry(), loops: HttpThreadLoops 
     images: new Counter({ name: 'gateway_images_total', help: 'Images delivered by image calls, by model and whether they were rehosted on the media host.', labelNames: ['model', 'hosted'], registers }),
     mediaStoredBytes: new Counter({ name: 'gateway_media_stored_bytes_total', help: 'Bytes of uploads stored (POST /v1/uploads).', registers }),
     tasksSubmitted: new Counter({ name: 'gateway_tasks_submitted_total', help: 'Async tasks accepted (video, audio), by model.', labelNames: ['model'], registers }),
+    authKeyLookups: new Counter({ name: 'gateway_auth_key_lookups_total', help: 'API keys read from Postgres to authenticate (cache misses), by result (found, unknown).', labelNames: ['result'], registers }),
     leaseSlots: new Histogram({
       name: 'gateway_admission_lease_slots', help: 'Calls each admission lease granted may admit (1: admitted call by call); the count is the number of leases granted.',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024], registers,

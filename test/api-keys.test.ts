@@ -190,7 +190,7 @@ t.test('DELETE: another user\'s key is 404 and keeps working; own key is 204, th
   assertEnvelope(t, await get('/api/v1/billing/balance', owner.key), 401, undefined, 'billing refuses the revoked key too');
 });
 
-t.test('billing endpoints accept a JWT and an API key; transactions paginate', async (t) => {
+t.test('billing: balance takes a JWT or any key, transactions a JWT or a management key; transactions paginate', async (t) => {
   const user = 'pager';
   const { token, key } = await fastUser(gateway, user, '1');
   await gateway.topup(user, '2');
@@ -218,9 +218,12 @@ t.test('billing endpoints accept a JWT and an API key; transactions paginate', a
     t.equal(row.amount, row.credits);
     t.match(row.created_at as string, ISO_UTC);
   }
-  const allByKey = await get('/api/v1/billing/transactions', key);
+  const management = await gateway.createKey(token, { name: 'automation', is_provisioning: true });
+  const allByKey = await get('/api/v1/billing/transactions', management);
   t.equal(allByKey.status, 200);
-  t.same(allByKey.body, all.body, 'same transactions by API key');
+  t.same(allByKey.body, all.body, 'same transactions by management key');
+  // Transactions are the whole account's: a regular key reads its balance only (docs/api.md "Credentials and roles").
+  assertEnvelope(t, await get('/api/v1/billing/transactions', key), 401, 'credential_not_allowed', 'transactions refuse a regular key');
 
   const second = await get('/api/v1/billing/transactions?per_page=1&page=2', token);
   t.equal(second.status, 200);

@@ -110,10 +110,14 @@ t.test('create, list and delete', async (t) => {
   t.same(listed.data.map((a) => a.id), [second.body.id, first.body.id], 'newest first');
   t.same(listed.data[1], first.body, 'a listed record equals the created one');
 
-  const { key } = await gateway.user('alice-key-owner@example.com', '0');
-  t.equal((await listAlerts(key)).total, 0, 'an API key lists its own account (none there)');
+  const owner = await gateway.user('alice-key-owner@example.com', '0');
+  const key = await gateway.createKey(owner.token, { name: 'automation', is_provisioning: true });
+  t.equal((await listAlerts(key)).total, 0, 'a management key lists its own account (none there)');
   const viaKey = await createAlert(key, { threshold: 1 });
-  t.equal(viaKey.status, 201, 'an API key may create');
+  t.equal(viaKey.status, 201, 'a management key may create');
+  // Alerts mail addresses and act for the whole account: a regular key neither creates nor lists them (docs/api.md "Credentials and roles").
+  t.equal((await createAlert(owner.key, { threshold: 1 })).status, 401, 'a regular key may not create');
+  t.equal((await call('GET', '/api/v1/billing/alerts', owner.key)).status, 401, 'nor list');
   t.equal(viaKey.body.armed, false, 'no credits: below the threshold, so disarmed');
 
   const deleted = await call('DELETE', `/api/v1/billing/alerts/${first.body.id}`, token);
@@ -291,13 +295,14 @@ t.test("a threshold-only alert mails the account's address: the JWT email claim,
   const [row] = await outbox(user);
   t.equal(row?.recipient, 'grace.new@example.com', 'the outbox row names the address at firing');
 
-  // An account whose tokens carry no claim gets its address from the operator; an API key then works too.
+  // An account whose tokens carry no claim gets its address from the operator; a management key then works too.
   const henry = 'acct-henry';
-  const { key: henryKey } = await gateway.user(henry, '0');
+  const henryToken = await gateway.token(henry);
+  const henryKey = await gateway.createKey(henryToken, { name: 'automation', is_provisioning: true });
   t.equal((await createAlert(henryKey, { threshold: 1 })).status, 422, 'no address yet: 422');
   t.match(await gateway.cli('account', 'set-email', '--user', henry, '--email', 'henry@example.com'), /henry@example\.com/);
   const viaKey = await createAlert(henryKey, { threshold: 1 });
-  t.equal(viaKey.status, 201, 'created through an API key once the account has an address');
+  t.equal(viaKey.status, 201, 'created through a management key once the account has an address');
   t.match(viaKey.body, { email: 'henry@example.com', email_source: 'account', armed: false });
 });
 

@@ -1,5 +1,5 @@
 // Coupons: a prepaid code credits exactly once however many redeem it at the same time; the
-// credit is a 'coupon' transaction, shows in the balance, and the endpoint takes a JWT or an API key.
+// credit is a 'coupon' transaction, shows in the balance, and the endpoint takes a JWT or a management key.
 import t from 'tap';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { envelopeProblems, jwtFor, moneyView, usdToNano } from './helpers/billing-checks.js';
@@ -141,15 +141,20 @@ t.test('unknown and inactive codes', async (t) => {
   t.equal(await gateway.ledgerSum('coupon-unknown'), 0n);
 });
 
-t.test('redeem works with the dashboard JWT and with an API key', async (t) => {
+t.test('redeem works with the dashboard JWT and with a management key; a regular key is 401', async (t) => {
   const user = 'coupon-cred';
   const { token, key } = await gateway.user(user, '0');
   const viaJwt = await redeem(token, { code: await createCoupon('1.25') });
   t.equal(viaJwt.status, 200, 'JWT');
   t.same(viaJwt.body, { credited: 1.25, currency: 'USD', balance: 1.25 });
-  const viaKey = await redeem(key, { code: await createCoupon('0.5') });
-  t.equal(viaKey.status, 200, 'API key');
+  const management = await gateway.createKey(token, { name: 'automation', is_provisioning: true });
+  const viaKey = await redeem(management, { code: await createCoupon('0.5') });
+  t.equal(viaKey.status, 200, 'management key');
   t.same(viaKey.body, { credited: 0.5, currency: 'USD', balance: 1.75 });
+  const unspent = await createCoupon('2');
+  const viaRegular = await redeem(key, { code: unspent });
+  t.equal(viaRegular.status, 401, 'a regular key redeems nothing (docs/api.md "Credentials and roles")');
+  t.equal(viaRegular.body.error.code, 'credential_not_allowed');
   const money = await moneyView(gateway, user);
   t.equal(money.credits, 1_750_000_000n);
   t.equal(money.ledgerSum, money.credits);

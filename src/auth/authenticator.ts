@@ -5,7 +5,10 @@ import { ApiError, unauthorized } from '../http/errors.js';
 import { ensureAccount, setAccountEmail } from '../store/accounts.js';
 import { findActiveKeyByPublicId, type ApiKeyRow } from '../store/api-keys.js';
 import { parseApiKey, secretMatches, type ParsedApiKey } from './api-key-format.js';
-import { verifyJwt } from './jwt.js';
+import { DEFAULT_JWT_MAX_LIFETIME_SECONDS, verifyJwt } from './jwt.js';
+import { LruMap } from './lru-map.js';
+import { FailureBudget } from './failure-budget.js';
+import { credentialKindOf, type CredentialKind } from './credential-roles.js';
 
 export interface AuthenticatedKey {
   readonly id: string;
@@ -24,6 +27,26 @@ export interface Caller {
   readonly clientAddress: string;
 }
 
+/** Who a management request acts as: its account, the kind of credential, and the key when it was one. */
+export interface Principal {
+  readonly userId: string;
+  readonly kind: CredentialKind;
+  /** The API key (regular or management) that authenticated; undefined for a JWT. */
+  readonly key?: AuthenticatedKey;
+}
+
+/** The authenticator's limits (Config.auth has them from the environment). */
+export interface AuthLimits {
+  readonly failureBudget: number;
+  readonly failureWindowMs: number;
+  readonly keyCacheEntries: number;
+  readonly jwtMaxLifetimeSeconds: number;
+}
+
+const DEFAULT_LIMITS: AuthLimits = { failureBudget: 30, failureWindowMs: 60_000, keyCacheEntries: 100_000, jwtMaxLifetimeSeconds: DEFAULT_JWT_MAX_LIFETIME_SECONDS };
+/** Source addresses whose failures one thread remembers at once. */
+const FAILURE_SUBJECTS = 10_000;
+
 interface CacheEntry {
   until: number;
   /** Undefined for a public id that names no live key (remembered briefly too). */
@@ -35,7 +58,6 @@ interface CacheEntry {
 const POSITIVE_TTL_MS = 30_000;
 // Unknown public ids are remembered briefly so a flood of bad keys does not reach Postgres.
 const NEGATIVE_TTL_MS = 5_000;
-const MAX_CACHE_ENTRIES = 100_000;
 /** How long a thread trusts that a JWT's `email` claim is the stored address before writing it again (a no-op when unchanged). */
 const ACCOUNT_EMAIL_TTL_MS = 10 * 60_000;
 
@@ -51,17 +73,32 @@ export const looksLikeApiKey = (token: string) => token.startsWith('sk-');
  * message on revoke/update); the secret is checked against its keyed hash in constant time.
  */
 export class Authenticator {
-  private readonly cache = new Map<string, CacheEntry>();
+  /** Live keys, least recently used evicted first. Unknown public ids live apart, so a flood of them never pushes out a live key. */
+  private readonly cache: LruMap<string, CacheEntry>;
+  private readonly unknown: LruMap<string, CacheEntry>;
+  /** Failed API-key authentications per source address: past the budget, 429 before any Postgres query. */
+  private readonly failures: FailureBudget;
   /** Accounts this thread has made sure exist, with the `email` claim it last stored for each. */
-  private readonly knownAccounts = new Map<string, { email: string | undefined; until: number }>();
+  private readonly knownAccounts: LruMap<string, { email: string | undefined; until: number }>;
 
-  constructor(private readonly sql: Sql, private readonly keySecret: string, private readonly keyPrefix: string) {}
+  constructor(
+    private readonly sql: Sql, private readonly keySecret: string, private readonly keyPrefix: string,
+    private readonly limits: AuthLimits = DEFAULT_LIMITS,
+    /** Called once per Postgres lookup of a key (gateway_auth_key_lookups_total). */
+    private readonly onLookup: (found: boolean) => void = () => {},
+  ) {
+    this.cache = new LruMap(limits.keyCacheEntries);
+    this.unknown = new LruMap(limits.keyCacheEntries);
+    this.knownAccounts = new LruMap(limits.keyCacheEntries);
+    this.failures = new FailureBudget({ failures: limits.failureBudget, windowMs: limits.failureWindowMs, subjects: FAILURE_SUBJECTS }, 'authentications');
+  }
 
   private readonly revoked = new Map<string, number>();
 
   /** A key changed elsewhere (pub/sub): forget it; when revoked, in-flight requests must stop too. */
   invalidate(publicId: string, revoked: boolean): void {
     this.cache.delete(publicId);
+    this.unknown.delete(publicId);
     if (revoked) {
       const now = Date.now();
       this.revoked.set(publicId, now);
@@ -73,6 +110,7 @@ export class Authenticator {
   /** Drops every cached key (their next use reads Postgres again). */
   forgetAll(): void {
     this.cache.clear();
+    this.unknown.clear();
   }
 
   /** Checked before each upstream call of a request that was authenticated earlier: 401 once the key was revoked. */
@@ -89,24 +127,35 @@ export class Authenticator {
     return this.key(caller, false);
   }
 
-  /** A regular or a management key (billing, BYOK, catalog: either acts for its owner). */
+  /** A regular or a management key (`managementAllowed`: on /api/v1, where ROUTE_CREDENTIALS decides which kinds a route takes). */
   private key(caller: Caller, managementAllowed: boolean): AuthenticatedKey | Promise<AuthenticatedKey> {
     const token = bearerToken(caller.headers.authorization);
     const parsed = token ? parseApiKey(token) : undefined;
-    if (!parsed || parsed.prefix !== this.keyPrefix) throw unauthorized();
-    const cached = this.cache.get(parsed.publicId);
-    if (cached && cached.until > Date.now()) return this.check(cached, parsed, caller, managementAllowed);
+    if (!parsed || parsed.prefix !== this.keyPrefix) throw this.failure(caller);
+    const now = Date.now();
+    const cached = this.cache.get(parsed.publicId) ?? this.unknown.get(parsed.publicId);
+    if (cached && cached.until > now) return this.check(cached, parsed, caller, managementAllowed);
+    // Only a lookup costs Postgres: a source past its failure budget gets none.
+    this.failures.check(caller.clientAddress, now);
     return this.lookup(parsed.publicId).then((entry) => this.check(entry, parsed, caller, managementAllowed));
+  }
+
+  /** Records a failed authentication of the caller's address: 401, or 429 once it is past its budget. */
+  private failure(caller: Caller): ApiError {
+    const address = caller.clientAddress;
+    this.failures.check(address);
+    this.failures.record(address);
+    return unauthorized();
   }
 
   private check(entry: CacheEntry, parsed: ParsedApiKey, caller: Caller, managementAllowed: boolean): AuthenticatedKey {
     const key = entry.key;
-    if (!key || key.isProvisioning !== parsed.provisioning) throw unauthorized();
+    if (!key || key.isProvisioning !== parsed.provisioning) throw this.failure(caller);
     const { row } = key;
     const given = Buffer.from(parsed.secret);
     const known = entry.verifiedSecret !== undefined && timingSafeEqual(given, entry.verifiedSecret);
     if (!known) {
-      if (!secretMatches(this.keySecret, parsed.secret, row.secret_hash)) throw unauthorized();
+      if (!secretMatches(this.keySecret, parsed.secret, row.secret_hash)) throw this.failure(caller);
       entry.verifiedSecret = given;
     }
     if (row.disabled) throw new ApiError(403, 'key_disabled', 'This API key is disabled.');
@@ -128,6 +177,7 @@ export class Authenticator {
     let row: ApiKeyRow | undefined;
     try {
       row = await withinTimeout(findActiveKeyByPublicId(this.sql, publicId));
+      this.onLookup(row !== undefined);
     } catch (error) {
       // Postgres is unreachable: a key seen before stays usable (revocations still arrive over
       // Redis pub/sub); an unknown one gets a retryable 503, not a 500.
@@ -137,12 +187,17 @@ export class Authenticator {
       }
       throw new ApiError(503, 'auth_unavailable', `API keys cannot be checked right now (${(error as Error).message}); retry shortly.`, null, { 'retry-after': '1' });
     }
-    if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
     const key = row && Object.freeze({
       id: row.id, userId: row.user_id, publicId: row.public_id, isProvisioning: row.is_provisioning, row, allowedAddresses: new IpRanges(row.ip_whitelist),
     });
     const entry: CacheEntry = { key, until: now + (row ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) };
-    this.cache.set(publicId, entry);
+    if (row) {
+      this.unknown.delete(publicId);
+      this.cache.set(publicId, entry);
+    } else {
+      this.cache.delete(publicId);
+      this.unknown.set(publicId, entry);
+    }
     return entry;
   }
 
@@ -155,35 +210,34 @@ export class Authenticator {
     const token = bearerToken(authorization);
     if (!token) throw unauthorized('Access is not permitted: a dashboard JWT is required in the Authorization header (Bearer).');
     if (looksLikeApiKey(token)) throw unauthorized('Access is not permitted: this endpoint requires a dashboard JWT, not an API key.');
-    const result = verifyJwt(jwtSecret, token);
+    const result = verifyJwt(jwtSecret, token, Math.floor(Date.now() / 1000), this.limits.jwtMaxLifetimeSeconds);
     if (!result.ok) throw unauthorized(`Access is not permitted: ${result.reason}.`);
     const known = this.knownAccounts.get(result.sub);
     const email = result.email;
     if (known === undefined || (email !== undefined && (email !== known.email || known.until <= Date.now()))) {
       if (email === undefined) await ensureAccount(this.sql, result.sub);
       else await setAccountEmail(this.sql, result.sub, email);
-      if (this.knownAccounts.size >= MAX_CACHE_ENTRIES) this.knownAccounts.clear();
       this.knownAccounts.set(result.sub, { email: email ?? known?.email, until: Date.now() + ACCOUNT_EMAIL_TTL_MS });
     }
     return result.sub;
   }
 
-  /** JWT, regular or management key (billing, BYOK, catalog); returns the account id. */
-  async jwtOrApiKey(caller: Caller, jwtSecret: string): Promise<string> {
-    const authorization = caller.headers.authorization;
-    return looksLikeApiKey(bearerToken(authorization)) ? (await this.key(caller, true)).userId : this.jwt(authorization, jwtSecret);
+  /**
+   * The caller of a management route: a dashboard JWT, a management key or a regular key, by the
+   * token's form (the router has already refused a kind the route's ROUTE_CREDENTIALS entry does not
+   * allow). A key is checked as for inference (disabled, expires_at, ip_whitelist).
+   */
+  async principal(caller: Caller, jwtSecret: string): Promise<Principal> {
+    const kind = credentialKindOf(bearerToken(caller.headers.authorization));
+    if (kind === 'management' || kind === 'regular') {
+      const key = await this.key(caller, true);
+      return { userId: key.userId, kind, key };
+    }
+    return { userId: await this.jwt(caller.headers.authorization, jwtSecret), kind: 'jwt' };
   }
 
-  /**
-   * Key management (`/api/v1/api-keys`): a dashboard JWT, or a management key (`sk-<prefix>-prov-…`,
-   * as OpenRouter's provisioning keys: the way to manage keys from code). A regular key is 401, as the
-   * spec answers an API key there. `management` tells the route which it was.
-   */
-  async keyManager(caller: Caller, jwtSecret: string): Promise<{ userId: string; management: boolean }> {
-    const token = bearerToken(caller.headers.authorization);
-    if (looksLikeApiKey(token) && parseApiKey(token!)?.provisioning === true) {
-      return { userId: (await this.key(caller, true)).userId, management: true };
-    }
-    return { userId: await this.jwt(caller.headers.authorization, jwtSecret), management: false };
+  /** The account id of a management request (JWT, regular or management key): `principal`'s userId. */
+  async jwtOrApiKey(caller: Caller, jwtSecret: string): Promise<string> {
+    return (await this.principal(caller, jwtSecret)).userId;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * What a BYOK record may show of its secrets: a masked api_key prefix and config_json with every
- * secret-looking value replaced by `***`. Pure functions.
+ * value replaced by `***` except an allow-list of non-secret fields. Pure functions.
  */
 
 export const MASK = '***';
@@ -22,8 +22,8 @@ const SECRET_SUFFIXES = ['secret', 'secretaccesskey', 'privatekey', 'apikey', 't
 
 /**
  * A key names a secret when, lowercased without `_` and `-`, it ends with one of `secret`,
- * `secretaccesskey`, `privatekey`, `apikey`, `token`, `password`, `credential(s)` (so `client_secret`,
- * `access_token`, `x-api-key`, `sessionToken` too; `accessKeyId`, `region`, `max_tokens` are not).
+ * `secretaccesskey`, `privatekey`, `apikey`, `token`, `password`, `credential(s)`. Such a key is
+ * masked even where the allow-list would show it (a `token_uri` is shown, an `auth_token` never).
  */
 export function isSecretKey(key: string): boolean {
   const name = key.toLowerCase().replace(/[_-]/g, '');
@@ -31,18 +31,42 @@ export function isSecretKey(key: string): boolean {
 }
 
 /**
- * A copy of `value` with the value of every secret-named key replaced by `***` (whatever its type,
- * except null), at any depth through objects and arrays; a `service_account` given as a string (the
- * JSON key file's text) is masked whole, one given as an object is walked like the rest.
+ * The config_json fields shown as they are (compared lowercased without `_` and `-`): what the cloud
+ * forms read and a Google key file holds besides its private key. Everything else is masked, so a
+ * secret under a name nobody foresaw (`passwd`, `authorization`, `key`, a header map) stays hidden.
+ */
+const SHOWN_FIELDS = new Set([
+  'region', 'endpointurl', 'deploymentid', 'apiversion', 'accesskeyid', 'projectid', 'location',
+  'serviceaccount', 'type', 'clientemail', 'clientid', 'privatekeyid', 'tokenuri', 'authuri',
+  'authproviderx509certurl', 'clientx509certurl', 'universedomain', 'organization',
+]);
+/** Maps of model ids (Bedrock `model_map`): each string value is shown, anything else masked. */
+const MODEL_MAPS = new Set(['modelmap']);
+
+const fieldName = (key: string) => key.toLowerCase().replace(/[_-]/g, '');
+
+function maskField(key: string, value: unknown): unknown {
+  if (value === null) return null;
+  const name = fieldName(key);
+  if (MODEL_MAPS.has(name) && typeof value === 'object' && !Array.isArray(value)) {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([model, target]) => [model, typeof target === 'string' ? target : MASK]));
+  }
+  if (!SHOWN_FIELDS.has(name) || isSecretKey(key)) return MASK;
+  // A `service_account` given as a string is the key file's JSON text: masked whole.
+  if (name === 'serviceaccount' && typeof value === 'string') return MASK;
+  return maskConfig(value);
+}
+
+/**
+ * A copy of `value` where every field is masked as `***` (whatever its type, except null) unless it
+ * is a shown field, at any depth through objects and arrays: a shown field holding an object (a
+ * `service_account`) is walked by the same rule.
  */
 export function maskConfig(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(maskConfig);
   if (value === null || typeof value !== 'object') return value;
   // fromEntries defines own properties: a `__proto__` key of the JSON stays a plain key.
-  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([key, inner]) => {
-    const secret = inner !== null && (isSecretKey(key) || (key.toLowerCase() === 'service_account' && typeof inner === 'string'));
-    return [key, secret ? MASK : maskConfig(inner)];
-  }));
+  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([key, inner]) => [key, maskField(key, inner)]));
 }
 
 const nonEmptyString = (value: unknown): boolean => typeof value === 'string' && value.trim() !== '';

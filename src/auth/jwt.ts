@@ -6,41 +6,78 @@ export const USER_ID_PATTERN = /^[A-Za-z0-9._@:-]{1,128}$/;
 
 const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
 
-export function signJwt(secret: string, claims: { sub: string; exp: number; iat?: number; email?: string }): string {
+export function signJwt(secret: string, claims: { sub: string; exp: number; iat?: number; email?: string; email_verified?: boolean }): string {
   const payload = Buffer.from(JSON.stringify({ iat: Math.floor(Date.now() / 1000), ...claims })).toString('base64url');
   const signature = createHmac('sha256', secret).update(`${HEADER}.${payload}`).digest('base64url');
   return `${HEADER}.${payload}.${signature}`;
 }
 
-/** `email`: the token's `email` claim when it is an address (and `email_verified` is not false). */
-export type JwtResult = { ok: true; sub: string; email?: string } | { ok: false; reason: string };
+/**
+ * `email`: the token's `email` claim when it is an address; `emailVerified`: the token says so
+ * (`email_verified: true`), which is what lets balance alerts mail it (docs/api.md "Balance alerts").
+ */
+export type JwtResult = { ok: true; sub: string; email?: string; emailVerified?: true } | { ok: false; reason: string };
+
+/** The lifetime `gateway token` and verification agree on when no setting says otherwise (JWT_MAX_LIFETIME_SECONDS). */
+export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
+/** Clock difference tolerated between the signer and this server for `iat`. */
+const CLOCK_SKEW_SECONDS = 60;
+
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 /**
- * HS256 only; `exp` is required and enforced; `sub` must be a valid account id. An `email` claim that
- * is not an address, or that `email_verified: false` disowns, is ignored (the token is still valid).
+ * Strict base64url (RFC 7515): the URL alphabet only, no padding, and the one canonical text of the
+ * bytes (no set trailing bits, no impossible length); undefined for anything else, so one signature
+ * has one accepted spelling.
  */
-export function verifyJwt(secret: string, token: string, nowSeconds = Math.floor(Date.now() / 1000)): JwtResult {
+export function decodeBase64Url(text: string): Buffer | undefined {
+  if (!BASE64URL.test(text) || text.length % 4 === 1) return undefined;
+  const bytes = Buffer.from(text, 'base64url');
+  return bytes.toString('base64url') === text ? bytes : undefined;
+}
+
+function jsonPart(text: string): Record<string, unknown> | undefined {
+  const bytes = decodeBase64Url(text);
+  if (!bytes) return undefined;
+  try {
+    const value: unknown = JSON.parse(bytes.toString('utf8'));
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? value as Record<string, unknown> : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+
+/**
+ * HS256 only (`alg` exactly that); every part strict base64url; `exp` required, in the future and at
+ * most `maxLifetimeSeconds` away, and `exp - iat` no longer either (an `iat` must be a time not in
+ * the future); `sub` a valid account id. An `email` claim that is not an address, or that
+ * `email_verified: false` disowns, is ignored (the token is still valid).
+ */
+export function verifyJwt(secret: string, token: string, nowSeconds = Math.floor(Date.now() / 1000), maxLifetimeSeconds = DEFAULT_JWT_MAX_LIFETIME_SECONDS): JwtResult {
   const parts = token.split('.');
   if (parts.length !== 3) return { ok: false, reason: 'malformed token' };
   const [headerPart, payloadPart, signaturePart] = parts as [string, string, string];
-  let header: { alg?: unknown };
-  let payload: { sub?: unknown; exp?: unknown; nbf?: unknown; email?: unknown; email_verified?: unknown };
-  try {
-    header = JSON.parse(Buffer.from(headerPart, 'base64url').toString('utf8'));
-    payload = JSON.parse(Buffer.from(payloadPart, 'base64url').toString('utf8'));
-  } catch {
-    return { ok: false, reason: 'malformed token' };
-  }
-  if (header?.alg !== 'HS256') return { ok: false, reason: 'unsupported algorithm' };
+  const header = jsonPart(headerPart);
+  const payload = jsonPart(payloadPart);
+  if (!header || !payload) return { ok: false, reason: 'malformed token' };
+  if (header.alg !== 'HS256') return { ok: false, reason: 'unsupported algorithm' };
   const expected = createHmac('sha256', secret).update(`${headerPart}.${payloadPart}`).digest();
-  const given = Buffer.from(signaturePart, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad signature' };
-  if (typeof payload.exp !== 'number') return { ok: false, reason: 'token has no exp' };
+  const given = decodeBase64Url(signaturePart);
+  if (!given || given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad signature' };
+  if (!isTime(payload.exp)) return { ok: false, reason: 'token has no valid exp' };
   if (payload.exp <= nowSeconds) return { ok: false, reason: 'token expired' };
+  if (payload.exp - nowSeconds > maxLifetimeSeconds) return { ok: false, reason: `token lives longer than ${maxLifetimeSeconds} s` };
+  if (payload.iat !== undefined) {
+    if (!isTime(payload.iat) || payload.iat > nowSeconds + CLOCK_SKEW_SECONDS) return { ok: false, reason: 'token has an invalid iat' };
+    if (payload.exp - payload.iat > maxLifetimeSeconds) return { ok: false, reason: `token lives longer than ${maxLifetimeSeconds} s` };
+  }
   if (typeof payload.nbf === 'number' && payload.nbf > nowSeconds) return { ok: false, reason: 'token not yet valid' };
   if (typeof payload.sub !== 'string' || !USER_ID_PATTERN.test(payload.sub)) return { ok: false, reason: 'token has no valid sub' };
   const email = payload.email_verified === false ? undefined : emailAddress(payload.email);
-  return email === undefined ? { ok: true, sub: payload.sub } : { ok: true, sub: payload.sub, email };
+  if (email === undefined) return { ok: true, sub: payload.sub };
+  return payload.email_verified === true ? { ok: true, sub: payload.sub, email, emailVerified: true } : { ok: true, sub: payload.sub, email };
 }
 
 /** "90s", "15m", "1h", "7d" -> seconds. */

@@ -5,6 +5,8 @@ import { decodeQueryComponent, hasControlCharacter, wellFormedPath } from './sch
 import { Reply } from './reply.js';
 import { ClientGone, readBody } from './body.js';
 import { IpRanges, clientAddress } from '../auth/ip-ranges.js';
+import { MANAGEMENT_PREFIX, ROUTE_CREDENTIALS, admitCredential, routeName, type CredentialKind } from '../auth/credential-roles.js';
+import { bearerToken } from '../auth/authenticator.js';
 
 export interface RequestHeaders {
   readonly authorization: string;
@@ -71,6 +73,7 @@ export class Router {
   any(pattern: string, handler: Handler): this { return this.add('any', pattern, handler); }
 
   private add(method: 'get' | 'head' | 'post' | 'put' | 'del' | 'any', pattern: string, handler: Handler, options: RouteOptions = {}): this {
+    const credentials = credentialsOf(method, pattern);
     const maxBodyBytes = options.maxBodyBytes ?? this.options.maxBodyBytes;
     const paramCount = (pattern.match(/:/g) ?? []).length;
     const withBody = method === 'post' || method === 'put' || method === 'any';
@@ -83,17 +86,19 @@ export class Router {
       const body = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
         ? readBody(res, reply, maxBodyBytes, declared ? Number(declared) : undefined)
         : EMPTY_BODY;
-      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies));
+      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies), credentials);
     });
     return this;
   }
 
-  private async run(handler: Handler, ctx: RequestContext): Promise<void> {
+  private async run(handler: Handler, ctx: RequestContext, credentials: readonly CredentialKind[] | undefined): Promise<void> {
     this.options.inflight.count++;
     try {
       // A path whose percent-encoding is not UTF-8, or that decodes to a control character (U+0000),
       // names nothing: no id, media name or model id holds one (and Postgres refuses U+0000 in a lookup).
       if (!wellFormedPath(ctx.path)) throw notFound(`Nothing exists at this path: its percent-encoding is not UTF-8 or it holds a control character.`);
+      // Before the handler and before any lookup: a credential of a kind the route refuses goes no further.
+      if (credentials) admitCredential(`${ctx.method.toUpperCase()} ${ctx.route}`, credentials, bearerToken(ctx.headers.authorization));
       await handler(ctx);
     } catch (error) {
       if (error instanceof ApiError) ctx.reply.error(error);
@@ -111,6 +116,18 @@ export class Router {
     this.options.inflight.count--;
     this.options.onFinished(ctx, ctx.reply.aborted && !ctx.reply.finished ? 499 : ctx.reply.status);
   }
+}
+
+/**
+ * The credential kinds a route accepts: its ROUTE_CREDENTIALS entry for a management route (one
+ * missing there cannot be registered), undefined for the rest (inference routes take regular keys
+ * only, checked by the authenticator; health and media need none).
+ */
+export function credentialsOf(method: string, pattern: string): readonly CredentialKind[] | undefined {
+  if (!pattern.startsWith(MANAGEMENT_PREFIX)) return undefined;
+  const allowed = ROUTE_CREDENTIALS.get(routeName(method, pattern));
+  if (!allowed) throw new Error(`${routeName(method, pattern)} has no entry in ROUTE_CREDENTIALS (src/auth/credential-roles.ts): say which credentials it takes`);
+  return allowed;
 }
 
 /** A request's context: a class, not a literal with a getter, since one is made per request on the hot path. */

@@ -55,7 +55,7 @@ const metrics = createMetrics(undefined, {
   thread: threadName,
   pools: () => [...OnDemandWorkerPool.all].flatMap((pool) => pool.loopThreads().map((loop) => ({ ...loop, thread: `${threadName}/${loop.thread}` }))),
 });
-const auth = new Authenticator(sql, config.keySecret, config.keyPrefix);
+const auth = new Authenticator(sql, config.keySecret, config.keyPrefix, config.auth, (found) => metrics.authKeyLookups.labels(found ? 'found' : 'unknown').inc());
 const balances = new Balances(sql, redis, keys);
 // The hot path's script calls go over their own lean connection (see RedisPipe).
 const scriptPipe = new RedisPipe(config.redisUrl);

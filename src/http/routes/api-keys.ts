@@ -8,6 +8,8 @@ import { parseIsoTimestamp } from '../schemas/text.js';
 import { generateApiKey, hashSecret, maskKey } from '../../auth/api-key-format.js';
 import type { SealedBox } from '../../auth/sealed-box.js';
 import { insertApiKey, listUserKeys, revokeUserKey, updateUserKey, type ApiKeyChanges, type ApiKeyRow } from '../../store/api-keys.js';
+import { countLiveKeys, findUserKey, lockUserKeys } from '../../store/api-key-quota.js';
+import type { Principal } from '../../auth/authenticator.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { usdToNano } from '../../catalog/model.js';
 import { keyPeriodStartMs } from '../../billing/credit-period.js';
@@ -16,15 +18,27 @@ import type { Sql } from '../../store/db.js';
 import { UUID } from '../../store/ids.js';
 import { publish } from '../../store/redis-connect.js';
 
-/** The masked record of the spec; `full_key` only for keys whose text was kept (encrypted). */
-export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox, spend: KeySpend): Record<string, unknown> {
+/**
+ * `key_prefix` of a key whose text was not kept: the spec's form (first 12 characters, `...`, last 4)
+ * from what is known of it, `sk-<prefix>-[prov-]<public_id>` for the head; the secret is not known,
+ * so its last 4 characters show as `****`.
+ */
+export function keyPrefixWithoutText(row: Pick<ApiKeyRow, 'public_id' | 'is_provisioning'>, prefix: string): string {
+  return `${`sk-${prefix}-${row.is_provisioning ? 'prov-' : ''}${row.public_id}`.slice(0, 12)}...****`;
+}
+
+/**
+ * The masked record of the spec; `full_key` only for keys whose text was kept (encrypted), and never
+ * a management key's to a management key (`showFullKey` false): one cannot take over another.
+ */
+export function maskedKeyRecord(row: ApiKeyRow, box: SealedBox, spend: KeySpend, prefix: string, showFullKey = true): Record<string, unknown> {
   const fullKey = row.full_key_enc ? box.open(row.full_key_enc) : undefined;
   const limited = row.credit_limit_nano !== null;
   return {
     id: row.id,
     name: row.name,
-    key_prefix: fullKey ? maskKey(fullKey) : `sk-...${row.public_id.slice(-4)}`,
-    ...(fullKey ? { full_key: fullKey } : {}),
+    key_prefix: fullKey ? maskKey(fullKey) : keyPrefixWithoutText(row, prefix),
+    ...(fullKey && showFullKey ? { full_key: fullKey } : {}),
     ip_whitelist: row.ip_whitelist,
     rate_limit_rpm: row.rate_limit_rpm,
     rate_limit_tph: row.rate_limit_tph === null ? null : Number(row.rate_limit_tph),
@@ -56,11 +70,28 @@ async function keySpendsOf(sql: Sql, rows: readonly ApiKeyRow[], nowMs: number):
     : { usedNano: spent.get(period.keyId) ?? 0n, periodStartMs: period.since.getTime() }));
 }
 
+/** Whether `caller` may see `row`'s full key: a management key never sees a management key's. */
+const showsFullKey = (caller: Principal, row: ApiKeyRow) => caller.kind !== 'management' || !row.is_provisioning;
+
+/**
+ * A management key changes and revokes regular keys only (and may revoke itself): 403 for another
+ * management key, whose ip_whitelist or life it must not touch. Every other caller passes.
+ */
+function requireMayChange(caller: Principal, row: ApiKeyRow, revoking: boolean): void {
+  if (caller.kind !== 'management' || !row.is_provisioning) return;
+  if (revoking && row.id === caller.key?.id) return;
+  throw new ApiError(403, 'management_key', `A management key may ${revoking ? 'revoke' : 'change'} regular keys only${revoking ? ' (and itself)' : ''}; use a dashboard JWT for management keys.`);
+}
+
 export function apiKeyRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql, redis, keys } = services;
+  const record = (caller: Principal, row: ApiKeyRow, spend: KeySpend) => maskedKeyRecord(row, box, spend, config.keyPrefix, showsFullKey(caller, row));
+  const notOwned = (id: string) => notFound(`No API key with id '${id}' belongs to this account.`);
 
   const create = async (ctx: RequestContext): Promise<void> => {
-    const { userId, management } = await auth.keyManager(ctx, config.jwtSecret);
+    const caller = await auth.principal(ctx, config.jwtSecret);
+    const { userId } = caller;
+    const management = caller.kind === 'management';
     const input = parseWith(CreateApiKeySchema, parseJsonObject(await ctx.body()), 422);
     // A management key mints regular keys only: another management key takes a dashboard session.
     if (management && input.is_provisioning) {
@@ -68,7 +99,10 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     }
     const expiresAt = input.expires_at ? parseIsoTimestamp(input.expires_at)! : null;
     const generated = generateApiKey(config.keyPrefix, input.is_provisioning);
-    const row = await insertApiKey(sql, {
+    const row = await sql.begin(async (tx) => {
+      await lockUserKeys(tx, userId);
+      if ((await countLiveKeys(tx, userId)) >= config.auth.keysPerAccount) return undefined;
+      return insertApiKey(tx, {
       id: randomUUID(),
       userId,
       publicId: generated.publicId,
@@ -83,20 +117,25 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
       creditLimitNano: input.credit_limit == null ? null : usdToNano(input.credit_limit.toFixed(9)),
       creditResetInterval: input.credit_reset_interval,
       expiresAt,
+      });
     });
+    if (!row) {
+      throw new ApiError(409, 'key_limit_reached', `An account may hold at most ${config.auth.keysPerAccount} API keys; revoke one first.`);
+    }
     ctx.reply.json(201, { id: row.id, name: row.name, key: generated.key, created_at: row.created_at.toISOString() });
   };
 
   const list = async (ctx: RequestContext): Promise<void> => {
-    const { userId } = await auth.keyManager(ctx, config.jwtSecret);
-    const rows = await listUserKeys(sql, userId);
+    const caller = await auth.principal(ctx, config.jwtSecret);
+    const rows = await listUserKeys(sql, caller.userId);
     const nowMs = Date.now();
     const spends = await keySpendsOf(sql, rows, nowMs);
-    ctx.reply.json(200, rows.map((row, i) => maskedKeyRecord(row, box, spends[i]!)));
+    ctx.reply.json(200, rows.map((row, i) => record(caller, row, spends[i]!)));
   };
 
   const update = async (ctx: RequestContext): Promise<void> => {
-    const { userId } = await auth.keyManager(ctx, config.jwtSecret);
+    const caller = await auth.principal(ctx, config.jwtSecret);
+    const { userId } = caller;
     const id = ctx.params[0] ?? '';
     const input = parseWith(UpdateApiKeySchema, parseJsonObject(await ctx.body()), 422);
     const changes: ApiKeyChanges = {};
@@ -109,19 +148,27 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (input.credit_limit !== undefined) changes.credit_limit_nano = input.credit_limit === null ? null : usdToNano(input.credit_limit.toFixed(9));
     if (input.credit_reset_interval !== undefined) changes.credit_reset_interval = input.credit_reset_interval;
     if (input.expires_at !== undefined) changes.expires_at = input.expires_at === null ? null : parseIsoTimestamp(input.expires_at)!;
-    const row = UUID.test(id) ? await updateUserKey(sql, userId, id, changes) : undefined;
-    if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
+    // The role of a key never changes, so checking it before the update is as good as within it.
+    const target = UUID.test(id) ? await findUserKey(sql, userId, id) : undefined;
+    if (!target) throw notOwned(id);
+    requireMayChange(caller, target, false);
+    const row = await updateUserKey(sql, userId, id, changes);
+    if (!row) throw notOwned(id);
     // Every thread's cached copy of the key goes, so `disabled` and `expires_at` apply to the next request.
     await publish(redis, keys.keyEvents(), `change:${row.public_id}`);
-    ctx.reply.json(200, maskedKeyRecord(row, box, (await keySpendsOf(sql, [row], Date.now()))[0]!));
+    ctx.reply.json(200, record(caller, row, (await keySpendsOf(sql, [row], Date.now()))[0]!));
   };
 
   const revoke = async (ctx: RequestContext): Promise<void> => {
-    const { userId } = await auth.keyManager(ctx, config.jwtSecret);
+    const caller = await auth.principal(ctx, config.jwtSecret);
+    const { userId } = caller;
     const id = ctx.params[0] ?? '';
     // Another user's key and a missing key look the same: never reveal which ids exist.
-    const row = UUID.test(id) ? await revokeUserKey(sql, userId, id) : undefined;
-    if (!row) throw notFound(`No API key with id '${id}' belongs to this account.`);
+    const target = UUID.test(id) ? await findUserKey(sql, userId, id) : undefined;
+    if (!target) throw notOwned(id);
+    requireMayChange(caller, target, true);
+    const row = await revokeUserKey(sql, userId, id);
+    if (!row) throw notOwned(id);
     // Not one MULTI: on a cluster the key event goes to the node its subscribers listen on, not the user's.
     // Neither needs the other: the key is revoked in Postgres already, and its counters serve nothing now.
     await Promise.all([

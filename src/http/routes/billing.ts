@@ -30,8 +30,31 @@ export function pageOf(query: string): { page: number; perPage: number } {
   return { page: read('page', 1, 1_000_000), perPage: read('per_page', 20, MAX_PER_PAGE) };
 }
 
+/**
+ * Failed coupon redemptions per account, across every thread and process (a Redis counter that lives
+ * one window from the first failure): past the budget, 429 with Retry-After before the code is looked up.
+ */
+function couponAttempts(services: Services) {
+  const { redis, config } = services;
+  const { couponFailureBudget: budget, couponFailureWindowMs: windowMs } = config.auth;
+  const keyOf = (userId: string) => `${config.redisPrefix}{u:${userId}}:coupon-failures`;
+  return {
+    async check(userId: string): Promise<void> {
+      const [count, ttlMs] = await Promise.all([redis.get(keyOf(userId)), redis.pttl(keyOf(userId))]);
+      if (Number(count ?? 0) < budget) return;
+      const retryAfter = String(Math.max(1, Math.ceil((ttlMs > 0 ? ttlMs : windowMs) / 1000)));
+      throw new ApiError(429, 'too_many_failures', `Too many failed coupon redemptions: ${budget} in ${windowMs / 1000} s; retry in ${retryAfter} s.`, 'code', { 'retry-after': retryAfter });
+    },
+    async record(userId: string): Promise<void> {
+      // SET NX starts the window with its expiry; INCR keeps it.
+      await redis.multi().set(keyOf(userId), '0', 'PX', windowMs, 'NX').incr(keyOf(userId)).exec();
+    },
+  };
+}
+
 export function billingRoutes(services: Services) {
   const { auth, config, balances, sql } = services;
+  const attempts = couponAttempts(services);
 
   const balance = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
@@ -62,7 +85,10 @@ export function billingRoutes(services: Services) {
   const redeem = async (ctx: RequestContext): Promise<void> => {
     const userId = await auth.jwtOrApiKey(ctx, config.jwtSecret);
     const { code } = parseWith(RedeemSchema, parseJsonObject(await ctx.body()));
+    await attempts.check(userId);
     const result = await redeemCoupon(sql, code, userId, randomUUID());
+    // Only unknown codes count: guessing is what the budget stops (a spent code reveals nothing new).
+    if (result.kind === 'unknown') await attempts.record(userId);
     if (result.kind === 'unknown') throw new ApiError(404, 'coupon_not_found', 'This coupon code is not valid.', 'code');
     if (result.kind === 'unavailable') throw new ApiError(409, 'coupon_redeemed', 'This coupon code was already redeemed or is no longer active.', 'code');
     const credits = await balances.applyCommittedDeposit(userId);

@@ -12,8 +12,6 @@ import {
 } from '../../store/byok.js';
 import { UUID } from '../../store/ids.js';
 import { publish } from '../../store/redis-connect.js';
-import { bearerToken, looksLikeApiKey } from '../../auth/authenticator.js';
-import { parseApiKey } from '../../auth/api-key-format.js';
 
 const credentialRequired = () => new ApiError(
   422, 'validation_error',
@@ -78,12 +76,8 @@ function providerFilter(query: string): ByokProvider | undefined {
 export function byokRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql, redis, keys } = services;
   const caller = async (ctx: RequestContext): Promise<ByokCaller> => {
-    const token = bearerToken(ctx.headers.authorization);
-    if (looksLikeApiKey(token) && parseApiKey(token)?.provisioning === false) {
-      const key = await auth.apiKey(ctx);
-      return { userId: key.userId, keyId: key.id };
-    }
-    return { userId: await auth.jwtOrApiKey(ctx, config.jwtSecret) };
+    const principal = await auth.principal(ctx, config.jwtSecret);
+    return principal.kind === 'regular' ? { userId: principal.userId, keyId: principal.key!.id } : { userId: principal.userId };
   };
   // Call-path caches of the user's candidates drop them at once, on every thread of every process.
   // This thread forgets the user's rows at once (the caller's next request may come straight back

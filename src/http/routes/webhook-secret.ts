@@ -14,7 +14,8 @@ const record = (secrets: WebhookSecrets) => ({
 
 /**
  * `GET /api/v1/webhook-secret` (made on first read) and `POST /api/v1/webhook-secret/rotate`: the
- * secret that signs the user's task callbacks. JWT or API key, as the BYOK endpoints.
+ * secret that signs the user's task callbacks. A JWT or a management key (ROUTE_CREDENTIALS): a regular
+ * key runs in applications and must not be able to forge or redirect the account's callbacks.
  */
 export function webhookSecretRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql } = services;
