@@ -1,6 +1,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { vetAddresses } from '../media/url-guard.js';
+import type { Config } from '../config.js';
 
 /** An upstream URL split once, so the hot path parses no URLs. */
 export interface UpstreamEndpoint {
@@ -49,7 +50,7 @@ export interface UpstreamResponse {
   pause(): void;
   resume(): void;
   /** It came from a guarded endpoint (an address a user chose): only a sanitised summary of it may reach the caller. */
-  readonly guarded: boolean;
+  readonly guarded?: boolean;
 }
 
 export class UpstreamError extends Error {
@@ -102,6 +103,19 @@ export const UPSTREAM_DEFAULTS = Object.freeze({
   maxBodyBytes: 16 * 1024 * 1024,
   maxOrigins: 1000,
 });
+
+/** The client's options from the settings (UPSTREAM_*, and FETCH_ALLOW_LOOPBACK for guarded endpoints). */
+export function upstreamOptionsOf(config: Config): UpstreamClientOptions {
+  return {
+    timeoutMs: config.upstreamTimeoutMs,
+    maxConnectionsPerOrigin: config.upstreamMaxConnections,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    deadlineMs: config.upstreamDeadlineMs,
+    maxErrorBodyBytes: config.upstreamMaxErrorBodyBytes,
+    maxBodyBytes: config.upstreamMaxBodyBytes,
+    allowLoopback: config.fetch.allowLoopback,
+  };
+}
 
 function limitsOf(options: UpstreamClientOptions): Limits {
   return Object.freeze({
