@@ -795,18 +795,24 @@ class Exchange implements UpstreamResponse {
       const chunks: Buffer[] = [];
       let total = 0;
       const whole = () => (chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      let over = false;
       this.consume({
         data: (chunk) => {
+          if (over) return;
           if (total + chunk.length <= limit) {
             chunks.push(chunk);
             total += chunk.length;
             return;
           }
-          if (this.status < 200 || this.status >= 300) {
+          over = true;
+          const tooLarge = new UpstreamError(`the upstream answer is larger than ${limit} bytes`, 'too_large');
+          if (this.status >= 200 && this.status < 300) reject(tooLarge);
+          else {
             chunks.push(chunk.subarray(0, limit - total));
             resolve(whole());
           }
-          this.abortAndClose(new UpstreamError(`the upstream answer is larger than ${limit} bytes`, 'too_large'));
+          // The rest is never read (it may have all arrived already: then there is nothing left to stop).
+          if (!this.done) this.abortAndClose(tooLarge);
         },
         end: () => resolve(whole()),
         error: reject,
