@@ -7,7 +7,7 @@ import { parseJsonObject, presentFieldsParser } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
-import { UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
@@ -225,7 +225,7 @@ export function chatCompletions(services: Services) {
    */
   class UpstreamSession {
     current: MeteredCall | undefined;
-    private readonly abort = new AbortController();
+    private readonly abort = new UpstreamAbort();
 
     constructor(ctx: RequestContext) {
       ctx.reply.onAbort(() => {
@@ -242,7 +242,7 @@ export function chatCompletions(services: Services) {
       this.current = call;
       const { model } = call.identity;
       try {
-        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, this.abort.signal);
+        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, this.abort);
       } catch (error) {
         if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
         metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
