@@ -432,6 +432,8 @@ function sharedReadBuffer(): Buffer {
 
 class StaleConnection extends Error {}
 
+const ONCE = Object.freeze({ once: true });
+
 /** One socket; carries one exchange at a time. */
 class Connection {
   private exchange: Exchange | undefined;
@@ -443,6 +445,10 @@ class Connection {
   idleSinceMs = 0;
   /** When its current exchange was sent (the pool ends it past the deadline). */
   sentAtMs = 0;
+
+  /** The abort signal of the current exchange, and its listener (one per connection, not one per call). */
+  private signal: AbortLike | undefined;
+  private readonly aborted = () => this.fail(new UpstreamError('aborted', 'aborted'));
 
   /** The write callback, one per connection: the request reached the socket, so the upstream may have it. */
   private readonly written = (error?: Error | null) => {
@@ -486,11 +492,17 @@ class Connection {
     this.sentAtMs = Date.now();
     this.pool.started(this);
     if (signal) {
-      const onAbort = () => this.fail(new UpstreamError('aborted', 'aborted'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      exchange.cleanup = () => signal.removeEventListener('abort', onAbort);
+      this.signal = signal;
+      signal.addEventListener('abort', this.aborted, ONCE);
     }
     this.socket.write(request, this.written);
+  }
+
+  /** The exchange is over: its abort signal no longer concerns this connection. */
+  detach(): void {
+    if (!this.signal) return;
+    this.signal.removeEventListener('abort', this.aborted);
+    this.signal = undefined;
   }
 
   pause(): void {
@@ -536,7 +548,6 @@ class Connection {
 class Exchange implements UpstreamResponse {
   status = 0;
   headers: Record<string, string> = {};
-  cleanup: (() => void) | undefined;
   private head: Buffer | undefined;
   private receivedAny = false;
   private framing: Framing = 'close';
@@ -755,7 +766,7 @@ class Exchange implements UpstreamResponse {
   private complete(): void {
     if (this.done) return;
     this.done = true;
-    this.cleanup?.();
+    this.connection.detach();
     const keepAlive = this.framing !== 'close' && !/\bclose\b/i.test(this.headers.connection ?? '');
     this.connection.finished(keepAlive);
     this.consumer?.end();
@@ -770,7 +781,7 @@ class Exchange implements UpstreamResponse {
       return;
     }
     this.done = true;
-    this.cleanup?.();
+    this.connection.detach();
     if (!this.responded) {
       this.reject(this.stale(error) ? new StaleConnection(error.message) : error instanceof UpstreamError ? error : new UpstreamError(error.message, 'connect'));
       return;
