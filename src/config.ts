@@ -69,6 +69,11 @@ export const EnvSchema = v.object({
   UPSTREAM_TIMEOUT_MS: v.optional(intFrom(1000, 3_600_000), '600000'),
   // Open connections one HTTP thread keeps to one upstream origin (one per call in progress: a stream holds one); calls beyond wait for one.
   UPSTREAM_MAX_CONNECTIONS: v.optional(intFrom(1, 1_000_000), '10000'),
+  // Bounds of every upstream exchange: connecting (DNS and vetting included), its whole length (a stream's too), and the bodies read whole.
+  UPSTREAM_CONNECT_TIMEOUT_MS: v.optional(intFrom(100, 600_000), '10000'),
+  UPSTREAM_DEADLINE_MS: v.optional(intFrom(1000, 86_400_000), '1800000'),
+  UPSTREAM_MAX_ERROR_BODY_BYTES: v.optional(intFrom(1024, 16 * 1024 * 1024), '65536'),
+  UPSTREAM_MAX_BODY_BYTES: v.optional(intFrom(64 * 1024, 1024 * 1024 * 1024), String(16 * 1024 * 1024)),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
   // `auto`: the built-in mock plays keyless vendors outside production only; `on`: in production too.
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'on', 'off'], 'must be auto, on or off'), 'auto'),
@@ -198,6 +203,14 @@ export interface Config {
   readonly upstreamTimeoutMs: number;
   /** Most connections one HTTP thread opens to one upstream origin (each call in progress holds one). */
   readonly upstreamMaxConnections: number;
+  /** A new upstream connection (resolving and vetting a guarded host included) must be up within this. */
+  readonly upstreamConnectTimeoutMs: number;
+  /** The longest one upstream exchange may last, streams included: the documented maximum call duration. */
+  readonly upstreamDeadlineMs: number;
+  /** An upstream error body is read up to this, then its connection closed. */
+  readonly upstreamMaxErrorBodyBytes: number;
+  /** A non-streamed upstream answer larger than this is refused (502 upstream_response_too_large). */
+  readonly upstreamMaxBodyBytes: number;
   readonly shutdownDrainMs: number;
   readonly mockVendor: 'auto' | 'on' | 'off';
   readonly mockVendorPort: number;
@@ -392,6 +405,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     ledgerIdlePollMs: e.LEDGER_IDLE_POLL_MS,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     upstreamMaxConnections: e.UPSTREAM_MAX_CONNECTIONS,
+    upstreamConnectTimeoutMs: e.UPSTREAM_CONNECT_TIMEOUT_MS,
+    upstreamDeadlineMs: e.UPSTREAM_DEADLINE_MS,
+    upstreamMaxErrorBodyBytes: e.UPSTREAM_MAX_ERROR_BODY_BYTES,
+    upstreamMaxBodyBytes: e.UPSTREAM_MAX_BODY_BYTES,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     mockVendor: e.MOCK_VENDOR,
     mockVendorPort: e.MOCK_VENDOR_PORT,

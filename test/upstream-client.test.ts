@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { UpstreamClient, UpstreamError, endpointOf, type UpstreamResponse } from '../src/providers/upstream-client.js';
+import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../src/providers/upstream-errors.js';
 
 async function listen(server: net.Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -130,21 +131,24 @@ t.test('a 100 Continue before the real answer is skipped; 204 has no body', asyn
   t.equal(await second.text(), '');
 });
 
-t.test('a kept-alive connection the server closed is replaced, once', async (t) => {
-  let answered = 0;
-  const { url, sockets } = await rawServer(t, (socket) => {
-    answered++;
+t.test('a kept-alive connection the server closed: a GET is sent again once, a written POST never', async (t) => {
+  const seen: string[] = [];
+  const { url, sockets } = await rawServer(t, (socket, request) => {
+    seen.push(request.slice(0, request.indexOf(' ')));
     socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
   });
   const client = new UpstreamClient({ timeoutMs: 5000 });
   t.teardown(() => client.close());
   const endpoint = endpointOf(url, '/x');
-  t.equal(await (await client.post(endpoint, headers, body)).text(), 'ok');
+  t.equal(await (await client.get(endpoint, headers)).text(), 'ok');
   // The server drops the idle connection without the client having seen it yet.
   sockets[0]!.destroy();
-  t.equal(await (await client.post(endpoint, headers, body)).text(), 'ok', 'the second call succeeds on a new connection');
-  t.equal(answered, 2);
+  t.equal(await (await client.get(endpoint, headers)).text(), 'ok', 'the GET succeeds on a new connection');
   t.equal(sockets.length, 2);
+  sockets[1]!.destroy();
+  t.equal(await failure(client.post(endpoint, headers, body)), 'closed', 'the POST written to the dead connection fails: the vendor may have it');
+  t.equal(sockets.length, 2, 'and is not sent again on a new connection');
+  t.same(seen, ['GET', 'GET']);
 });
 
 t.test('errors: refused connection, no answer in time, abort, garbage, bad framing, header injection', async (t) => {
@@ -319,4 +323,120 @@ t.test('HTTPS: certificate checked against the host name, keep-alive, chunked', 
   t.teardown(() => strict.close());
   t.equal(await failure(strict.post(endpointOf(`https://localhost:${port}`, '/x'), headers, body)), 'connect', 'an untrusted certificate is refused');
   t.equal(await failure(trusting.post(endpointOf(`https://127.0.0.1:${port}`, '/x'), headers, body)), 'connect', 'a certificate for another name is refused');
+});
+
+t.test('limits: connect timeout, exchange deadline, bounded bodies, strict heads', async (t) => {
+  // A TLS endpoint whose server accepts TCP and says nothing: only the connect timeout ends the wait.
+  const silent = await rawServer(t, () => {});
+  const tlsUrl = silent.url.replace('http:', 'https:');
+  const patient = new UpstreamClient({ timeoutMs: 60_000, connectTimeoutMs: 200 });
+  t.teardown(() => patient.close());
+  t.equal(await failure(patient.post(endpointOf(tlsUrl, '/x'), headers, body)), 'timeout', 'no TLS handshake: the connect timeout fires, not the 60 s idle timeout');
+
+  // An answer that trickles forever is never idle: the deadline ends it.
+  let timer: NodeJS.Timeout | undefined;
+  const trickle = await rawServer(t, (socket) => {
+    socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n');
+    timer = setInterval(() => socket.write('1\r\n.\r\n'), 20);
+  });
+  t.teardown(() => clearInterval(timer));
+  const bounded = new UpstreamClient({ timeoutMs: 60_000, deadlineMs: 300, maxErrorBodyBytes: 1024, maxBodyBytes: 4096 });
+  t.teardown(() => bounded.close());
+  const trickling = await bounded.post(endpointOf(trickle.url, '/x'), headers, body);
+  t.equal(await failure(trickling.text()), 'timeout', 'a trickling body is cut at the deadline');
+  clearInterval(timer);
+
+  // An endless error body: read up to its cap, then the connection is closed.
+  const endless = await rawServer(t, (socket) => {
+    socket.write('HTTP/1.1 500 Oops\r\nTransfer-Encoding: chunked\r\n\r\n');
+    const piece = `4000\r\n${'e'.repeat(0x4000)}\r\n`;
+    const more = () => { while (!socket.destroyed && socket.write(piece)); if (!socket.destroyed) socket.once('drain', more); };
+    more();
+  });
+  const failed = await bounded.post(endpointOf(endless.url, '/x'), headers, body);
+  t.equal(failed.status, 500);
+  t.equal((await failed.text()).length, 1024, 'the error body is cut at maxErrorBodyBytes');
+  await new Promise<void>((resolve) => { const wait = () => (endless.sockets[0]!.destroyed ? resolve() : setTimeout(wait, 10)); wait(); });
+  t.pass('and its connection closed');
+
+  const large = await rawServer(t, (socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n${'x'.repeat(5000)}`));
+  const tooLarge = await bounded.post(endpointOf(large.url, '/x'), headers, body);
+  t.equal(tooLarge.receivedText(), undefined, 'an answer past the cap is not handed over whole');
+  t.equal(await failure(tooLarge.text()), 'too_large', 'a successful answer past maxBodyBytes fails');
+
+  const injecting = await rawServer(t, (socket) => socket.write('HTTP/1.1 429 Slow down\r\nRetry-After: 5\nSet-Cookie: a=b\r\nContent-Length: 0\r\n\r\n'));
+  t.equal(await failure(bounded.post(endpointOf(injecting.url, '/x'), headers, body)), 'protocol', 'a bare LF in the head is refused');
+  const folded = await rawServer(t, (socket) => socket.write('HTTP/1.1 200 OK\r\nX-A: 1\r\n X-B: 2\r\nContent-Length: 0\r\n\r\n'));
+  t.equal(await failure(bounded.post(endpointOf(folded.url, '/x'), headers, body)), 'protocol', 'a folded header line is refused');
+});
+
+t.test('pools of origins no longer used are freed, and their number is bounded', async (t) => {
+  const servers = await Promise.all(Array.from({ length: 12 }, () => rawServer(t, (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'))));
+  const client = new UpstreamClient({ timeoutMs: 5000, idleMs: 100, maxOrigins: 5 });
+  t.teardown(() => client.close());
+  for (const { url } of servers) t.equal(await (await client.post(endpointOf(url, '/x'), headers, body)).text(), 'ok');
+  t.ok(client.poolCount <= 5, `at most maxOrigins pools are kept (${client.poolCount})`);
+  await new Promise<void>((resolve) => { const wait = () => (client.poolCount === 0 ? resolve() : setTimeout(wait, 20)); wait(); });
+  t.equal(client.poolCount, 0, 'once their connections closed (idle), the pools and their timers are gone');
+});
+
+t.test('guarded endpoints: vetted at each connect, pinned, and answered only in sanitised form', async (t) => {
+  let connections = 0;
+  const server = http.createServer((request, response) => {
+    if (request.url === '/raw') {
+      response.writeHead(500, { 'content-type': 'text/html' });
+      response.end(`<html>internal admin: secret-token-123 ${'x'.repeat(10_000)}</html>`);
+    } else if (request.url === '/json') {
+      response.writeHead(401, { 'content-type': 'application/json', 'retry-after': 'soon' });
+      response.end(JSON.stringify({ error: { message: `bad key\u0000\u001b[31m\n${'m'.repeat(1000)}` } }));
+    } else {
+      response.end('ok');
+    }
+  });
+  server.on('connection', () => { connections++; });
+  const url = await listen(server);
+  t.teardown(() => server.close());
+
+  const strict = new UpstreamClient({ timeoutMs: 5000 });
+  t.teardown(() => strict.close());
+  t.equal(await failure(strict.post(endpointOf(url, '/ok', true), headers, body)), 'refused', 'loopback refused when not allowed');
+  t.equal(connections, 0, 'no connection was made');
+  t.equal(await (await strict.post(endpointOf(url, '/ok'), headers, body)).text(), 'ok', 'the same origin unguarded is a pool of its own');
+  t.equal(connections, 1);
+
+  const loose = new UpstreamClient({ timeoutMs: 5000, allowLoopback: true });
+  t.teardown(() => loose.close());
+  const allowed = await loose.post(endpointOf(url, '/ok', true), headers, body);
+  t.equal(allowed.guarded, true, 'the answer is marked as guarded');
+  t.equal(await allowed.text(), 'ok', 'connects when loopback is allowed');
+
+  const raw = await upstreamErrorAsIs(await loose.post(endpointOf(url, '/raw', true), headers, body), 'openai');
+  t.notMatch(raw.message, /secret|html|xxx/, 'no raw body text from a guarded host');
+  t.equal(raw.message, 'The upstream vendor openai answered 500');
+  const json = await upstreamFailure(await loose.post(endpointOf(url, '/json', true), headers, body), 'openai');
+  const detail = json.message.slice(json.message.indexOf(': ') + 2);
+  t.ok(detail.startsWith('bad key [31m m'), `a JSON message, printable only (${detail.slice(0, 20)})`);
+  t.ok(detail.length <= 200, `at most 200 characters (${detail.length})`);
+  t.notMatch(detail, /[\u0000-\u001f]/);
+  const asIs = await upstreamErrorAsIs(await loose.post(endpointOf(url, '/json', true), headers, body), 'openai');
+  t.same(asIs.headers, {}, 'a Retry-After that is neither seconds nor a date is dropped');
+  const platform = await upstreamErrorAsIs(await loose.post(endpointOf(url, '/raw'), headers, body), 'openai');
+  t.match(platform.message, /internal admin/, 'an operator-configured upstream keeps its detail');
+
+  // Closed, silent and TLS-less ports of a guarded host: one and the same answer.
+  const closed = net.createServer();
+  const closedUrl = await listen(closed);
+  await new Promise((resolve) => closed.close(resolve));
+  const silent = await rawServer(t, () => {});
+  const quick = new UpstreamClient({ timeoutMs: 5000, connectTimeoutMs: 200, allowLoopback: true });
+  t.teardown(() => quick.close());
+  const answers: string[] = [];
+  for (const target of [closedUrl, silent.url, url]) {
+    const httpsTarget = target.replace('http:', 'https:');
+    const error = await quick.post(endpointOf(httpsTarget, '/x', true), headers, body).then(() => undefined, (e: unknown) => e);
+    t.ok(error instanceof UpstreamError, `${target} fails`);
+    const answer = upstreamUnreachable(error, 'openai', true);
+    answers.push(`${answer.status} ${answer.code} ${answer.message}`);
+  }
+  t.equal(new Set(answers).size, 1, `closed, silent and TLS-less ports answer alike: ${answers[0]}`);
 });

@@ -20,7 +20,7 @@ import { LedgerRecovery } from '../admission/ledger-recovery.js';
 import { RedisPipe } from '../store/redis-pipe.js';
 import { connectRedis, subscribeChannels } from '../store/redis-connect.js';
 import { LiveCatalog } from '../catalog/live.js';
-import { UpstreamClient } from '../providers/upstream-client.js';
+import { UpstreamClient, upstreamOptionsOf } from '../providers/upstream-client.js';
 import type { UpstreamTarget } from '../providers/family.js';
 import { CHAT_FAMILIES } from '../providers/families.js';
 import { ByokCredentials } from '../providers/byok-credentials.js';
@@ -81,7 +81,7 @@ const catalog = await LiveCatalog.open(sql, (error) => log.warn('catalog refresh
 const vendors: Record<string, UpstreamTarget> = {};
 for (const vendor of Object.values(config.vendors)) vendors[vendor.name] = Object.freeze({ baseUrl: vendor.baseUrl, apiKey: vendor.apiKey });
 
-const upstream = new UpstreamClient({ timeoutMs: config.upstreamTimeoutMs, maxConnectionsPerOrigin: config.upstreamMaxConnections });
+const upstream = new UpstreamClient(upstreamOptionsOf(config));
 const byok = new ByokCredentials(sql, new SealedBox(config.keySecret), vendors, new ServiceAccountTokens(upstream), { allowLoopback: config.fetch.allowLoopback, maxAttempts: config.byok.maxAttemptsPerCall });
 
 const mediaStorage = await openMediaStorage(config.media);

@@ -1,5 +1,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
+import { vetAddresses } from '../media/url-guard.js';
+import type { Config } from '../config.js';
 
 /** An upstream URL split once, so the hot path parses no URLs. */
 export interface UpstreamEndpoint {
@@ -47,11 +49,45 @@ export interface UpstreamResponse {
   /** Back-pressure: stop reading from the upstream socket until `resume`. */
   pause(): void;
   resume(): void;
+  /** It came from a guarded endpoint (an address a user chose): only a sanitised summary of it may reach the caller. */
+  readonly guarded?: boolean;
+}
+
+/** What the client needs of an abort signal: an AbortSignal, or the lighter UpstreamAbort. */
+export interface AbortLike {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * An abort for one request's upstream calls, made one after another: one listener at a time and no
+ * EventTarget (an AbortController costs microseconds, on every call of the hot path).
+ */
+export class UpstreamAbort implements AbortLike {
+  aborted = false;
+  private listener: (() => void) | undefined;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    if (this.listener === listener) this.listener = undefined;
+  }
 }
 
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
-  constructor(message: string, readonly reason: 'connect' | 'timeout' | 'aborted' | 'protocol' | 'closed') {
+  constructor(message: string, readonly reason: 'connect' | 'timeout' | 'aborted' | 'protocol' | 'closed' | 'too_large' | 'refused') {
     super(message);
   }
 }
@@ -64,6 +100,68 @@ export interface UpstreamClientOptions {
   readonly idleMs?: number;
   /** Extra trusted certificates for HTTPS upstreams (tests use a self-signed one). */
   readonly ca?: string | Buffer;
+  /** A new connection (for a guarded endpoint: resolving and vetting its host too) must be up within this. */
+  readonly connectTimeoutMs?: number;
+  /** The longest one exchange may last, from sending the request to the body's last byte (a stream's too). */
+  readonly deadlineMs?: number;
+  /** An error answer's body is read up to this many bytes, then the connection is closed. */
+  readonly maxErrorBodyBytes?: number;
+  /** A successful answer read whole (`text`) may be at most this large; beyond, it fails with reason `too_large`. */
+  readonly maxBodyBytes?: number;
+  /** Guarded endpoints may resolve to loopback (tests only: FETCH_ALLOW_LOOPBACK). */
+  readonly allowLoopback?: boolean;
+  /** Origins whose pools are kept; beyond, the pools with no exchange in progress are closed, oldest first. */
+  readonly maxOrigins?: number;
+}
+
+/** The client's limits with their defaults filled in (one object per client, read by its pools). */
+interface Limits {
+  readonly timeoutMs: number;
+  readonly maxConnectionsPerOrigin: number;
+  readonly idleMs: number;
+  readonly connectTimeoutMs: number;
+  readonly deadlineMs: number;
+  readonly maxErrorBodyBytes: number;
+  readonly maxBodyBytes: number;
+  readonly allowLoopback: boolean;
+  readonly maxOrigins: number;
+  readonly ca: string | Buffer | undefined;
+}
+
+export const UPSTREAM_DEFAULTS = Object.freeze({
+  connectTimeoutMs: 10_000,
+  deadlineMs: 30 * 60_000,
+  maxErrorBodyBytes: 64 * 1024,
+  maxBodyBytes: 16 * 1024 * 1024,
+  maxOrigins: 1000,
+});
+
+/** The client's options from the settings (UPSTREAM_*, and FETCH_ALLOW_LOOPBACK for guarded endpoints). */
+export function upstreamOptionsOf(config: Config): UpstreamClientOptions {
+  return {
+    timeoutMs: config.upstreamTimeoutMs,
+    maxConnectionsPerOrigin: config.upstreamMaxConnections,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    deadlineMs: config.upstreamDeadlineMs,
+    maxErrorBodyBytes: config.upstreamMaxErrorBodyBytes,
+    maxBodyBytes: config.upstreamMaxBodyBytes,
+    allowLoopback: config.fetch.allowLoopback,
+  };
+}
+
+function limitsOf(options: UpstreamClientOptions): Limits {
+  return Object.freeze({
+    timeoutMs: options.timeoutMs,
+    maxConnectionsPerOrigin: options.maxConnectionsPerOrigin ?? 256,
+    idleMs: options.idleMs ?? 4000,
+    connectTimeoutMs: options.connectTimeoutMs ?? UPSTREAM_DEFAULTS.connectTimeoutMs,
+    deadlineMs: options.deadlineMs ?? UPSTREAM_DEFAULTS.deadlineMs,
+    maxErrorBodyBytes: options.maxErrorBodyBytes ?? UPSTREAM_DEFAULTS.maxErrorBodyBytes,
+    maxBodyBytes: options.maxBodyBytes ?? UPSTREAM_DEFAULTS.maxBodyBytes,
+    allowLoopback: options.allowLoopback ?? false,
+    maxOrigins: options.maxOrigins ?? UPSTREAM_DEFAULTS.maxOrigins,
+    ca: options.ca,
+  });
 }
 
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -79,29 +177,34 @@ type ChunkState = 'size' | 'data' | 'data-crlf' | 'trailers';
  * about a third of undici's CPU per call on this path (see README, Benchmarks).
  */
 export class UpstreamClient {
+  /** Pools by origin (a guarded endpoint's under a key of its own); a pool leaves once it has no connection. */
   private readonly origins = new Map<string, OriginPool>();
   /** A request head as serialised for a headers object a caller passes again and again (a platform target's). */
   private readonly heads = new WeakMap<Readonly<Record<string, string>>, { method: string; endpoint: UpstreamEndpoint; text: string }>();
   private closed = false;
+  private readonly limits: Limits;
 
-  constructor(private readonly options: UpstreamClientOptions) {}
+  constructor(options: UpstreamClientOptions) {
+    this.limits = limitsOf(options);
+  }
 
-  post(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string, signal?: AbortSignal): Promise<UpstreamResponse> {
+  /** Pools kept now (tests: pools of origins no longer called are freed). */
+  get poolCount(): number {
+    return this.origins.size;
+  }
+
+  post(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string, signal?: AbortLike): Promise<UpstreamResponse> {
     return this.request('POST', endpoint, headers, body, signal);
   }
 
   /** A GET (a submit-and-poll vendor's status call). */
-  get(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<UpstreamResponse> {
+  get(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, signal?: AbortLike): Promise<UpstreamResponse> {
     return this.request('GET', endpoint, headers, undefined, signal);
   }
 
-  private request(method: 'GET' | 'POST', endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string | undefined, signal?: AbortSignal): Promise<UpstreamResponse> {
+  private request(method: 'GET' | 'POST', endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string | undefined, signal?: AbortLike): Promise<UpstreamResponse> {
     if (this.closed) return Promise.reject(new UpstreamError('the upstream client is closed', 'closed'));
-    let pool = this.origins.get(endpoint.origin);
-    if (!pool) {
-      pool = new OriginPool(new URL(endpoint.origin), this.options);
-      this.origins.set(endpoint.origin, pool);
-    }
+    const pool = this.origins.get(endpoint.guarded ? `guarded ${endpoint.origin}` : endpoint.origin) ?? this.addPool(endpoint);
     const cached = this.heads.get(headers);
     let head: string;
     if (cached && cached.method === method && cached.endpoint === endpoint) {
@@ -115,13 +218,32 @@ export class UpstreamClient {
       }
       this.heads.set(headers, { method, endpoint, text: head });
     }
-    if (body === undefined) return pool.exchange(`${head}\r\n`, signal);
-    return pool.exchange(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, signal);
+    if (body === undefined) return pool.exchange(`${head}\r\n`, signal, true);
+    return pool.exchange(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, signal, false);
+  }
+
+  /**
+   * A pool for a new origin. Origins come from user input (BYOK base URLs), so their number is
+   * bounded: past `maxOrigins`, pools with no exchange in progress are closed (and so leave), oldest first.
+   */
+  private addPool(endpoint: UpstreamEndpoint): OriginPool {
+    if (this.origins.size >= this.limits.maxOrigins) {
+      for (const pool of [...this.origins.values()]) {
+        if (this.origins.size < this.limits.maxOrigins) break;
+        if (!pool.busy) pool.close();
+      }
+    }
+    const key = endpoint.guarded ? `guarded ${endpoint.origin}` : endpoint.origin;
+    const pool = new OriginPool(new URL(endpoint.origin), endpoint.guarded, this.limits, () => {
+      if (this.origins.get(key) === pool) this.origins.delete(key);
+    });
+    this.origins.set(key, pool);
+    return pool;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const pool of this.origins.values()) pool.close();
+    for (const pool of [...this.origins.values()]) pool.close();
     this.origins.clear();
   }
 }
@@ -133,28 +255,40 @@ class OriginPool {
   private readonly secure: boolean;
   private readonly idle: Connection[] = [];
   private readonly waiting: (() => void)[] = [];
+  /** Connections carrying an exchange now (the sweeper holds each to the deadline). */
+  private readonly active = new Set<Connection>();
   private open = 0;
-  private readonly idleMs: number;
-  /** Closes connections idle for `idleMs`: one timer per origin instead of re-arming each socket's per call. */
-  private readonly sweeper: NodeJS.Timeout;
+  /**
+   * Closes connections idle for `idleMs` and ends exchanges past the deadline: one timer per origin,
+   * running only while the pool has connections, instead of timers per socket or per call.
+   */
+  private sweeper: NodeJS.Timeout | undefined;
+  private readonly sweepMs: number;
 
-  constructor(url: URL, private readonly options: UpstreamClientOptions) {
+  constructor(private readonly url: URL, readonly guarded: boolean, readonly limits: Limits, private readonly emptied: () => void) {
     this.secure = url.protocol === 'https:';
     this.host = url.hostname.replace(/^\[|\]$/g, '');
     this.port = Number(url.port || (this.secure ? 443 : 80));
     this.hostHeader = url.host;
-    this.idleMs = options.idleMs ?? 4000;
-    this.sweeper = setInterval(() => this.closeIdle(Date.now()), Math.max(50, this.idleMs / 4));
-    this.sweeper.unref();
+    this.sweepMs = Math.min(1000, Math.max(50, Math.min(limits.idleMs, limits.deadlineMs) / 4));
   }
 
-  /** The response to `request`, settled by the exchange itself (no promise layered on the connection's). */
-  exchange(request: string, signal?: AbortSignal): Promise<UpstreamResponse> {
+  /** Some connection is opening or carrying an exchange. */
+  get busy(): boolean {
+    return this.open > this.idle.length;
+  }
+
+  /**
+   * The response to `request`, settled by the exchange itself (no promise layered on the connection's).
+   * `idempotent` (a GET) may be sent again on a fresh connection when a kept-alive one turns out dead.
+   */
+  exchange(request: string, signal: AbortLike | undefined, idempotent: boolean): Promise<UpstreamResponse> {
     return new Promise<UpstreamResponse>((resolve, reject) => {
       if (signal?.aborted) return reject(new UpstreamError('aborted', 'aborted'));
-      const sendOn = (connection: Connection) => connection.send(request, signal, resolve, (error) => {
-        // A kept-alive connection the server closed as we reused it: the request never reached it, try once more.
-        if (error instanceof StaleConnection) this.acquire().then((next) => next.send(request, signal, resolve, reject)).catch(reject);
+      const sendOn = (connection: Connection) => connection.send(request, signal, idempotent, resolve, (error) => {
+        // A kept-alive connection found dead before the request was written (or, for a GET, before
+        // any answer): the upstream never got it, try once more.
+        if (error instanceof StaleConnection) this.acquire().then((next) => next.send(request, signal, idempotent, resolve, reject)).catch(reject);
         else reject(error);
       });
       const idle = this.takeIdle();
@@ -166,7 +300,7 @@ class OriginPool {
   /** A kept-alive connection still fit for use, if there is one (the newest first); stale ones are closed. */
   private takeIdle(): Connection | undefined {
     for (let connection = this.idle.pop(); connection; connection = this.idle.pop()) {
-      if (connection.usable && Date.now() - connection.idleSinceMs < this.idleMs) return connection.take();
+      if (connection.usable && Date.now() - connection.idleSinceMs < this.limits.idleMs) return connection.take();
       connection.destroy();
     }
     return undefined;
@@ -176,19 +310,36 @@ class OriginPool {
     for (;;) {
       const connection = this.takeIdle();
       if (connection) return connection;
-      if (this.open < (this.options.maxConnectionsPerOrigin ?? 256)) {
-        this.open++;
-        return this.connect();
+      if (this.open < this.limits.maxConnectionsPerOrigin) {
+        if (this.open++ === 0) this.startSweeper();
+        return this.guarded ? this.connectGuarded() : this.connect(this.host);
       }
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
   }
 
-  private connect(): Connection {
+  /**
+   * A connection to an address a user chose: the host is resolved and every address vetted by the
+   * URL guard at each connect, and the socket goes to the vetted address (no second lookup a DNS
+   * rebinding could answer differently); TLS still checks the certificate against the host name.
+   */
+  private async connectGuarded(): Promise<Connection> {
+    let address: string;
+    try {
+      const addresses = await withTimeout(vetAddresses(this.url, this.limits.allowLoopback), this.limits.connectTimeoutMs);
+      address = addresses[0]!.address;
+    } catch (error) {
+      this.released();
+      throw new UpstreamError(`the upstream address may not be called: ${(error as Error).message}`, 'refused');
+    }
+    return this.connect(address);
+  }
+
+  private connect(address: string): Connection {
     if (this.secure) {
       const socket = tls.connect({
-        host: this.host, port: this.port, servername: net.isIP(this.host) ? undefined : this.host, ALPNProtocols: ['http/1.1'],
-        ...(this.options.ca ? { ca: this.options.ca } : {}),
+        host: address, port: this.port, servername: net.isIP(this.host) ? undefined : this.host, ALPNProtocols: ['http/1.1'],
+        ...(this.limits.ca ? { ca: this.limits.ca } : {}),
       });
       const connection = new Connection(socket, this);
       socket.on('data', (chunk: Buffer) => connection.receive(chunk));
@@ -199,7 +350,7 @@ class OriginPool {
     // (a buffer of its own would hold 16 KiB per open connection: 160 MiB for 10,000 open streams).
     let connection: Connection | undefined;
     const socket = net.connect({
-      host: this.host,
+      host: address,
       port: this.port,
       onread: {
         buffer: sharedReadBuffer(),
@@ -213,8 +364,14 @@ class OriginPool {
     return connection;
   }
 
+  /** A connection began an exchange. */
+  started(connection: Connection): void {
+    this.active.add(connection);
+  }
+
   /** A connection finished its exchange and may carry another. */
   release(connection: Connection): void {
+    this.active.delete(connection);
     const next = this.waiting.shift();
     connection.idleSinceMs = Date.now();
     this.idle.push(connection);
@@ -223,25 +380,48 @@ class OriginPool {
 
   /** A connection is gone (closed, broken, or not reusable). */
   forget(connection: Connection): void {
-    this.open--;
+    this.active.delete(connection);
     const index = this.idle.indexOf(connection);
     if (index >= 0) this.idle.splice(index, 1);
+    this.released();
+  }
+
+  /** A connection (or an attempt at one) is gone: its place goes to a waiting call, and an empty pool leaves. */
+  private released(): void {
+    this.open--;
     this.waiting.shift()?.();
+    if (this.open === 0 && this.waiting.length === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+      this.emptied();
+    }
   }
 
-  get timeoutMs(): number {
-    return this.options.timeoutMs;
+  private startSweeper(): void {
+    this.sweeper ??= setInterval(() => this.sweep(Date.now()), this.sweepMs);
+    this.sweeper.unref();
   }
 
-  /** Idle connections sit oldest first (the newest is taken first). */
-  private closeIdle(nowMs: number): void {
-    while (this.idle.length > 0 && nowMs - this.idle[0]!.idleSinceMs >= this.idleMs) this.idle.shift()!.destroy();
+  private sweep(nowMs: number): void {
+    // Idle connections sit oldest first (the newest is taken first).
+    while (this.idle.length > 0 && nowMs - this.idle[0]!.idleSinceMs >= this.limits.idleMs) this.idle.shift()!.destroy();
+    for (const connection of this.active) {
+      if (nowMs - connection.sentAtMs >= this.limits.deadlineMs) connection.expire(this.limits.deadlineMs);
+    }
   }
 
+  /** Closes the idle connections; those carrying an exchange close when it ends. */
   close(): void {
-    clearInterval(this.sweeper);
     for (const connection of this.idle.splice(0)) connection.destroy();
   }
+}
+
+/** `work`, or a rejection once `ms` have passed (the work itself cannot be cancelled: a DNS lookup). */
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    work.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
 }
 
 let readBuffer: Buffer | undefined;
@@ -252,20 +432,42 @@ function sharedReadBuffer(): Buffer {
 
 class StaleConnection extends Error {}
 
+const ONCE = Object.freeze({ once: true });
+
 /** One socket; carries one exchange at a time. */
 class Connection {
   private exchange: Exchange | undefined;
   private reused = false;
   private gone = false;
+  private connected = false;
 
   /** When it last finished an exchange (the pool closes it after its idle time). */
   idleSinceMs = 0;
+  /** When its current exchange was sent (the pool ends it past the deadline). */
+  sentAtMs = 0;
+
+  /** The abort signal of the current exchange, and its listener (one per connection, not one per call). */
+  private signal: AbortLike | undefined;
+  private readonly aborted = () => this.fail(new UpstreamError('aborted', 'aborted'));
+
+  /** The write callback, one per connection: the request reached the socket, so the upstream may have it. */
+  private readonly written = (error?: Error | null) => {
+    if (!error && this.exchange) this.exchange.written = true;
+  };
 
   constructor(private readonly socket: net.Socket, private readonly pool: OriginPool) {
+    const { timeoutMs, connectTimeoutMs } = pool.limits;
     socket.setNoDelay(true);
-    // Set once: socket activity re-arms it, so it bounds the wait for the head and each body gap; idle sockets it just closes.
-    socket.setTimeout(pool.timeoutMs);
-    socket.on('timeout', () => this.fail(new UpstreamError(`the upstream sent nothing for ${pool.timeoutMs} ms`, 'timeout')));
+    // Until connected, the connect timeout; then the idle timeout, set once: socket activity re-arms
+    // it, so it bounds the wait for the head and each body gap; idle sockets it just closes.
+    socket.setTimeout(connectTimeoutMs);
+    socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => {
+      this.connected = true;
+      socket.setTimeout(timeoutMs);
+    });
+    socket.on('timeout', () => this.fail(this.connected
+      ? new UpstreamError(`the upstream sent nothing for ${timeoutMs} ms`, 'timeout')
+      : new UpstreamError(`the upstream did not accept a connection within ${connectTimeoutMs} ms`, 'timeout')));
     socket.on('error', (error) => this.fail(error));
     socket.on('close', () => this.fail(new UpstreamError('the upstream closed the connection', 'closed')));
   }
@@ -284,15 +486,23 @@ class Connection {
   }
 
   /** Writes `request`; its exchange calls `resolve` with the response head or `reject`. */
-  send(request: string, signal: AbortSignal | undefined, resolve: (response: UpstreamResponse) => void, reject: (error: Error) => void): void {
-    const exchange = new Exchange(this, resolve, reject, this.reused);
+  send(request: string, signal: AbortLike | undefined, idempotent: boolean, resolve: (response: UpstreamResponse) => void, reject: (error: Error) => void): void {
+    const exchange = new Exchange(this, resolve, reject, this.reused, idempotent, this.pool);
     this.exchange = exchange;
+    this.sentAtMs = Date.now();
+    this.pool.started(this);
     if (signal) {
-      const onAbort = () => this.fail(new UpstreamError('aborted', 'aborted'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      exchange.cleanup = () => signal.removeEventListener('abort', onAbort);
+      this.signal = signal;
+      signal.addEventListener('abort', this.aborted, ONCE);
     }
-    this.socket.write(request);
+    this.socket.write(request, this.written);
+  }
+
+  /** The exchange is over: its abort signal no longer concerns this connection. */
+  detach(): void {
+    if (!this.signal) return;
+    this.signal.removeEventListener('abort', this.aborted);
+    this.signal = undefined;
   }
 
   pause(): void {
@@ -314,6 +524,11 @@ class Connection {
     }
   }
 
+  /** The exchange outlived the deadline. */
+  expire(deadlineMs: number): void {
+    this.fail(new UpstreamError(`the upstream exchange took longer than ${deadlineMs} ms`, 'timeout'));
+  }
+
   private fail(error: Error): void {
     const exchange = this.exchange;
     this.exchange = undefined;
@@ -333,7 +548,6 @@ class Connection {
 class Exchange implements UpstreamResponse {
   status = 0;
   headers: Record<string, string> = {};
-  cleanup: (() => void) | undefined;
   private head: Buffer | undefined;
   private receivedAny = false;
   private framing: Framing = 'close';
@@ -341,17 +555,31 @@ class Exchange implements UpstreamResponse {
   private chunkState: ChunkState = 'size';
   private line = '';
   private early: Buffer[] = [];
+  private earlyBytes = 0;
   private consumer: BodyConsumer | undefined;
   private done = false;
   private failure: Error | undefined;
   private responded = false;
+  /** The request reached the socket: the upstream may have it (a POST is then never sent again). */
+  written = false;
 
   constructor(
     private readonly connection: Connection,
     private readonly resolve: (response: UpstreamResponse) => void,
     private readonly reject: (error: Error) => void,
     private readonly reused: boolean,
+    private readonly idempotent: boolean,
+    private readonly pool: OriginPool,
   ) {}
+
+  get guarded(): boolean {
+    return this.pool.guarded;
+  }
+
+  /** The most of this answer's body read whole: a success's answer cap, an error's body cap. */
+  private get bodyLimit(): number {
+    return this.status >= 200 && this.status < 300 ? this.pool.limits.maxBodyBytes : this.pool.limits.maxErrorBodyBytes;
+  }
 
   receive(chunk: Buffer): void {
     this.receivedAny = true;
@@ -393,7 +621,9 @@ class Exchange implements UpstreamResponse {
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
       const colon = line.indexOf(':');
-      if (colon > 0) this.headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      // Strict: a bare CR or LF (or a folded or nameless line) could smuggle headers into our own answer.
+      if (colon <= 0 || line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9 || line.indexOf('\n') >= 0 || line.indexOf('\r') >= 0) return this.malformedHead();
+      this.headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
     }
     const transferEncoding = this.headers['transfer-encoding'];
     const contentLength = this.headers['content-length'];
@@ -411,6 +641,11 @@ class Exchange implements UpstreamResponse {
       this.remaining = 0;
     }
     return true;
+  }
+
+  private malformedHead(): false {
+    this.abortAndClose(new UpstreamError('the upstream sent a malformed response head', 'protocol'));
+    return false;
   }
 
   private body(chunk: Buffer): void {
@@ -499,8 +734,13 @@ class Exchange implements UpstreamResponse {
 
   private deliver(chunk: Buffer): void {
     if (this.done) return;
-    if (this.consumer) this.feed(this.consumer, chunk);
-    else this.early.push(chunk);
+    if (this.consumer) {
+      this.feed(this.consumer, chunk);
+      return;
+    }
+    this.early.push(chunk);
+    // Nobody reads yet: stop reading past what may be read whole, so a huge body is never held.
+    if ((this.earlyBytes += chunk.length) > this.bodyLimit) this.connection.pause();
   }
 
   /** Hands a chunk to the consumer; false when the consumer could not read it (the exchange then failed). */
@@ -526,7 +766,7 @@ class Exchange implements UpstreamResponse {
   private complete(): void {
     if (this.done) return;
     this.done = true;
-    this.cleanup?.();
+    this.connection.detach();
     const keepAlive = this.framing !== 'close' && !/\bclose\b/i.test(this.headers.connection ?? '');
     this.connection.finished(keepAlive);
     this.consumer?.end();
@@ -541,15 +781,24 @@ class Exchange implements UpstreamResponse {
       return;
     }
     this.done = true;
-    this.cleanup?.();
+    this.connection.detach();
     if (!this.responded) {
-      this.reject(this.reused && !this.receivedAny && !(error instanceof UpstreamError && (error.reason === 'aborted' || error.reason === 'timeout'))
-        ? new StaleConnection(error.message)
-        : error instanceof UpstreamError ? error : new UpstreamError(error.message, 'connect'));
+      this.reject(this.stale(error) ? new StaleConnection(error.message) : error instanceof UpstreamError ? error : new UpstreamError(error.message, 'connect'));
       return;
     }
     this.failure = error;
     this.consumer?.error(error);
+  }
+
+  /**
+   * A kept-alive connection that died under this exchange, which may be sent again: only when the
+   * upstream cannot have it (the request never reached the socket) or, for a GET, nothing was answered.
+   * A written POST is never sent twice: the vendor may be running (and billing) it.
+   */
+  private stale(error: Error): boolean {
+    if (!this.reused || this.receivedAny) return false;
+    if (error instanceof UpstreamError && (error.reason === 'aborted' || error.reason === 'timeout')) return false;
+    return !this.written || this.idempotent;
   }
 
   private abortAndClose(error: UpstreamError): void {
@@ -559,6 +808,7 @@ class Exchange implements UpstreamResponse {
 
   consume(consumer: BodyConsumer): void {
     this.consumer = consumer;
+    if (this.earlyBytes > this.bodyLimit && !this.done) this.connection.resume();
     // What arrived before is handed on as one piece; a piece the consumer could not read has already been reported to it as the failure.
     const early = this.early;
     this.early = [];
@@ -568,19 +818,43 @@ class Exchange implements UpstreamResponse {
   }
 
   receivedText(): string | undefined {
-    if (!this.done || this.failure || this.consumer) return undefined;
+    if (!this.done || this.failure || this.consumer || this.earlyBytes > this.bodyLimit) return undefined;
     const chunks = this.early;
     this.early = [];
     this.consumer = { data: () => {}, end: () => {}, error: () => {} }; // consumed: nothing more is delivered
     return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
   }
 
+  /**
+   * The whole body, bounded: a success's past `maxBodyBytes` fails (`too_large`); an error's is cut
+   * at `maxErrorBodyBytes` and the connection closed (the rest is never read).
+   */
   text(): Promise<string> {
     return new Promise<string>((resolve, reject) => {
+      const limit = this.bodyLimit;
       const chunks: Buffer[] = [];
+      let total = 0;
+      const whole = () => (chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      let over = false;
       this.consume({
-        data: (chunk) => chunks.push(chunk),
-        end: () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+        data: (chunk) => {
+          if (over) return;
+          if (total + chunk.length <= limit) {
+            chunks.push(chunk);
+            total += chunk.length;
+            return;
+          }
+          over = true;
+          const tooLarge = new UpstreamError(`the upstream answer is larger than ${limit} bytes`, 'too_large');
+          if (this.status >= 200 && this.status < 300) reject(tooLarge);
+          else {
+            chunks.push(chunk.subarray(0, limit - total));
+            resolve(whole());
+          }
+          // The rest is never read (it may have all arrived already: then there is nothing left to stop).
+          if (!this.done) this.abortAndClose(tooLarge);
+        },
+        end: () => resolve(whole()),
         error: reject,
       });
     });

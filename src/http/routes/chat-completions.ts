@@ -7,13 +7,13 @@ import { parseJsonObject, presentFieldsParser } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
-import { endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
 import { MeteredCall, NO_USAGE } from '../../billing/metered-call.js';
-import { upstreamErrorAsIs, upstreamFailure } from '../../providers/upstream-errors.js';
+import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../providers/upstream-errors.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
@@ -144,7 +144,18 @@ export function chatCompletions(services: Services) {
   /** Non-streaming: the whole completion, rewritten; the call settles (and is journaled) just before it is written. */
   async function complete(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, headers: Readonly<Record<string, string>>, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
-    const text = response.receivedText() ?? await response.text();
+    let text: string;
+    try {
+      text = response.receivedText() ?? await response.text();
+    } catch (error) {
+      if (call.clientAborted) {
+        // The client left while the answer arrived: it pays for the prompt, as a stream's client does.
+        call.status = 499;
+        call.settle(await countedUsage(request, ''));
+        return;
+      }
+      throw unreadableAnswer(error, model.upstreamVendor, response.guarded === true);
+    }
     call.firstByte();
     let finished: FinishedCompletion;
     try {
@@ -198,35 +209,44 @@ export function chatCompletions(services: Services) {
     }
   }
 
+  /** A successful answer whose body could not be read whole: too large, cut off, or past the deadline. */
+  function unreadableAnswer(error: unknown, vendor: string, guarded: boolean): ApiError {
+    if (error instanceof UpstreamError && error.reason === 'too_large') {
+      metrics.upstreamErrors.inc({ vendor, reason: 'too_large' });
+      return new ApiError(502, 'upstream_response_too_large', `The upstream vendor ${vendor} answered with a body larger than ${services.config.upstreamMaxBodyBytes} bytes.`);
+    }
+    metrics.upstreamErrors.inc({ vendor, reason: 'body' });
+    return upstreamUnreachable(error, vendor, guarded);
+  }
+
   /**
-   * One request's upstream calls: the client's abort cuts whichever call is running (a stream's; a
-   * non-streaming call runs to its usage, since a signal for every call would cost CPU).
+   * One request's upstream calls: the client's abort cuts whichever call is running, streamed or
+   * not (a non-streamed call left running would hold its connection and lease for nothing).
    */
   class UpstreamSession {
     current: MeteredCall | undefined;
-    private readonly abort: AbortController | undefined;
+    private readonly abort = new UpstreamAbort();
 
-    constructor(ctx: RequestContext, stream: boolean) {
-      this.abort = stream ? new AbortController() : undefined;
-      if (this.abort) {
-        const abort = this.abort;
-        ctx.reply.onAbort(() => {
-          if (this.current) this.current.clientAborted = true;
-          abort.abort();
-        });
-      }
+    constructor(ctx: RequestContext) {
+      ctx.reply.onAbort(() => {
+        if (this.current) this.current.clientAborted = true;
+        this.abort.abort();
+      });
     }
 
-    /** Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or 499). */
-    async send(call: MeteredCall, upstreamRequest: UpstreamRequest): Promise<UpstreamResponse> {
+    /**
+     * Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or
+     * 499). `guarded`: the target is an address a user chose (see upstreamUnreachable).
+     */
+    async send(call: MeteredCall, upstreamRequest: UpstreamRequest, guarded: boolean): Promise<UpstreamResponse> {
       this.current = call;
       const { model } = call.identity;
       try {
-        return await upstream.post(endpointFor(upstreamRequest.url), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, this.abort?.signal);
+        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, this.abort);
       } catch (error) {
         if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
         metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
-        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${model.upstreamVendor} could not be reached: ${(error as Error).message}`);
+        throw upstreamUnreachable(error, model.upstreamVendor, guarded);
       }
     }
   }
@@ -283,7 +303,7 @@ export function chatCompletions(services: Services) {
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = randomUUID();
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens: worst.prompt + worst.output };
-    const session = new UpstreamSession(ctx, stream);
+    const session = new UpstreamSession(ctx);
     // A key revoked while this request waited must not reach the upstream, at any attempt.
     const checkRevoked = () => auth.requireNotRevoked(key);
 
@@ -291,7 +311,8 @@ export function chatCompletions(services: Services) {
       admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
-        const responding = session.send(call, family.request(request, model, stream, candidate.target, cache)).catch((error: unknown) => {
+        const ownRequest = family.request(request, model, stream, candidate.target, cache);
+        const responding = session.send(call, ownRequest, candidate.target.guarded === true || ownRequest.guarded === true).catch((error: unknown) => {
           if (call.clientAborted) throw error;
           return error as ApiError;
         });
@@ -312,7 +333,7 @@ export function chatCompletions(services: Services) {
     await call.run(async () => {
       checkRevoked();
       const started = process.hrtime.bigint();
-      const responding = session.send(call, platformRequest);
+      const responding = session.send(call, platformRequest, platformRequest.guarded === true);
       const options = answerOptions(call, request);
       const headers = { ...admitted.headers, 'x-request-id': platformIdentity.callId };
       const response = await responding;

@@ -1,0 +1,233 @@
+// Trust at the edges, the upstream leg: a hostile upstream (a raw TCP server of this test's own, set as
+// the OpenAI vendor's base URL) cannot blow up the gateway's memory with a huge error body or answer,
+// hold a call past the exchange deadline, inject headers through Retry-After, or get a POST twice
+// after a dead kept-alive connection; a non-streamed call whose client leaves is cut upstream and settled.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { startGateway, type Gateway } from './helpers/harness.js';
+import { chatBody, eventually, parseJson, postChat } from './helpers/billing-checks.js';
+
+/** What the hostile upstream does with a request whose body holds the mode's marker. */
+type Mode = (socket: net.Socket, request: string) => void;
+
+interface Seen {
+  readonly marker: string;
+  readonly socket: net.Socket;
+  closed: boolean;
+}
+
+const modes = new Map<string, Mode>();
+const seen: Seen[] = [];
+const sockets = new Set<net.Socket>();
+
+const hostile = net.createServer((socket) => {
+  sockets.add(socket);
+  socket.on('close', () => sockets.delete(socket));
+  socket.on('error', () => {});
+  let pending = '';
+  socket.on('data', (data) => {
+    pending += data.toString('latin1');
+    for (;;) {
+      const end = pending.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const length = Number(/content-length: (\d+)/i.exec(pending)?.[1] ?? 0);
+      if (pending.length < end + 4 + length) return;
+      const request = pending.slice(0, end + 4 + length);
+      pending = pending.slice(end + 4 + length);
+      const marker = /upstream-limits-[0-9a-f]+/.exec(request)?.[0] ?? '';
+      const record: Seen = { marker, socket, closed: false };
+      socket.on('close', () => { record.closed = true; });
+      seen.push(record);
+      const mode = modes.get(marker);
+      if (mode) mode(socket, request);
+      else socket.destroy();
+    }
+  });
+});
+
+/** A fresh marker whose requests `mode` answers. */
+function marked(mode: Mode): string {
+  const marker = `upstream-limits-${randomBytes(4).toString('hex')}`;
+  modes.set(marker, mode);
+  return marker;
+}
+
+const seenFor = (marker: string) => seen.filter((record) => record.marker === marker);
+
+const COMPLETION = JSON.stringify({
+  id: 'chatcmpl-x', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
+});
+const answerOk = (socket: net.Socket) => socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${COMPLETION.length}\r\n\r\n${COMPLETION}`);
+
+/** Writes `total` bytes of `head`'s body as fast as the reader takes them; counts what was written. */
+function pour(socket: net.Socket, head: string, total: number): { sent: number } {
+  const progress = { sent: 0 };
+  const piece = Buffer.alloc(1024 * 1024, 'A');
+  socket.write(head);
+  const more = (): void => {
+    while (progress.sent < total && !socket.destroyed) {
+      const size = Math.min(piece.length, total - progress.sent);
+      progress.sent += size;
+      if (!socket.write(size === piece.length ? piece : piece.subarray(0, size))) {
+        socket.once('drain', more);
+        return;
+      }
+    }
+  };
+  more();
+  return progress;
+}
+
+/** The gateway process's peak resident memory (VmHWM), bytes. */
+function peakRss(gateway: Gateway): number {
+  const status = readFileSync(`/proc/${gateway.process.pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}
+
+/** One raw HTTP/1.1 exchange with the gateway: the answer's bytes as they came (no client parser in between). */
+function rawChat(gateway: Gateway, key: string, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(new URL(gateway.url).port), '127.0.0.1');
+    const parts: Buffer[] = [];
+    socket.on('data', (part) => parts.push(part));
+    socket.on('end', () => resolve(Buffer.concat(parts).toString('latin1')));
+    socket.on('error', reject);
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\nauthorization: Bearer ${key}\r\n`
+      + `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  });
+}
+
+let gateway: Gateway;
+let key: string;
+const USER = 'upstream-limits-user';
+
+t.before(async () => {
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  const port = (hostile.address() as AddressInfo).port;
+  gateway = await startGateway({
+    env: {
+      OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      UPSTREAM_DEADLINE_MS: '1500',
+      UPSTREAM_MAX_BODY_BYTES: String(256 * 1024),
+    },
+  });
+  ({ key } = await gateway.user(USER, '50'));
+});
+t.teardown(async () => {
+  await gateway?.close();
+  for (const socket of sockets) socket.destroy();
+  hostile.close();
+});
+
+t.test('a 500 with a 200 MiB body: the gateway reads its cap, closes the connection, answers at once, and its memory does not grow by the body', async (t) => {
+  const total = 200 * 1024 * 1024;
+  let progress: { sent: number } | undefined;
+  const marker = marked((socket) => {
+    progress = pour(socket, `HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: ${total}\r\n\r\n`, total);
+  });
+  const before = peakRss(gateway);
+  const answer = await postChat(gateway, key, chatBody(`fail ${marker}`));
+  t.equal(answer.status, 502);
+  t.equal(parseJson(answer.text).error.code, 'upstream_error');
+  t.ok(answer.text.length < 2000, `the error message stays short (${answer.text.length} bytes)`);
+  const [record] = seenFor(marker);
+  await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
+  t.ok(progress!.sent < total, `the gateway stopped reading: ${(progress!.sent / 1048576).toFixed(1)} of 200 MiB written`);
+  const grown = peakRss(gateway) - before;
+  t.ok(grown < 64 * 1024 * 1024, `peak RSS grew by ${(grown / 1048576).toFixed(1)} MiB, far below the body`);
+});
+
+t.test('a non-streamed 200 answer beyond UPSTREAM_MAX_BODY_BYTES is a clean 502', async (t) => {
+  const total = 4 * 1024 * 1024;
+  const marker = marked((socket) => {
+    pour(socket, `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${total}\r\n\r\n`, total);
+  });
+  const answer = await postChat(gateway, key, chatBody(`big ${marker}`));
+  t.equal(answer.status, 502);
+  t.equal(parseJson(answer.text).error.code, 'upstream_response_too_large');
+  const [record] = seenFor(marker);
+  await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
+  await eventually('the reservation to be released', async () => ((await gateway.balanceNano(USER)).held === 0n ? true : undefined));
+});
+
+t.test('an upstream that keeps trickling bytes is cut at UPSTREAM_DEADLINE_MS, though it is never idle', async (t) => {
+  let timer: NodeJS.Timeout | undefined;
+  const marker = marked((socket) => {
+    socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n');
+    timer = setInterval(() => { if (!socket.destroyed) socket.write('1\r\n \r\n'); }, 100);
+  });
+  t.teardown(() => clearInterval(timer));
+  const answer = await postChat(gateway, key, chatBody(`slow ${marker}`));
+  clearInterval(timer);
+  t.equal(answer.status, 502);
+  t.equal(parseJson(answer.text).error.code, 'upstream_unreachable');
+  await eventually('the upstream connection to close', () => (seenFor(marker)[0]!.closed ? true : undefined));
+
+  const silent = marked(() => {});
+  const quiet = await postChat(gateway, key, chatBody(`silent ${silent}`));
+  t.equal(quiet.status, 502, 'a silent upstream (no head at all) too');
+  t.equal(parseJson(quiet.text).error.code, 'upstream_unreachable');
+});
+
+t.test('a client that leaves a non-streamed call: the upstream request is cut and the call settled', async (t) => {
+  const user = 'upstream-limits-leaver';
+  const { key: leaverKey } = await gateway.user(user, '5');
+  const marker = marked(() => {}); // never answers: only the client leaving ends it (before the deadline)
+  const controller = new AbortController();
+  const calling = postChat(gateway, leaverKey, chatBody(`leave ${marker}`), controller.signal).catch((error: Error) => error);
+  await eventually('the upstream to get the request', () => (seenFor(marker).length === 1 ? true : undefined));
+  t.ok((await gateway.balanceNano(user)).held > 0n, 'the call holds its reservation while it runs');
+  controller.abort();
+  await calling;
+  const [record] = seenFor(marker);
+  await eventually('the upstream connection to close', () => (record!.closed ? true : undefined));
+  await eventually('the reservation to be released', async () => ((await gateway.balanceNano(user)).held === 0n ? true : undefined));
+  const logs = await eventually('the call to be logged', async () => {
+    const rows = await gateway.sql<{ status: number; client_aborted: boolean }[]>`select status, client_aborted from request_logs where user_id = ${user}`;
+    return rows.length > 0 ? rows : undefined;
+  });
+  t.equal(logs.length, 1);
+  t.equal(logs[0]!.status, 499, 'settled as left by its client (not cut later by the deadline)');
+});
+
+t.test('Retry-After: a bare LF injects no header; only seconds or an HTTP date are passed on', async (t) => {
+  const injecting = marked((socket) => {
+    socket.end('HTTP/1.1 429 Too Many Requests\r\nretry-after: 7\nX-Injected: yes\nSet-Cookie: session=stolen\r\ncontent-length: 0\r\n\r\n');
+  });
+  const raw = await rawChat(gateway, key, chatBody(`inject ${injecting}`));
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n')).toLowerCase();
+  t.match(head, /^http\/1\.1 502/, 'a head with a bare LF is refused as a broken answer');
+  t.notMatch(head, /x-injected/, 'no injected header');
+  t.notMatch(head, /set-cookie/, 'no injected cookie');
+  t.notMatch(head, /retry-after/, 'no Retry-After');
+
+  const odd = marked((socket) => socket.end('HTTP/1.1 429 Too Many Requests\r\nretry-after: 7, <b>soon</b>\r\ncontent-length: 0\r\n\r\n'));
+  const oddAnswer = await postChat(gateway, key, chatBody(`odd ${odd}`));
+  t.equal(oddAnswer.status, 429);
+  t.equal(oddAnswer.headers.get('retry-after'), '1', 'a Retry-After that is neither seconds nor a date is replaced by 1');
+
+  const plain = marked((socket) => socket.end('HTTP/1.1 429 Too Many Requests\r\nretry-after: 120\r\ncontent-length: 0\r\n\r\n'));
+  t.equal((await postChat(gateway, key, chatBody(`plain ${plain}`))).headers.get('retry-after'), '120', 'seconds are passed on');
+});
+
+t.test('a POST written to a kept-alive connection the upstream then dropped is not sent again', async (t) => {
+  let calls = 0;
+  const marker = marked((socket) => {
+    calls++;
+    if (calls === 1) answerOk(socket); // kept alive
+    else socket.destroy(); // the second request was read, then the connection dropped without an answer
+  });
+  const first = await postChat(gateway, key, chatBody(`stale ${marker}`));
+  t.equal(first.status, 200);
+  const second = await postChat(gateway, key, chatBody(`stale ${marker}`));
+  t.equal(second.status, 502, 'the call fails instead of being sent a second time');
+  t.equal(parseJson(second.text).error.code, 'upstream_unreachable');
+  const records = seenFor(marker);
+  t.equal(records.length, 2, 'the upstream got each POST once');
+  t.equal(records[0]!.socket, records[1]!.socket, 'the second went over the kept-alive connection');
+});
