@@ -139,7 +139,7 @@ const ACCEPTED: Accepted[] = [
   ...[PNG, JPEG, WEBP].map((uri): Accepted => ['R2V-B', { image_urls: [uri] }, { imageUrls: [uri] }]),
   // R2V-C
   ...each('R2V-C', 'duration', [1, 10], 'duration'),
-  ...each('R2V-C', 'resolution', ['540p', '720p', '1080p'], 'resolution'),
+  ...each('R2V-C', 'resolution', ['720p', '1080p'], 'resolution'),
   ...each('R2V-C', 'aspect_ratio', ['16:9', '9:16', '1:1'], 'aspectRatio'),
   ...each('R2V-C', 'audio', [true, false], 'audio'),
   ...each('R2V-C', 'movement_amplitude', ['auto', 'small', 'medium', 'high'], 'movementAmplitude'),
@@ -256,7 +256,8 @@ const REJECTED: Rejected[] = [
   ...unknownCases('R2V-B', ['seed', 'watermark', 'size', 'audio', 'negative_prompt']),
   // R2V-C
   ...durationCases('R2V-C', 1, 10),
-  ['R2V-C', { resolution: '4k' }, 'resolution', /must be one of '540p', '720p', '1080p'\./], ['R2V-C', { resolution: '2K' }, 'resolution', /'540p', '720p', '1080p'/],
+  ['R2V-C', { resolution: '4k' }, 'resolution', /must be one of '720p', '1080p'\./], ['R2V-C', { resolution: '2K' }, 'resolution', /'720p', '1080p'/],
+  ['R2V-C', { resolution: '540p' }, 'resolution', /must be one of '720p', '1080p'\./],
   ['R2V-C', { aspect_ratio: '4:3' }, 'aspect_ratio', /must be one of '16:9', '9:16', '1:1'\./],
   ['R2V-C', { movement_amplitude: 'large' }, 'movement_amplitude', /must be one of 'auto', 'small', 'medium', 'high'\./],
   ['R2V-C', { audio: 1 }, 'audio', /true or false/], ['R2V-C', { bgm: 'no' }, 'bgm', /true or false/],

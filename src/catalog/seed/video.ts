@@ -43,7 +43,8 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
     description: 'ShengShu Vidu Q2 reference-to-video: 1 to 7 subjects addressed as @1, @2 in the prompt, up to 1080p, optional audio and background music (profile R2V-C).',
     tags: ['video', 'reference-to-video', 'r2v', 'multi-reference', 'vidu'], family: 'vidu', upstreamVendor: 'shengshu', upstreamModel: 'viduq2',
     capabilities: {
-      profile: 'R2V-C', task: 'reference-to-video', durations: { min: 1, max: 10, default: 5 }, resolutions: ['540p', '720p', '1080p'], defaultResolution: '720p',
+      // Vidu also renders q2 at 540p, but no 540p rate of it is known: the gateway does not offer what it cannot price.
+      profile: 'R2V-C', task: 'reference-to-video', durations: { min: 1, max: 10, default: 5 }, resolutions: ['720p', '1080p'], defaultResolution: '720p',
       aspectRatios: ['16:9', '9:16', '1:1'], audio: 'optional', bgm: true, movementAmplitudes: ['auto', 'small', 'medium', 'high'],
       minImages: 1, maxImages: 7, maxPromptChars: 2000,
     },

@@ -278,7 +278,8 @@ const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
     prompt: text(2000),
     image_urls: images(1, 7),
     duration: opt(wholeNumber(1, 10), 5),
-    resolution: opt(oneOf(TIERS), '720p'),
+    // 720p and 1080p only: Vidu's Q2 540p has no known rate (see the catalog seed).
+    resolution: opt(oneOf(['720p', '1080p'] as const), '720p'),
     aspect_ratio: opt(oneOf(RATIOS_3), '16:9'),
     audio: opt(flag, false),
     movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto'),
