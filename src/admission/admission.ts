@@ -205,6 +205,18 @@ export class Admission {
   }
 
   /**
+   * Counts one request of the key in its request windows without admitting anything: for an
+   * authenticated request refused before admission (a 400 for its body, an unknown model), so that
+   * refusals take their slot as admitted requests and refusals for credit do (see lua/admit.lua) and
+   * cannot be sent without limit. Leaves with the thread's next batch of scripts (no round trip of its
+   * own); a failure is logged, never thrown: the refusal is answered either way.
+   */
+  countRequest(userId: string, keyId: string, limits: KeyLimits = NO_KEY_LIMITS): Promise<void> {
+    return this.scripts.count({ userId, keyId, memberId: leaseIdFor(keyId), windowMs: this.limits.windowMs, leaseLifeMs: this.policy.lifeMs, rpm: limits.rpm !== null })
+      .catch((error: Error) => log.warn('a refused request was not counted in its rate window', { userId, keyId, error }));
+  }
+
+  /**
    * Reserves credit for one call whose request the rate windows already counted (a call that falls
    * back from the user's own upstream credential to the platform's): the user's `available`, the
    * key's `credit_limit` and its token budgets apply (the failed attempt's tokens were released), the
