@@ -11,6 +11,11 @@
   than one slot is scored at now + its longest life, so slots it hands out later still count for
   a whole window after their use (the window never lets more through than its limit).
 
+  Refusals count too: a request refused for its tokens (code 7), its credit (code 2) or the key's credit
+  limit (code 4) takes one slot in the request windows, as an admitted one does, so that refused
+  requests cannot be sent without limit (a rate-limit refusal, code 1, takes none: the window is full;
+  codes 3, 5 and 6 are retried by the caller, whose final answer counts once).
+
   Token budgets (rate_limit_tph, rate_limit_tpd): settle.lua adds each call's tokens to minute and
   quarter-hour buckets; the last 60 minute buckets are the hour, the last 96 quarter buckets the day.
   A lease reserves its calls' worst-case tokens (ARGV[14] per slot) as it reserves credit: field
@@ -167,13 +172,28 @@ if windowed then
   if hasRpm and usedMinute >= rpm then return {1, retryIn(minuteKey, minuteWeightsKey, usedMinute, rpm, MINUTE_MS), 1} end
 end
 
+-- A refused request's one slot in the windows (see the header); its member is the asking lease id.
+local function refused(reply)
+  if windowed then
+    -- A resent command (same lease id) counts once.
+    local function one(zsetKey, weightsOf, lengthMs)
+      if rcall('ZADD', zsetKey, nowMs, leaseId) == 1 then rcall('HINCRBY', weightsOf, '#', 1) end
+      rcall('PEXPIRE', zsetKey, lengthMs + leaseLifeMs)
+      rcall('PEXPIRE', weightsOf, lengthMs + leaseLifeMs)
+    end
+    one(rateKey, weightsKey, windowMs)
+    if hasRpm then one(minuteKey, minuteWeightsKey, MINUTE_MS) end
+  end
+  return reply
+end
+
 -- Token budgets: sum the buckets still in their window (dropping the rest) and what open leases
 -- reserve; when the call's worst case does not fit, retry once enough has left the window.
 local spareTokens = nil
 local budgeted = callTokens > 0 and (tph >= 0 or tpd >= 0)
 if budgeted then
-  if tph >= 0 and callTokens > tph then return {7, tph, 2} end
-  if tpd >= 0 and callTokens > tpd then return {7, tpd, 3} end
+  if tph >= 0 and callTokens > tph then return refused({7, tph, 2}) end
+  if tpd >= 0 and callTokens > tpd then return refused({7, tpd, 3}) end
   local fields = rcall('HGETALL', tokensKey)
   local minute, quarter = math.floor(nowMs / MINUTE_MS), math.floor(nowMs / QUARTER_MS)
   local hourly, daily, stale = {}, {}, {}
@@ -239,7 +259,7 @@ if not balance[1] then return {3, 0} end
 local available = tonumber(balance[1]) - tonumber(balance[2] or '0')
 if callCost > available then
   if recallMs > 0 and available + recallable(false) >= callCost then return recall(available, 0) end
-  return {2, available}
+  return refused({2, available})
 end
 
 local spare = available - callCost
@@ -254,7 +274,7 @@ if cap >= 0 then
   local capLeft = cap - spent - tonumber(spend[3] or '0')
   if callCost > capLeft then
     if recallMs > 0 and capLeft + recallable(true) >= callCost then return recall(capLeft, 1) end
-    return {4, capLeft}
+    return refused({4, capLeft})
   end
   spare = math.min(spare, capLeft - callCost)
 end

@@ -19,7 +19,11 @@
   `slack`; a retired lease (ARGV[9] = 1) or a closed one leaves KEYS[13]. When the last lease with
   slack leaves it while a recall runs (KEYS[14]), `d<user id>` is published on ARGV[10].
 
-  KEYS[1]  balance of the user         (hash: credits, held, deposits, epoch)
+  A charge without the reservation is added to the balance's `outside` field (nano-USD), which
+  `gateway ledger check` reports: with calls in flight refreshing their lease's deadline, it means a
+  lease was lost (Redis's data) or its thread stalled for longer than the reservation TTL.
+
+  KEYS[1]  balance of the user         (hash: credits, held, deposits, epoch, outside)
   KEYS[2]  open reservations           (hash: reservation or lease id -> nano-USD still held)
   KEYS[3]  reservation deadlines       (zset)
   KEYS[4]  ledger stream of the user   (stream, drained into Postgres)
@@ -100,7 +104,10 @@ for i = 13, #ARGV, 4 do
   tokens = tokens + tonumber(ARGV[i + 2])
   rcall('XADD', ledgerKey, '*', 'r', ARGV[i], 'c', string.format('%d', charge), 'e', ARGV[i + 3])
 end
-if charged > 0 then rcall('HINCRBY', balanceKey, 'credits', string.format('-%d', charged)) end
+if charged > 0 then
+  rcall('HINCRBY', balanceKey, 'credits', string.format('-%d', charged))
+  if not held then rcall('HINCRBY', balanceKey, 'outside', string.format('%d', charged)) end
+end
 
 local freed = 0
 if held then

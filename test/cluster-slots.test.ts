@@ -60,7 +60,7 @@ const scriptBySha = new Map(SCRIPT_NAMES.map((name) => [loadScript(name).sha, na
 
 /** Replies shaped as each script's callers read them. */
 const FAKE_REPLIES: Record<ScriptName, unknown> = {
-  admit: [0, 100, 1, 100, 9, 1000, 1], settle: [0, 0], hydrate: 1, credit: [0, 100], loadspend: 1,
+  admit: [0, 100, 1, 100, 9, 1000, 1], settle: [0, 0], count: [1], hydrate: 1, credit: [0, 100], loadspend: 1,
   expire: [1, 5], task_settle: [0, 5], shard_claim: 1, shard_release: 1, timers_due: [0, -1],
 };
 
@@ -131,6 +131,9 @@ async function capture(): Promise<void> {
         });
         batcher.flush();
         await settled;
+        const counted = batcher.count({ userId, keyId, memberId: leaseId, windowMs: 60_000, leaseLifeMs: 10_000, rpm: true });
+        batcher.flush();
+        await counted;
         await expireLease(recordingRedis, keys, userId, keyId, leaseId);
         await settleTaskHold(recordingRedis, keys, userId, keyId, holdIdOf(keyId, randomUUID()), 5n);
       }

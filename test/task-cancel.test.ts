@@ -1,7 +1,8 @@
 // Cancelling tasks and keeping their records: DELETE on a pending video, speech or music task ends it
-// failed with code `cancelled`, releases its hold at once, asks the vendor to cancel where it can and
+// failed with code `cancelled` and settles its hold at once: free when the vendor's own cancel stops
+// the job, charged the hold when the vendor runs it to its end (see task-cancel-charge.test.ts), and
 // sends the signed callback; an ended task is 409; a cancel racing success ends one way only, charged
-// once or not at all; media past retention is gone while the task record stays, marked expired.
+// once; media past retention is gone while the task record stays, marked expired.
 import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -44,6 +45,15 @@ const call = async (method: string, url: string, key: string) => {
   return { status: response.status, body: await response.json() as any };
 };
 
+/** DELETE, asked again while the task is being submitted to its vendor (409 `task_starting`: neither free nor chargeable yet). */
+async function cancelWhenPossible(url: string, key: string) {
+  for (;;) {
+    const cancel = await call('DELETE', url, key);
+    if (cancel.status !== 409 || cancel.body.error.code !== 'task_starting') return cancel;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 async function finished(key: string, url: string, timeoutMs = 15_000) {
   let last: any;
   const ok = await eventually(async () => {
@@ -67,7 +77,7 @@ async function startedAtVendor(id: string): Promise<string | undefined> {
 
 const usageOf = (user: string) => gateway.sql<{ id: string; credits_nano: bigint }[]>`select id, credits_nano from transactions where user_id = ${user} and payment_method = 'usage'`;
 
-/** A long job on each kind of endpoint, with the vendor cancel the mock should see. */
+/** A long job on each kind of endpoint, with the vendor cancel the mock should see (none: the vendor runs it to its end, and the cancel is charged). */
 const LONG = [
   { name: 'video on DashScope', path: 'videos/generations', body: { model: 'alibaba/wan2.6-r2v', prompt: 'x [[mock job_ms=60000]]', video_urls: ['https://localhost/r.mp4'] }, vendor: 'alibaba' },
   { name: 'video on Ark', path: 'videos/generations', body: { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'x [[mock job_ms=60000]]', image_urls: [REF] }, vendor: 'bytedance' },
@@ -75,7 +85,7 @@ const LONG = [
   { name: 'music made at once (ElevenLabs)', path: 'audio/generations', body: { model: 'elevenlabs/eleven-music', prompt: 'x [[mock latency_ms=3000]]', duration: 5 }, vendor: undefined },
 ] as const;
 
-t.test('cancel a pending task: failed `cancelled`, the hold back at once, the vendor told where it can be, 409 after', async (t) => {
+t.test('cancel a task its vendor accepted: failed `cancelled`, the hold settled at once (free only when the vendor cancelled it), 409 after', async (t) => {
   for (const c of LONG) {
     await t.test(c.name, async (t) => {
       const { user, key } = await newUser();
@@ -86,12 +96,14 @@ t.test('cancel a pending task: failed `cancelled`, the hold back at once, the ve
       t.ok(upstreamId, 'running at the vendor');
 
       const url = `${gateway.v1}/${c.path}/${submitted.body.id}`;
+      const holdNano = (await gateway.balanceNano(user)).held;
       const cancelled = await call('DELETE', url, key);
       t.equal(cancelled.status, 200);
       t.match(cancelled.body, { id: submitted.body.id, status: 'failed', error: { code: 'cancelled' } });
       const now = await gateway.balanceNano(user);
-      t.equal(now.held, 0n, 'the hold is released when the DELETE answers');
-      t.equal(now.credits, TEN_USD, 'nothing charged');
+      t.equal(now.held, 0n, 'the hold is settled when the DELETE answers');
+      const chargeNano = c.vendor ? 0n : holdNano;
+      t.equal(now.credits, TEN_USD - chargeNano, c.vendor ? 'nothing charged: the vendor cancelled the job' : 'charged the hold: the vendor runs the job to its end');
 
       t.match((await call('GET', url, key)).body, { status: 'failed', error: { code: 'cancelled' } }, 'GET shows it cancelled');
       const again = await call('DELETE', url, key);
@@ -103,8 +115,8 @@ t.test('cancel a pending task: failed `cancelled`, the hold back at once, the ve
       // A late result (the music call finishing) must not bring a charge.
       await new Promise((r) => setTimeout(r, c.name.startsWith('music') ? 3500 : 200));
       t.match((await call('GET', url, key)).body, { status: 'failed', error: { code: 'cancelled' } }, 'still cancelled later');
-      t.same(await usageOf(user), [], 'no usage transaction');
-      t.same(await gateway.balanceNano(user), { credits: TEN_USD, held: 0n });
+      t.same(await usageOf(user), c.vendor ? [] : [{ id: submitted.body.id, credits_nano: -holdNano }], c.vendor ? 'no usage transaction' : 'one usage transaction, the hold');
+      t.same(await gateway.balanceNano(user), { credits: TEN_USD - chargeNano, held: 0n });
     });
   }
 });
@@ -133,7 +145,7 @@ t.test('a cancelled task with a callback_url gets the signed final object', asyn
   const submitted = await postJson(`${gateway.v1}/audio/speech`, key, {
     model: 'minimax/speech-2.6-hd', input: 'x [[mock job_ms=60000]]', callback_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
   });
-  const cancelled = await call('DELETE', `${gateway.v1}/audio/speech/${submitted.body.id}`, key);
+  const cancelled = await cancelWhenPossible(`${gateway.v1}/audio/speech/${submitted.body.id}`, key);
   t.equal(cancelled.status, 200);
   t.ok(await eventually(() => deliveries.length === 1, 5000), 'one delivery');
   const { secret } = await (await fetch(`${gateway.url}/api/v1/webhook-secret`, { headers: { authorization: `Bearer ${token}` } })).json() as { secret: string };
@@ -144,7 +156,7 @@ t.test('a cancelled task with a callback_url gets the signed final object', asyn
   t.match(JSON.parse(delivery!.body), { id: submitted.body.id, status: 'failed', error: { code: 'cancelled' } });
 });
 
-t.test('a cancel racing success ends one way only: cancelled and free, or succeeded and charged once (many repetitions)', async (t) => {
+t.test('a cancel racing success ends one way only: cancelled (free before the vendor has the job, else its hold), or succeeded, charged once (many repetitions)', async (t) => {
   const ROUNDS = 60;
   const outcomes = { cancelled: 0, succeeded: 0 };
   const round = async (i: number) => {
@@ -160,7 +172,8 @@ t.test('a cancel racing success ends one way only: cancelled and free, or succee
     if (submitted.status !== 200) throw new Error(JSON.stringify(submitted.body));
     await new Promise((r) => setTimeout(r, jobMs + ((i * 13) % 90) - 30));
     const url = `${gateway.v1}/${path}/${submitted.body.id}`;
-    const cancel = await call('DELETE', url, key);
+    const holdNano = (await gateway.sql<{ hold_nano: bigint }[]>`select hold_nano from tasks where id = ${submitted.body.id}`)[0]!.hold_nano;
+    const cancel = await cancelWhenPossible(url, key);
     const task = await finished(key, url);
     await eventually(async () => (await gateway.balanceNano(user)).held === 0n, 5000);
     const usage = await usageOf(user);
@@ -168,8 +181,11 @@ t.test('a cancel racing success ends one way only: cancelled and free, or succee
     if (cancel.status === 200) {
       outcomes.cancelled++;
       t.match(task, { status: 'failed', error: { code: 'cancelled' } }, `round ${i}: cancelled`);
-      t.same(usage, [], `round ${i}: cancelled, not charged`);
-      t.same(balance, { credits: TEN_USD, held: 0n }, `round ${i}: balance whole`);
+      // Neither vendor here has a cancel: once it has the job, the cancel is charged the hold.
+      const charged = usage.length > 0;
+      if (charged) t.same(usage, [{ id: submitted.body.id, credits_nano: -holdNano }], `round ${i}: cancelled after the vendor had it, charged its hold once`);
+      t.match(task.error.message, charged ? /its price was charged/ : /nothing was charged/, `round ${i}: the message says which`);
+      t.same(balance, { credits: charged ? TEN_USD - holdNano : TEN_USD, held: 0n }, `round ${i}: balance down by the charge only`);
     } else {
       outcomes.succeeded++;
       t.equal(cancel.status, 409, `round ${i}: the cancel lost to success`);

@@ -107,6 +107,10 @@ export class Admission {
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly admitDuration;
   private readonly settleDuration;
+  /** Leases of calls (not task holds) not yet closed in Redis: those with calls in flight keep their deadline fresh. */
+  private readonly live = new Set<Lease>();
+  /** Runs while `live` has a lease: refreshes the deadlines of leases whose calls outlast a batch's reach. */
+  private refreshTimer: NodeJS.Timeout | undefined;
   /** Calls waiting for a recall of their user's leases, woken by its `d` message (or their own timer). */
   private readonly recallWaiters = new Map<string, Set<() => void>>();
 
@@ -191,6 +195,7 @@ export class Admission {
       try {
         const lease = await opening;
         slot.lease = lease;
+        this.track(lease);
         this.sweepTimer ??= setInterval(() => this.sweep(Date.now()), Math.max(10, this.policy.idleMs / 2)).unref();
         return { lease, headers: rateLimitHeaders(lease.rateWindow(Date.now())) };
       } finally {
@@ -200,13 +205,64 @@ export class Admission {
   }
 
   /**
+   * Counts one request of the key in its request windows without admitting anything: for an
+   * authenticated request refused before admission (a 400 for its body, an unknown model), so that
+   * refusals take their slot as admitted requests and refusals for credit do (see lua/admit.lua) and
+   * cannot be sent without limit. Leaves with the thread's next batch of scripts (no round trip of its
+   * own); a failure is logged, never thrown: the refusal is answered either way.
+   */
+  countRequest(userId: string, keyId: string, limits: KeyLimits = NO_KEY_LIMITS): Promise<void> {
+    return this.scripts.count({ userId, keyId, memberId: leaseIdFor(keyId), windowMs: this.limits.windowMs, leaseLifeMs: this.policy.lifeMs, rpm: limits.rpm !== null })
+      .catch((error: Error) => log.warn('a refused request was not counted in its rate window', { userId, keyId, error }));
+  }
+
+  /**
    * Reserves credit for one call whose request the rate windows already counted (a call that falls
    * back from the user's own upstream credential to the platform's): the user's `available`, the
    * key's `credit_limit` and its token budgets apply (the failed attempt's tokens were released), the
    * request windows do not count it again. Its lease admits nothing else and closes when the call settles.
    */
   async admitCredit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits, headers: Readonly<Record<string, string>>, callTokens = 0): Promise<Admitted> {
-    return { lease: await this.open(userId, keyId, callNano, callTokens, 0, limits), headers };
+    const lease = await this.open(userId, keyId, callNano, callTokens, 0, limits);
+    this.track(lease);
+    return { lease, headers };
+  }
+
+  /**
+   * How often the deadlines of leases with calls in flight are refreshed: a third of the reservation
+   * TTL, so a refresh held up by a busy event loop or a slow round trip still lands well before it.
+   */
+  private get refreshMs(): number {
+    return Math.max(100, Math.floor(this.limits.reservationTtlMs / 3));
+  }
+
+  /** Watches `lease` until it closes, so that a call running longer than the reservation TTL keeps its hold. */
+  private track(lease: Lease): void {
+    this.live.add(lease);
+    this.refreshTimer ??= setInterval(() => this.refreshHolds(Date.now()), this.refreshMs).unref();
+  }
+
+  /**
+   * A call keeps its hold for as long as it runs: Redis gives a lease a new deadline (now + the
+   * reservation TTL) with each batch (settle.lua), so a lease with calls in flight whose last batch
+   * is a third of the TTL old sends one, empty if nothing else is waiting. One round trip per such
+   * lease per period, none per call; the janitor still releases the leases of a thread that died,
+   * since nothing refreshes them any more. How long a call may run is bounded by the upstream
+   * exchange's total deadline, not here.
+   */
+  private refreshHolds(nowMs: number): void {
+    for (const lease of this.live) {
+      if (lease.closed) {
+        this.live.delete(lease);
+      } else if (lease.inFlight > 0 && !lease.refreshDue && nowMs - lease.reportedAtMs >= this.refreshMs) {
+        lease.refreshDue = true;
+        this.queueFlush(lease);
+      }
+    }
+    if (this.live.size === 0) {
+      clearInterval(this.refreshTimer);
+      this.refreshTimer = undefined;
+    }
   }
 
   /**
@@ -417,7 +473,7 @@ export class Admission {
   private send(lease: Lease): void {
     if (lease.sending) return;
     const close = lease.closable;
-    if (lease.pending.length === 0 && lease.releaseNano === 0n && lease.tokensFreed === 0 && !close && !lease.slackReportDue) {
+    if (lease.pending.length === 0 && lease.releaseNano === 0n && lease.tokensFreed === 0 && !close && !lease.slackReportDue && !lease.refreshDue) {
       this.flushing.delete(lease);
       return;
     }
@@ -429,6 +485,8 @@ export class Admission {
     lease.releaseNano = 0n;
     lease.tokensFreed = 0;
     lease.sending = true;
+    lease.refreshDue = false;
+    lease.reportedAtMs = Date.now();
     // What the lease holds beyond its calls in flight once this batch is applied (see Lease).
     const slackNano = lease.accepting ? lease.creditLeft : 0n;
     const retired = !lease.accepting;
@@ -465,6 +523,7 @@ export class Admission {
         if (close) {
           lease.closed = true;
           this.flushing.delete(lease);
+          this.live.delete(lease);
         } else if (this.settlement.flushMs > 0 && !lease.urgent) {
           // What settled meanwhile waits for the next flush too, not just for this reply.
           this.queueFlush(lease);

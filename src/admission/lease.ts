@@ -24,6 +24,10 @@ export class Lease {
   /** Number of the last batch sent; batches of one lease leave one at a time, in order. */
   batch = 0;
   sending = false;
+  /** When its last batch left (or it opened): Redis set its deadline then (see `Admission.refreshHolds`). */
+  reportedAtMs: number;
+  /** Its deadline in Redis is due for a refresh: the next batch leaves even with nothing else in it. */
+  refreshDue = false;
   /** The balance epoch it was opened in (settle.lua's test for a lease Redis lost). */
   readonly epoch: string;
   /**
@@ -69,6 +73,7 @@ export class Lease {
     this.tokensLeft = this.tokenBudgeted && askingCallTokens > 0 ? this.slotsLeft * askingCallTokens : 0;
     this.openedAtMs = nowMs;
     this.lastUsedAtMs = nowMs;
+    this.reportedAtMs = nowMs;
     this.windowResetAtMs = nowMs + grant.window.resetMs;
   }
 

@@ -26,6 +26,7 @@ export class ScriptBatcher {
   private scheduled = false;
   private readonly admitScript = loadScript('admit');
   private readonly settleScript = loadScript('settle');
+  private readonly countScript = loadScript('count');
 
   /** `onLedgerMarked`: settle.lua appended ledger events and their users are marked for the ledger writer. */
   constructor(private readonly redis: RedisPipe, private readonly keys: RedisKeys, private readonly onLedgerMarked?: () => void) {}
@@ -41,6 +42,16 @@ export class ScriptBatcher {
       limits.rpm ?? -1, limits.capNano === null ? -1 : limits.capNano.toString(), limits.periodStartMs, limits.tph ?? -1, limits.tpd ?? -1,
       input.callTokens, keyId, input.recallMs ?? 0, keys.leaseRecallChannel(), userId,
     ]).then((reply) => admitResultOf(reply, input.limit));
+  }
+
+  /** count.lua: one request of the key counted in its request windows, nothing admitted (see Admission.countRequest). */
+  count(input: { readonly userId: string; readonly keyId: string; readonly memberId: string; readonly windowMs: number; readonly leaseLifeMs: number; readonly rpm: boolean }): Promise<void> {
+    const { keys } = this;
+    const { userId, keyId } = input;
+    return this.enqueue(this.countScript, [
+      keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
+      input.memberId, input.windowMs, input.leaseLifeMs, input.rpm ? 1 : 0,
+    ]).then(() => undefined);
   }
 
   /** settle.lua, and the user marked for the ledger writer (once per batch, whatever the number of calls). */

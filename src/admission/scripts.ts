@@ -6,7 +6,7 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 11, settle: 14, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 11, settle: 14, count: 4, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];

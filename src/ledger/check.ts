@@ -1,7 +1,9 @@
 /**
  * The money invariants, checked against live state (`gateway ledger check`): for each user, the Redis
  * balance agrees with the Postgres ledger (credits and deposits), `held` is the sum of the open
- * reservations, and no live key spent more than its credit limit in its current period.
+ * reservations, no balance is below zero, nothing was charged outside a lease (settle.lua counts such
+ * charges in the balance's `outside` field), and no live key spent more than its credit limit in its
+ * current period.
  *
  * Races with a live gateway: each user's Redis figures are read in one MULTI/EXEC (atomic with
  * settle.lua and credit.lua), then Postgres in one repeatable-read snapshot, which also says which
@@ -26,6 +28,10 @@ export type LedgerDifference =
   | { readonly kind: 'held'; readonly userId: string; readonly expectedNano: bigint; readonly actualNano: bigint; readonly reservations: number }
   /** Redis `held` or an open reservation is negative. */
   | { readonly kind: 'negative_held'; readonly userId: string; readonly actualNano: bigint; readonly what: string }
+  /** The user's credits are below zero (Redis, or Postgres for a balance Redis does not have). */
+  | { readonly kind: 'negative_balance'; readonly userId: string; readonly actualNano: bigint; readonly where: 'redis' | 'postgres' }
+  /** Calls were charged without their lease's reservation (released at its deadline, or lost with Redis's data). */
+  | { readonly kind: 'outside_lease'; readonly userId: string; readonly chargedNano: bigint }
   /** A Redis figure that is not an integer. */
   | { readonly kind: 'unreadable'; readonly userId: string; readonly what: string; readonly raw: string }
   /** A pending task's hold (Postgres) is not open in Redis at its amount, or Redis holds for a task that is not pending. */
@@ -58,6 +64,8 @@ interface RedisMoney {
   readonly credits: string | null;
   readonly held: string | null;
   readonly deposits: string | null;
+  /** nano-USD charged outside a lease (settle.lua); null when none ever was. */
+  readonly outside: string | null;
   readonly reservations: [id: string, nano: string][];
   /** Ledger-stream entries: transaction id and charge. */
   readonly pending: [id: string, charge: string][];
@@ -129,13 +137,13 @@ async function compareUsers(sql: Sql, redis: RedisClient, keys: RedisKeys, userI
 async function readRedisMoney(redis: RedisClient, keys: RedisKeys, userId: string): Promise<RedisMoney> {
   // One MULTI/EXEC: the balance, the reservations and the stream as of one instant between scripts.
   const replies = await redis.multi()
-    .hmget(keys.balance(userId), 'credits', 'held', 'deposits')
+    .hmget(keys.balance(userId), 'credits', 'held', 'deposits', 'outside')
     .hgetall(keys.reservations(userId))
     .xrange(keys.ledger(userId), '-', '+')
     .exec();
   if (!replies) throw new Error(`the Redis transaction reading ${userId} was aborted`);
   for (const [error] of replies) if (error) throw error;
-  const [credits, held, deposits] = replies[0]![1] as (string | null)[];
+  const [credits, held, deposits, outside] = replies[0]![1] as (string | null)[];
   const reservations = Object.entries(replies[1]![1] as Record<string, string>);
   const pending = (replies[2]![1] as [string, string[]][]).map(([, fields]): [string, string] => {
     const field = (name: string) => {
@@ -144,7 +152,7 @@ async function readRedisMoney(redis: RedisClient, keys: RedisKeys, userId: strin
     };
     return [field('r'), field('c')];
   });
-  return { loaded: credits != null, credits: credits ?? null, held: held ?? null, deposits: deposits ?? null, reservations, pending };
+  return { loaded: credits != null, credits: credits ?? null, held: held ?? null, deposits: deposits ?? null, outside: outside ?? null, reservations, pending };
 }
 
 function compareUser(userId: string, money: RedisMoney, snapshot: LedgerSnapshot): LedgerDifference[] {
@@ -173,8 +181,16 @@ function compareUser(userId: string, money: RedisMoney, snapshot: LedgerSnapshot
     }
   }
 
-  // A balance Redis does not have is loaded from Postgres on first use: nothing to compare.
-  if (!money.loaded) return found;
+  const totals = snapshot.totals.get(userId) ?? { credits: 0n, deposits: 0n };
+  // A balance Redis does not have is loaded from Postgres on first use: nothing to compare, but it must not be below zero.
+  if (!money.loaded) {
+    if (totals.credits < 0n) found.push({ kind: 'negative_balance', userId, actualNano: totals.credits, where: 'postgres' });
+    return found;
+  }
+  if (money.outside !== null) {
+    const outside = integer('outside', money.outside);
+    if (outside !== undefined && outside !== 0n) found.push({ kind: 'outside_lease', userId, chargedNano: outside });
+  }
   // Pending tasks hold their cost in Redis for as long as they run, and nothing else holds for a task.
   const taskHolds = snapshot.taskHolds.get(userId) ?? new Map<string, bigint>();
   const open = new Map(money.reservations);
@@ -188,7 +204,6 @@ function compareUser(userId: string, money: RedisMoney, snapshot: LedgerSnapshot
       found.push({ kind: 'task_hold', userId, holdId, expectedNano: 0n, actualNano: INTEGER.test(raw) ? BigInt(raw) : 0n });
     }
   }
-  const totals = snapshot.totals.get(userId) ?? { credits: 0n, deposits: 0n };
   let pendingNano: bigint | undefined = 0n;
   for (const [id, raw] of money.pending) {
     const charge = integer(`charge of ledger entry ${id}`, raw);
@@ -197,6 +212,7 @@ function compareUser(userId: string, money: RedisMoney, snapshot: LedgerSnapshot
     else if (pendingNano !== undefined && !snapshot.committed.has(id)) pendingNano += charge;
   }
   const credits = integer('credits', money.credits);
+  if (credits !== undefined && credits < 0n) found.push({ kind: 'negative_balance', userId, actualNano: credits, where: 'redis' });
   if (credits !== undefined && pendingNano !== undefined) {
     const expectedNano = totals.credits - pendingNano;
     if (credits !== expectedNano) {
@@ -234,6 +250,10 @@ export function describeDifference(d: LedgerDifference): string {
         `(sum of ${d.reservations} open reservation${d.reservations === 1 ? '' : 's'}); off by ${money(d.actualNano - d.expectedNano)}`;
     case 'negative_held':
       return `user ${d.userId}: ${d.what} is negative: ${money(d.actualNano)}`;
+    case 'negative_balance':
+      return `user ${d.userId}: balance is below zero in ${d.where === 'redis' ? 'Redis' : 'Postgres'}: ${money(d.actualNano)}`;
+    case 'outside_lease':
+      return `user ${d.userId}: ${money(d.chargedNano)} charged outside a lease (calls settled after their reservation was released or lost)`;
     case 'unreadable':
       return `user ${d.userId}: ${d.what} in Redis is not an integer: ${JSON.stringify(d.raw)}`;
     case 'task_hold':

@@ -87,13 +87,13 @@ export interface ApiKeyChanges {
 
 /**
  * Updates a live key owned by the user; undefined when there is none. A change of the credit limit
- * or of its interval starts a new spend period (none when the key has no limit). One statement
- * whatever the fields: each column is set from its parameter when given, kept otherwise.
+ * or of its interval starts a new spend period (none when the key has no limit); the same values sent
+ * again (a form saved twice) keep the period and what it spent. One statement whatever the fields:
+ * each column is set from its parameter when given, kept otherwise.
  */
 export async function updateUserKey(sql: AnySql, userId: string, keyId: string, changes: ApiKeyChanges): Promise<ApiKeyRow | undefined> {
   const given = (field: keyof ApiKeyChanges) => changes[field] !== undefined;
   const limit = changes.credit_limit_nano === undefined || changes.credit_limit_nano === null ? null : changes.credit_limit_nano.toString();
-  const periodChanges = given('credit_limit_nano') || given('credit_reset_interval');
   const [row] = await sql<ApiKeyRow[]>`
     update api_keys set
       name = case when ${given('name')} then ${changes.name ?? null}::text else name end,
@@ -105,9 +105,11 @@ export async function updateUserKey(sql: AnySql, userId: string, keyId: string, 
       credit_limit_nano = case when ${given('credit_limit_nano')} then ${limit}::bigint else credit_limit_nano end,
       credit_reset_interval = case when ${given('credit_reset_interval')} then ${changes.credit_reset_interval ?? 'none'}::text else credit_reset_interval end,
       expires_at = case when ${given('expires_at')} then ${changes.expires_at ?? null}::timestamptz else expires_at end,
-      -- The other expressions of an UPDATE see the row as it was: the new limit is the parameter.
+      -- The other expressions of an UPDATE see the row as it was: the new values are the parameters.
       credit_period_start = case
-        when not ${periodChanges} then credit_period_start
+        when (case when ${given('credit_limit_nano')} then ${limit}::bigint else credit_limit_nano end) is not distinct from credit_limit_nano
+          and (case when ${given('credit_reset_interval')} then ${changes.credit_reset_interval ?? 'none'}::text else credit_reset_interval end) = credit_reset_interval
+          then credit_period_start
         when (case when ${given('credit_limit_nano')} then ${limit}::bigint else credit_limit_nano end) is null then null
         else now() end
     where id = ${keyId} and user_id = ${userId} and revoked_at is null

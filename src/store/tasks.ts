@@ -41,6 +41,9 @@ export interface TaskRow {
   ended_at: Date | null;
 }
 
+/** The `upstream_id` of a task whose vendor answers with the result itself (no vendor task): set before the call. */
+export const MADE_AT_ONCE = 'made-at-once';
+
 /** The Redis reservation id of a task's hold: it names the key first, as lease ids do, so the janitor finds the key's spend. */
 export const holdIdOf = (keyId: string, taskId: string) => `${keyId}:task-${taskId}`;
 
@@ -119,6 +122,26 @@ export async function openTasksOfShard(sql: AnySql, shard: number, createdBefore
     order by created_at, id`;
 }
 
+/**
+ * Marks a task as being submitted to its vendor (`started_at` set, no vendor id yet), just before the
+ * submit: a cancel from then on cannot be free, since the vendor may be starting the job. False when
+ * the row is no longer this writer's to change (cancelled, ended, or a newer fencing token).
+ */
+export async function markSubmitting(sql: AnySql, id: string, fence: bigint): Promise<boolean> {
+  const rows = await sql`
+    update tasks set started_at = now(), fence = ${fence.toString()}, updated_at = now()
+    where id = ${id} and status = 'pending' and upstream_id is null and fence <= ${fence.toString()}
+    returning id`;
+  return rows.length === 1;
+}
+
+/** A submit the vendor refused and that will be tried again: not being submitted any more until then. */
+export async function unmarkSubmitting(sql: AnySql, id: string, fence: bigint): Promise<void> {
+  await sql`
+    update tasks set started_at = null, updated_at = now()
+    where id = ${id} and status = 'pending' and upstream_id is null and fence <= ${fence.toString()}`;
+}
+
 /** Records the vendor's task id; false when the row is no longer this writer's to change. */
 export async function markStarted(sql: AnySql, id: string, fence: bigint, upstreamId: string, upstreamStatus: string | null): Promise<boolean> {
   const rows = await sql`
@@ -186,20 +209,41 @@ export async function endTaskFailure(sql: Sql, id: string, fence: bigint, error:
 }
 
 /**
+ * How a cancel ends a task: one its vendor never saw (not started, not being submitted) is free; one
+ * its vendor accepted (`upstreamId`, the id the decision was made about) is charged `chargeNano`
+ * (0 when the vendor's own cancel stopped it), with `message` saying which.
+ */
+export type CancelTerms =
+  | { readonly started: false }
+  | { readonly started: true; readonly upstreamId: string; readonly chargeNano: bigint; readonly message: string };
+
+/**
  * The owner's cancel of a pending task: failed with code `cancelled`, whichever process owns its
  * shard (the owner's intent outranks any fencing token). Conditional on `pending` like every ending,
- * so a cancel racing the task's success ends it one way only. Undefined when it had already ended.
+ * so a cancel racing the task's success ends it one way only, and on the vendor state `terms` were
+ * decided for. A charge is the task's usage transaction (the task id is its id), as a success's is.
+ * Undefined when nothing matched (ended, or its vendor state moved on meanwhile).
  */
-export async function cancelTask(sql: Sql, id: string, userId: string, kind: TaskKind): Promise<TaskRow | undefined> {
+export async function cancelTask(sql: Sql, id: string, userId: string, kind: TaskKind, terms: CancelTerms): Promise<TaskRow | undefined> {
+  const chargeNano = terms.started ? terms.chargeNano : 0n;
+  const message = terms.started ? terms.message : 'Cancelled by its owner before its vendor started it; nothing was charged.';
   return sql.begin(async (tx) => {
     const [row] = await tx<TaskRow[]>`
-      update tasks set status = 'failed', error_code = 'cancelled', error_message = 'Cancelled by its owner; nothing was charged.',
+      update tasks set status = 'failed', error_code = 'cancelled', error_message = ${message},
+        charged_nano = ${terms.started ? chargeNano.toString() : null}::bigint,
         ended_at = now(), updated_at = now(), callback_status = case when callback_url is null then null else 'pending' end
       where id = ${id} and user_id = ${userId} and kind = ${kind} and status = 'pending'
+        and ${terms.started ? tx`upstream_id = ${terms.upstreamId}` : tx`upstream_id is null and started_at is null`}
       returning *`;
     if (!row) return undefined;
+    if (chargeNano > 0n) {
+      await tx`
+        insert into transactions (id, user_id, credits_nano, payment_method, api_key_id, model, created_at)
+        values (${id}, ${row.user_id}, ${(-chargeNano).toString()}, 'usage', ${row.api_key_id}, ${row.model}, ${row.ended_at})
+        on conflict (id) do nothing`;
+    }
     // 499: the client called it off (the status nginx gave the case).
-    await insertTaskRequestLog(tx, row, TASK_ENDPOINTS[kind], 499, 'cancelled', 0n);
+    await insertTaskRequestLog(tx, row, TASK_ENDPOINTS[kind], 499, 'cancelled', chargeNano);
     return row;
   });
 }

@@ -14,7 +14,7 @@ import { log } from '../log.js';
 import { isLoopbackUrl } from '../media/rehost.js';
 import type { VendorRefusal, VendorTarget } from '../providers/video/adapter.js';
 import {
-  TASK_ENDPOINTS, endTaskFailure, endTaskSuccess, getTask, holdIdOf, markStarted, recordCallbackAttempt, recordPoll, runningTaskCount, type TaskRow,
+  MADE_AT_ONCE, TASK_ENDPOINTS, endTaskFailure, endTaskSuccess, getTask, holdIdOf, markStarted, markSubmitting, recordCallbackAttempt, recordPoll, runningTaskCount, unmarkSubmitting, type TaskRow,
 } from '../store/tasks.js';
 import { signingSecrets, webhookSecretsOf } from '../store/webhook-secrets.js';
 import { callbackGivesUp, callbackRetryDelayMs } from './callback-policy.js';
@@ -29,9 +29,6 @@ import type { GenerateAudioOutput } from '../../workers/generate-audio.js';
 
 /** What a timer or message asks of a task: advance it (start, poll, settle), deliver its callback, or pass its cancel on (`x`). */
 export type StepKind = 'a' | 'c' | 'x';
-
-/** `upstream_id` of a task whose vendor answers with the result at once: it holds a slot while being made. */
-export const MADE_AT_ONCE = 'made-at-once';
 
 /** The shard lease a step runs under: its writes carry the token and lose to any newer owner's. */
 export interface StepLease {
@@ -130,11 +127,16 @@ export class TaskSteps {
       return this.make({ ...row, upstream_id: MADE_AT_ONCE, fence: lease.token }, lease);
     }
     const { publicUrl } = config.tasks;
+    // From here a cancel cannot be free: the vendor may accept the job before its id is recorded.
+    if (!(await markSubmitting(this.deps.sql, row.id, lease.token))) return;
     const submitted = await workers.submit({
       family: route.family, job: row.job as unknown as TaskJob, target: route.target, timeoutMs: config.fetch.timeoutMs,
       vendorCallbackUrl: publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id),
     });
-    if (submitted.kind === 'refused') return this.refused(row, lease, submitted, 'start');
+    if (submitted.kind === 'refused') {
+      if (submitted.retryable) await unmarkSubmitting(this.deps.sql, row.id, lease.token);
+      return this.refused(row, lease, submitted, 'start');
+    }
     this.retries.delete(row.id);
     if (!(await markStarted(this.deps.sql, row.id, lease.token, submitted.upstreamId, null))) return;
     this.stepsOf('start', 'ok').inc();
@@ -341,16 +343,11 @@ export class TaskSteps {
   }
 
   /**
-   * A task its owner cancelled (the API ended it and released its hold): the vendor's own cancel where
-   * it has one, then what every ended task gets (hold settled if still there, callback).
+   * A task its owner cancelled (the API ended it, asked its vendor to cancel where it had accepted the
+   * job, and settled its hold): what every ended task gets (hold settled if still there, callback).
    */
   private async cancelled(row: TaskRow, lease: StepLease): Promise<void> {
     if (row.status !== 'failed' || row.error_code !== 'cancelled') return this.settle(row, lease);
-    const route = this.route(row);
-    if (row.upstream_id !== null && row.upstream_id !== MADE_AT_ONCE && !('code' in route)) {
-      const answer = await this.deps.workers.cancel({ family: route.family, upstreamId: row.upstream_id, target: route.target, timeoutMs: this.deps.config.fetch.timeoutMs });
-      if (answer.kind !== 'no_cancel') log.info('vendor asked to cancel a task', { task: row.id, vendor: row.upstream_vendor, status: answer.httpStatus });
-    }
     this.stepsOf('cancel', 'ok').inc();
     return this.ended(row, lease);
   }
@@ -369,7 +366,7 @@ export class TaskSteps {
   private async settle(row: TaskRow, lease: StepLease): Promise<void> {
     const { redis, keys } = this.deps;
     if (row.hold_nano > 0n) {
-      const charged = await settleTaskHold(redis, keys, row.user_id, row.api_key_id, holdIdOf(row.api_key_id, row.id), row.status === 'success' ? row.charged_nano ?? 0n : 0n);
+      const charged = await settleTaskHold(redis, keys, row.user_id, row.api_key_id, holdIdOf(row.api_key_id, row.id), row.charged_nano ?? 0n);
       if (charged !== undefined) this.stepsOf('settle', 'ok').inc();
     }
     if (row.callback_status === 'pending') await this.deps.schedule(lease, 'c', row, 0);

@@ -5,7 +5,6 @@ import type { PollTaskInput, PollTaskOutput } from '../../workers/poll-task.js';
 import type { RehostMediaInput, RehostMediaOutput } from '../../workers/rehost-media.js';
 import type { DeliverCallbackInput, DeliverCallbackOutput } from '../../workers/deliver-callback.js';
 import type { GenerateAudioInput, GenerateAudioOutput } from '../../workers/generate-audio.js';
-import type { CancelTaskInput, CancelTaskOutput } from '../../workers/cancel-task.js';
 
 const worker = (name: string) => new URL(`../../workers/${name}.js`, import.meta.url).href;
 
@@ -38,10 +37,6 @@ export class TaskWorkers {
 
   generate(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
     return this.pool.run(input, { filename: worker('generate-audio') });
-  }
-
-  cancel(input: CancelTaskInput): Promise<CancelTaskOutput> {
-    return this.pool.run(input, { filename: worker('cancel-task') });
   }
 
   deliver(input: DeliverCallbackInput): Promise<DeliverCallbackOutput> {

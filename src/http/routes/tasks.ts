@@ -8,14 +8,15 @@ import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { AuthenticatedKey } from '../../auth/authenticator.js';
 import type { MediaModel } from '../../catalog/model.js';
-import { ApiError, notFound } from '../errors.js';
+import { ApiError, badRequest, notFound } from '../errors.js';
 import { pageOf } from './billing.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
 import { settleTaskHold } from '../../admission/scripts.js';
 import { UrlGuardError, vetPublicUrl } from '../../media/url-guard.js';
 import {
-  cancelTask, deleteUnstartedTask, getUserTask, holdIdOf, insertTask, listUserTasks, type TaskKind,
+  MADE_AT_ONCE, cancelTask, deleteUnstartedTask, getUserTask, holdIdOf, insertTask, listUserTasks, type CancelTerms, type TaskKind, type TaskRow,
 } from '../../store/tasks.js';
+import { cancelAtVendor } from '../../tasks/vendor-cancel.js';
 import { shardOf } from '../../tasks/shards.js';
 import { taskObject } from '../../tasks/task-object.js';
 import { children } from '../../metrics.js';
@@ -87,28 +88,69 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
     ctx.reply.json(200, { object: 'list', data: rows.map((row) => taskObject(row, config.media.retentionMs)), total, page, per_page: perPage });
   };
 
+  const ended = (task: TaskRow) => new ApiError(409, 'task_ended', `The ${noun} '${task.id}' has already ended (${task.status}); only a pending task can be cancelled.`);
+  const starting = (task: TaskRow) => new ApiError(409, 'task_starting',
+    `The ${noun} '${task.id}' is being submitted to its vendor right now; retry the cancel in a moment.`, null, { 'retry-after': '1' });
+
   /**
-   * Ends a task that has not ended: failed with code `cancelled`, its hold released at once; its actor
-   * then asks the vendor to cancel (where the vendor can) and sends the callback. An ended task is 409.
+   * How a cancel ends a task its vendor accepted: a vendor that runs every job to its end (no cancel of
+   * its own, or a job made at once) is paid, so the cancel is charged the task's hold; otherwise the
+   * vendor is asked to cancel first, and only a cancel it confirms (2xx) is free.
+   */
+  const acceptedCancelTerms = async (task: TaskRow, upstreamId: string): Promise<CancelTerms> => {
+    const charged = (why: string): CancelTerms => ({
+      started: true, upstreamId, chargeNano: task.hold_nano, message: `Cancelled by its owner after its vendor accepted it; ${why}, so its price was charged.`,
+    });
+    const model = services.catalog().media(task.model);
+    const target = services.vendors[task.upstream_vendor];
+    if (upstreamId === MADE_AT_ONCE || !model || !target) return charged('the vendor makes it to its end');
+    const answer = await cancelAtVendor({ family: model.family, upstreamId, target, timeoutMs: config.fetch.timeoutMs });
+    if (answer.kind === 'no_cancel') return charged('the vendor has no cancel and runs it to its end');
+    if (answer.kind === 'sent' && answer.httpStatus >= 200 && answer.httpStatus < 300) {
+      log.info('vendor cancelled a task', { task: task.id, vendor: task.upstream_vendor });
+      return { started: true, upstreamId, chargeNano: 0n, message: 'Cancelled by its owner and by its vendor; nothing was charged.' };
+    }
+    log.info('vendor did not cancel a task; charged', { task: task.id, vendor: task.upstream_vendor, status: answer.kind === 'sent' ? answer.httpStatus : answer.code });
+    return charged('the vendor did not confirm the cancel (it runs the job to its end)');
+  };
+
+  /**
+   * Ends a task that has not ended: failed with code `cancelled`. One its vendor never saw is free, its
+   * hold released at once; one its vendor accepted is free only when the vendor's own cancel stops it,
+   * and charged its hold otherwise (see docs/tasks.md). Its actor then sends the callback. An ended task
+   * is 409 `task_ended`; one being submitted to its vendor right now, 409 `task_starting`.
    */
   const cancel = async (ctx: RequestContext): Promise<void> => {
     const key = await auth.apiKey(ctx);
     const id = (ctx.params[0] ?? '').toLowerCase();
     if (!UUID.test(id)) throw notYours(id);
-    const row = await cancelTask(sql, id, key.userId, kind);
+    const task = await getUserTask(sql, key.userId, kind, id);
+    if (!task) throw notYours(id);
+    if (task.status !== 'pending') throw ended(task);
+    if (task.upstream_id === null && task.started_at !== null) throw starting(task);
+    const terms: CancelTerms = task.upstream_id === null ? { started: false } : await acceptedCancelTerms(task, task.upstream_id);
+    let row = await cancelTask(sql, id, key.userId, kind, terms);
+    const endedHere = row !== undefined;
     if (!row) {
-      const existing = await getUserTask(sql, key.userId, kind, id);
-      if (!existing) throw notYours(id);
-      throw new ApiError(409, 'task_ended', `The ${noun} '${id}' has already ended (${existing.status}); only a pending task can be cancelled.`);
+      // It ended, or its vendor state moved on (a submit began), since it was read.
+      const now = await getUserTask(sql, key.userId, kind, id);
+      if (now?.status === 'pending') throw starting(now);
+      // The vendor confirmed the cancel and the task's actor, polling, ended it first (failed, free): the cancel is done.
+      if (!(now?.status === 'failed' && terms.started && terms.chargeNano === 0n)) throw ended(now ?? task);
+      row = now;
     }
-    // The credit is the user's again now, not when the actor gets to it (it settles again harmlessly).
+    // The hold ends now (released, or charged), not when the actor gets to it (it settles again harmlessly).
     if (row.hold_nano > 0n) {
-      await settleTaskHold(redis, keys, row.user_id, row.api_key_id, holdIdOf(row.api_key_id, row.id), 0n)
-        .catch((error) => log.warn('cancelled task hold not released at once; its actor releases it', { task: row.id, error }));
+      const settled = row;
+      await settleTaskHold(redis, keys, settled.user_id, settled.api_key_id, holdIdOf(settled.api_key_id, settled.id), settled.charged_nano ?? 0n)
+        .catch((error) => log.warn('cancelled task hold not settled at once; its actor settles it', { task: settled.id, error }));
     }
-    await redis.xadd(keys.taskStream(row.shard), '*', 'k', 'x', 't', row.id, 'u', row.user_id)
-      .catch((error) => log.warn('cancelled task not passed to its actor; the shard sweep finds it', { task: row.id, error }));
-    log.info('task cancelled', { task: row.id, kind });
+    if (endedHere) {
+      const cancelled = row;
+      await redis.xadd(keys.taskStream(cancelled.shard), '*', 'k', 'x', 't', cancelled.id, 'u', cancelled.user_id)
+        .catch((error) => log.warn('cancelled task not passed to its actor; the shard sweep finds it', { task: cancelled.id, error }));
+      log.info('task cancelled', { task: cancelled.id, kind, charged_nano: String(cancelled.charged_nano ?? 0n) });
+    }
     ctx.reply.json(200, taskObject(row, config.media.retentionMs));
   };
 
@@ -125,8 +167,11 @@ export async function checkPublicUrl(url: string, param: string, code: string, a
   }
 }
 
-/** A body's `callback_url`, vetted. */
+/** A body's `callback_url`, vetted; anything but a string or nothing is refused, whatever the route's schema let through. */
 export async function callbackUrlOf(body: Record<string, unknown>, allowLoopback: boolean): Promise<string | null> {
+  if (body.callback_url !== undefined && body.callback_url !== null && typeof body.callback_url !== 'string') {
+    throw badRequest("Invalid value for 'callback_url': must be a string.", 'callback_url');
+  }
   const callbackUrl = typeof body.callback_url === 'string' ? body.callback_url : null;
   if (callbackUrl !== null) await checkPublicUrl(callbackUrl, 'callback_url', 'invalid_callback_url', allowLoopback);
   return callbackUrl;
