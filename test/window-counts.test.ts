@@ -47,6 +47,23 @@ t.test("refusals for the key's credit limit count the same", async (t) => {
   t.same(answers, [...Array(20).fill('402 credit_limit_exceeded'), ...Array(2).fill('429 rate_limit_exceeded')]);
 });
 
+t.test('requests refused before admission (a malformed body, an unknown model) take their slot too', async (t) => {
+  const { key } = await fastUser(gateway, 'malformed', '1');
+  const answers: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const body = i % 2 === 0 ? { ...CHAT, max_tokens: -1 } : { ...CHAT, model: 'nobody/no-such-model' };
+    const response = await postJson(`${gateway.v1}/chat/completions`, key, body);
+    answers.push(String(response.status));
+  }
+  t.same(answers, Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? '400' : '404')), 'twenty refusals');
+  // The counts leave with the thread's next batch of scripts: the request after them may go out in
+  // that batch, ahead of the last count; the one after it cannot. Uncounted, both would be served.
+  let next = await postJson(`${gateway.v1}/chat/completions`, key, CHAT);
+  if (next.status === 200) next = await postJson(`${gateway.v1}/chat/completions`, key, CHAT);
+  t.equal(next.status, 429, 'a valid request is refused by the window they filled');
+  t.equal(next.body.error.code, 'rate_limit_exceeded');
+});
+
 t.test('count.lua: a request counted before admission takes its slot in the window admit.lua checks', async (t) => {
   const prefix = `test:counts:${randomBytes(4).toString('hex')}:`;
   const redis = connectRedis(REDIS_URL);

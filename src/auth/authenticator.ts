@@ -25,6 +25,8 @@ export interface Caller {
   readonly headers: { readonly authorization: string };
   /** Read only for a key with an ip_whitelist. */
   readonly clientAddress: string;
+  /** Set to the regular key an inference request authenticated with (a refusal before admission still counts in its window). */
+  inferenceKey?: AuthenticatedKey;
 }
 
 /** Who a management request acts as: its account, the kind of credential, and the key when it was one. */
@@ -167,6 +169,7 @@ export class Authenticator {
     if (key.isProvisioning && !managementAllowed) {
       throw new ApiError(403, 'management_key', 'This is a management key: it manages API keys (/api/v1/api-keys), billing and BYOK, and cannot call models. Use a regular API key.');
     }
+    if (!managementAllowed) caller.inferenceKey = key;
     return key;
   }
 

@@ -1,3 +1,4 @@
+import { keyLimitsOf } from '../billing/credit-period.js';
 import type { TemplatedApp } from './uws.js';
 import { IpRanges } from '../auth/ip-ranges.js';
 import type { Services } from '../services.js';
@@ -45,6 +46,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
       if (accessLog) log.debug('request', { method: ctx.method, path: ctx.path, status, duration_ms: Math.round(duration * 1e6) / 1e3 });
     },
     onUnexpectedError: (ctx, error) => log.error('unexpected error', { route: ctx.route, method: ctx.method, error }),
+    onRefusedBeforeAdmission: (key) => void services.admission.countRequest(key.userId, key.id, keyLimitsOf(key.row, Date.now())),
   });
 
   const box = new SealedBox(config.keySecret);

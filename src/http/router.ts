@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 import { ApiError, badRequest, internalError, notFound, redisUnavailable } from './errors.js';
 import { isRedisUnreachable } from '../store/redis-connect.js';
+import type { AuthenticatedKey } from '../auth/authenticator.js';
 import { decodeQueryComponent, hasControlCharacter, wellFormedPath } from './schemas/text.js';
 import { Reply } from './reply.js';
 import { ClientGone, readBody } from './body.js';
@@ -30,6 +31,8 @@ export interface RequestContext {
   readonly startedAt: bigint;
   /** The body, read with the size limit; rejects with 413 or ClientGone. */
   body(): Promise<Buffer>;
+  /** The regular key an inference request authenticated with, once it has. */
+  inferenceKey?: AuthenticatedKey;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -46,6 +49,17 @@ export interface RouterOptions {
   readonly inflight: { count: number };
   readonly onFinished: (ctx: RequestContext, status: number) => void;
   readonly onUnexpectedError: (ctx: RequestContext, error: unknown) => void;
+  /** An authenticated inference request refused before its admission (a malformed body, an unknown model): it counts in the key's window. */
+  readonly onRefusedBeforeAdmission?: (key: AuthenticatedKey) => void;
+}
+
+/**
+ * Refusals that come before admission: the request's own input is at fault. Admission counts every
+ * request it decides (402 and 400 `request_too_large` included), and `upstream_*` answers come after it.
+ */
+function refusedBeforeAdmission(ctx: RequestContext, error: ApiError): boolean {
+  return ctx.method === 'post' && (error.status === 400 || error.status === 404 || error.status === 413 || error.status === 415 || error.status === 422)
+    && error.code !== 'request_too_large' && !error.code.startsWith('upstream_');
 }
 
 const EMPTY_BODY = Promise.resolve(Buffer.alloc(0));
@@ -101,7 +115,10 @@ export class Router {
       if (credentials) admitCredential(`${ctx.method.toUpperCase()} ${ctx.route}`, credentials, bearerToken(ctx.headers.authorization));
       await handler(ctx);
     } catch (error) {
-      if (error instanceof ApiError) ctx.reply.error(error);
+      if (error instanceof ApiError) {
+        ctx.reply.error(error);
+        if (ctx.inferenceKey && refusedBeforeAdmission(ctx, error)) this.options.onRefusedBeforeAdmission?.(ctx.inferenceKey);
+      }
       else if (isRedisUnreachable(error)) ctx.reply.error(redisUnavailable());
       else if (!(error instanceof ClientGone)) {
         this.options.onUnexpectedError(ctx, error);
@@ -136,6 +153,7 @@ class Context implements RequestContext {
   readonly query: string;
   readonly headers: RequestHeaders;
   readonly startedAt = process.hrtime.bigint();
+  inferenceKey: AuthenticatedKey | undefined = undefined;
   private readonly forwardedFor: string;
   private address: string | undefined;
 
