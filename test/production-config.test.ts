@@ -14,6 +14,8 @@ const SKIPPED = new Set(['node_modules', 'dist', '.git', '.tap', 'package-lock.j
 const TEXT_FILE = /\.(ts|js|mjs|cjs|md|ya?ml|cfg|conf|json|sh|txt|toml|env)$|(^|\/)(Dockerfile|\.env[\w.-]*|\.ci\/[\w.-]+)$/;
 /** Names of settings and variables that hold a secret: JWT/KEY secrets, passwords, tokens, API and access keys. */
 const SECRET_NAME = /secret|password|passwd|token|api_?key|access_?key|_key$/i;
+/** Names of ids (`api_key_id`, `keyId`): they name a secret's record, never hold one. */
+const ID_NAME = /_?id$/i;
 /** `NAME = 'value'`, `NAME: value`, `"name": "value"`, `NAME=value` with a value of 32+ characters (the least a secret may be). */
 const ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_]*)['"]?\s*[:=]\s*['"`]?([^\s'"`,;(){}]{32,})/g;
 /** Compose's `${NAME:-default}`. */
@@ -37,7 +39,7 @@ export function publishedSecrets(): Map<string, string> {
     const text = readFileSync(path, 'utf8');
     for (const pattern of [ASSIGNMENT, COMPOSE_DEFAULT]) {
       for (const [, name, value] of text.matchAll(pattern)) {
-        if (SECRET_NAME.test(name!) && !NOT_A_VALUE.test(value!) && !found.has(value!)) found.set(value!, `${relative(ROOT, path)} (${name})`);
+        if (SECRET_NAME.test(name!) && !ID_NAME.test(name!) && !NOT_A_VALUE.test(value!) && !found.has(value!)) found.set(value!, `${relative(ROOT, path)} (${name})`);
       }
     }
   }

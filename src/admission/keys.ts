@@ -116,4 +116,8 @@ export class RedisKeys {
   keyEvents(): string {
     return `${this.prefix}keys:events`;
   }
+  /** A list each subscriber of a key event pushes to once it has applied the event (the change answers after them). */
+  keyEventAcks(nonce: string): string {
+    return `${this.prefix}keys:acks:${nonce}`;
+  }
 }

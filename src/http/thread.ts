@@ -18,7 +18,7 @@ import { SettlementJournal } from '../admission/settlement-journal.js';
 import { LedgerConfirmer } from '../admission/ledger-confirmer.js';
 import { LedgerRecovery } from '../admission/ledger-recovery.js';
 import { RedisPipe } from '../store/redis-pipe.js';
-import { connectRedis, subscribeChannels } from '../store/redis-connect.js';
+import { acknowledge, connectRedis, subscribeChannels, unwrapAcknowledged } from '../store/redis-connect.js';
 import { LiveCatalog } from '../catalog/live.js';
 import { UpstreamClient, upstreamOptionsOf } from '../providers/upstream-client.js';
 import type { UpstreamTarget } from '../providers/family.js';
@@ -100,12 +100,15 @@ const subscriber = await subscribeChannels(config.redisUrl, redis, [keys.keyEven
   // Lease recalls (admit.lua, settle.lua): see Admission.recall.
   if (channel === keys.leaseRecallChannel()) return admission.onRecallMessage(message);
   // `<kind>:<subject>`: change/revoke name a key's public id, byok a user id (which may hold ':').
-  const at = message.indexOf(':');
-  const kind = message.slice(0, at);
-  const subject = message.slice(at + 1);
-  if (!subject) return;
-  if (kind === 'byok') byok.invalidate(subject);
-  else auth.invalidate(subject, kind === 'revoke');
+  const { nonce, text } = unwrapAcknowledged(message);
+  const at = text.indexOf(':');
+  const kind = text.slice(0, at);
+  const subject = text.slice(at + 1);
+  if (subject) {
+    if (kind === 'byok') byok.invalidate(subject);
+    else auth.invalidate(subject, kind === 'revoke');
+  }
+  if (nonce) acknowledge(redis, keys.keyEventAcks(nonce)).catch((error) => log.warn('a key event was applied but not acknowledged', { error }));
 }, () => {
   // Messages published while the subscriber was reconnecting are lost: forget every cached key then.
   auth.forgetAll();

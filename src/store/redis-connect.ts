@@ -188,6 +188,40 @@ export async function publish(client: RedisClient, channel: string, message: str
   return client.publish(channel, message);
 }
 
+/** Longest a change waits for the caches that received its event to apply it. */
+export const ACK_WAIT_MS = 1000;
+const ACK_TTL_MS = 60_000;
+const ACK_PREFIX = 'ack ';
+
+/**
+ * `publish`, answering once every subscriber that received the message has applied it (or after
+ * ACK_WAIT_MS): each pushes to `ackKey` when done (`acknowledge`). A change to a key or a BYOK row
+ * then holds for every request that starts after the change answered, on every thread and process
+ * that subscribes where the message was published, instead of after a pub/sub race.
+ */
+export async function publishAcknowledged(client: RedisClient, channel: string, message: string, ackKey: string, nonce: string): Promise<void> {
+  const receivers = await publish(client, channel, `${ACK_PREFIX}${nonce} ${message}`);
+  const until = Date.now() + ACK_WAIT_MS;
+  try {
+    while (receivers > 0 && (await client.llen(ackKey)) < receivers && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 2));
+  } finally {
+    await client.del(ackKey).catch(() => {});
+  }
+}
+
+/** A message as published: its acknowledgement nonce (when the publisher waits for one) and its text. */
+export function unwrapAcknowledged(message: string): { nonce: string | undefined; text: string } {
+  if (!message.startsWith(ACK_PREFIX)) return { nonce: undefined, text: message };
+  const space = message.indexOf(' ', ACK_PREFIX.length);
+  return space < 0 ? { nonce: undefined, text: message } : { nonce: message.slice(ACK_PREFIX.length, space), text: message.slice(space + 1) };
+}
+
+/** Tells the publisher of an acknowledged message that this subscriber applied it. */
+export async function acknowledge(client: RedisClient, ackKey: string): Promise<void> {
+  await client.rpush(ackKey, '1');
+  await client.pexpire(ackKey, ACK_TTL_MS);
+}
+
 export interface ChannelSubscription {
   close(): Promise<void>;
 }

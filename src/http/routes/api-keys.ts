@@ -16,7 +16,7 @@ import { keyPeriodStartMs } from '../../billing/credit-period.js';
 import { keyPeriodSpend } from '../../store/ledger-check.js';
 import type { Sql } from '../../store/db.js';
 import { UUID } from '../../store/ids.js';
-import { publish } from '../../store/redis-connect.js';
+import { publishAcknowledged } from '../../store/redis-connect.js';
 
 /**
  * `key_prefix` of a key whose text was not kept: the spec's form (first 12 characters, `...`, last 4)
@@ -85,6 +85,11 @@ function requireMayChange(caller: Principal, row: ApiKeyRow, revoking: boolean):
 
 export function apiKeyRoutes(services: Services, box: SealedBox) {
   const { auth, config, sql, redis, keys } = services;
+  // Every thread's cached copy of the key goes before the change answers: the next request sees it.
+  const announce = (message: string) => {
+    const nonce = randomUUID();
+    return publishAcknowledged(redis, keys.keyEvents(), message, keys.keyEventAcks(nonce), nonce);
+  };
   const record = (caller: Principal, row: ApiKeyRow, spend: KeySpend) => maskedKeyRecord(row, box, spend, config.keyPrefix, showsFullKey(caller, row));
   const notOwned = (id: string) => notFound(`No API key with id '${id}' belongs to this account.`);
 
@@ -155,7 +160,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     const row = await updateUserKey(sql, userId, id, changes);
     if (!row) throw notOwned(id);
     // Every thread's cached copy of the key goes, so `disabled` and `expires_at` apply to the next request.
-    await publish(redis, keys.keyEvents(), `change:${row.public_id}`);
+    await announce(`change:${row.public_id}`);
     ctx.reply.json(200, record(caller, row, (await keySpendsOf(sql, [row], Date.now()))[0]!));
   };
 
@@ -176,7 +181,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
         keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id), keys.minuteWindow(userId, row.id), keys.minuteWeights(userId, row.id),
         keys.keySpend(userId, row.id), keys.keyTokens(userId, row.id),
       ),
-      publish(redis, keys.keyEvents(), `revoke:${row.public_id}`),
+      announce(`revoke:${row.public_id}`),
     ]);
     ctx.reply.send(204, '');
   };

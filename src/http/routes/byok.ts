@@ -11,7 +11,7 @@ import {
   BYOK_PROVIDERS, deleteByok, findUserByok, insertByokUpTo, listByok, updateByok, type ByokChanges, type ByokProvider, type ByokRow,
 } from '../../store/byok.js';
 import { UUID } from '../../store/ids.js';
-import { publish } from '../../store/redis-connect.js';
+import { publishAcknowledged } from '../../store/redis-connect.js';
 
 const credentialRequired = () => new ApiError(
   422, 'validation_error',
@@ -84,7 +84,8 @@ export function byokRoutes(services: Services, box: SealedBox) {
   // here, before the pub/sub message); the message tells every other thread and process.
   const announce = (userId: string) => {
     services.byok.invalidate(userId);
-    return publish(redis, keys.keyEvents(), `byok:${userId}`);
+    const nonce = randomUUID();
+    return publishAcknowledged(redis, keys.keyEvents(), `byok:${userId}`, keys.keyEventAcks(nonce), nonce);
   };
   const sealKey = (apiKey: string) => ({ api_key_enc: box.seal(apiKey), api_key_prefix: maskApiKey(apiKey) });
   const sealConfig = (value: Record<string, unknown>) => box.seal(JSON.stringify(value));
