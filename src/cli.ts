@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { parseTtl, signJwt, USER_ID_PATTERN } from './auth/jwt.js';
 import { randomBase62 } from './auth/api-key-format.js';
-import { usdToNano } from './catalog/model.js';
+import { usdToNanoFloor } from './billing/usd.js';
 import { createCoupon } from './store/ledger.js';
 import { defineScripts } from './admission/scripts.js';
 import { RedisKeys } from './admission/keys.js';
@@ -26,12 +26,11 @@ const USAGE = `usage:
 
 class UsageError extends Error {}
 
-/** A positive USD amount with at most 9 decimals, as nano-USD. */
+/** A positive USD amount, rounded down to nano-USD as every amount is (src/billing/usd.ts). */
 function usdArgument(name: string, value: string | undefined): bigint {
-  if (!value || !/^\d+(\.\d{1,9})?$/.test(value)) throw new UsageError(`--${name} must be a positive USD amount with at most 9 decimals`);
-  const nano = usdToNano(value);
-  if (nano <= 0n) throw new UsageError(`--${name} must be more than 0`);
-  return nano;
+  const result = usdToNanoFloor(value ?? '', { least: 'positive' });
+  if (!result.ok) throw new UsageError(`--${name} ${result.problem}`);
+  return result.nano;
 }
 
 function emailArgument(value: string | undefined): string {
@@ -84,7 +83,7 @@ async function run(argv: string[]): Promise<void> {
         break;
       case 'account set-email': {
         const { user, email } = accountEmail!;
-        await setAccountEmail(sql, user, email);
+        await setAccountEmail(sql, user, { email, verified: true }); // the operator vouches for it
         process.stdout.write(`email of ${user} set to ${email}\n`);
         break;
       }

@@ -1,6 +1,7 @@
 // Balance alerts: the endpoints over real HTTP, and the mail through a real SMTP server: once per
 // crossing of the threshold by usage, again after a top-up re-arms it, and nothing lost while the
-// SMTP server is down.
+// SMTP server is down. Alerts mail only an account's verified address (a JWT with
+// `email_verified: true`, or `gateway account set-email`); test/alert-delivery.test.ts covers the rest of that rule.
 import t from 'tap';
 import { createHmac, randomUUID } from 'node:crypto';
 import { startGateway, freePort, postJson, type Gateway } from './helpers/harness.js';
@@ -28,14 +29,26 @@ t.teardown(async () => {
   await sink.close();
 });
 
-interface AlertRecord { id: string; threshold: number; email: string; email_source: 'alert' | 'account'; armed: boolean; created_at: string; last_triggered_at: string | null }
+interface AlertRecord {
+  id: string; threshold: number; email: string | null; email_source: 'alert' | 'account'; deliverable: boolean; undeliverable_reason: string | null;
+  armed: boolean; created_at: string; last_triggered_at: string | null;
+}
 
 /** A dashboard JWT with any claims (an `email` claim, `email_verified`), signed with the gateway's secret. */
-function jwtWithClaims(user: string, claims: Record<string, unknown>): string {
-  const secret = loadConfig({ ...process.env, ...gateway.env }).jwtSecret;
+function jwtWithClaims(user: string, claims: Record<string, unknown>, of: Gateway = gateway): string {
+  const secret = loadConfig({ ...process.env, ...of.env }).jwtSecret;
   const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
   const payload = Buffer.from(JSON.stringify({ sub: user, exp: Math.floor(Date.now() / 1000) + 3600, ...claims })).toString('base64url');
   return `${header}.${payload}.${createHmac('sha256', secret).update(`${header}.${payload}`).digest('base64url')}`;
+}
+
+/** A JWT whose verified `email` claim is `email` (by default the account id, which is an address here). */
+const verifiedJwt = (user: string, email = user, of: Gateway = gateway) => jwtWithClaims(user, { email, email_verified: true }, of);
+
+/** Has `of` store a verified address on the account (any JWT-authenticated request does), before its key is used. */
+async function verifyAddress(user: string, email = user, of: Gateway = gateway): Promise<void> {
+  const response = await fetch(`${of.url}/api/v1/billing/alerts`, { headers: { authorization: `Bearer ${verifiedJwt(user, email, of)}` } });
+  if (response.status !== 200) throw new Error(`verifying ${email}: ${response.status}`);
 }
 
 /**
@@ -90,18 +103,20 @@ const mailsTo = (address: string) => sink.messages.filter((m) => m.to.includes(a
 
 t.test('create, list and delete', async (t) => {
   const user = 'alice@example.com';
-  const token = jwtFor(gateway, user);
+  const token = verifiedJwt(user);
   await gateway.topup(user, '1');
 
   const first = await createAlert(token, { threshold: 0.5 });
   t.equal(first.status, 201, 'created');
-  t.same(Object.keys(first.body).sort(), ['armed', 'created_at', 'email', 'email_source', 'id', 'last_triggered_at', 'threshold'], 'the record has exactly its documented fields');
-  t.match(first.body, { threshold: 0.5, email: user, email_source: 'account', armed: true, last_triggered_at: null }, 'the account id is the recipient; armed, as credits (1) are above 0.5');
+  t.same(Object.keys(first.body).sort(), ['armed', 'created_at', 'deliverable', 'email', 'email_source', 'id', 'last_triggered_at', 'threshold', 'undeliverable_reason'], 'the record has exactly its documented fields');
+  t.match(first.body, { threshold: 0.5, email: user, email_source: 'account', deliverable: true, undeliverable_reason: null, armed: true, last_triggered_at: null },
+    "the account's verified address is the recipient; armed, as credits (1) are above 0.5");
   t.ok(!Number.isNaN(Date.parse(first.body.created_at)), 'created_at is a timestamp');
 
   const second = await createAlert(token, { threshold: 2.000000001, email: ' billing@example.com ' });
   t.equal(second.status, 201);
   t.match(second.body, { threshold: 2.000000001, email: 'billing@example.com', email_source: 'alert', armed: false }, 'created disarmed: credits are already below 2 USD');
+  t.match(second.body, { deliverable: false, undeliverable_reason: 'address_unverified' }, 'its own address is not the verified one: it would mail no one');
   const [row] = await gateway.sql<{ threshold_nano: bigint }[]>`select threshold_nano from billing_alerts where id = ${second.body.id}`;
   t.equal(row?.threshold_nano, 2_000_000_001n, 'the threshold is kept exactly in nano-USD');
 
@@ -156,7 +171,6 @@ t.test('every rejected input', async (t) => {
     ['threshold zero', { threshold: 0 }, 'threshold'],
     ['threshold negative', { threshold: -1 }, 'threshold'],
     ['threshold below a nano-dollar', { threshold: 1e-10 }, 'threshold'],
-    ['threshold with 10 decimals', { threshold: 1.0000000001 }, 'threshold'],
     ['threshold too large', { threshold: 1e10 }, 'threshold'],
     ['email not a string', { threshold: 1, email: 5 }, 'email'],
     ['email not an address', { threshold: 1, email: 'nobody' }, 'email'],
@@ -172,13 +186,11 @@ t.test('every rejected input', async (t) => {
 
   const plain = jwtFor(gateway, 'plain-user');
   const noAddress = await createAlert(plain, { threshold: 1 });
-  t.equal(noAddress.status, 422, 'an account without an address (id not one, no email claim, none set), and no email: 422');
-  t.equal(noAddress.body?.error?.param, 'email', 'naming email');
-  t.match(noAddress.body?.error?.message, /no email address/, 'saying the account has no address');
-  t.same(envelopeProblems(noAddress.body, 422), []);
+  t.equal(noAddress.status, 201, 'an account without an address (id not one, no email claim, none set), and no email: created');
+  t.match(noAddress.body, { email: null, email_source: 'account', deliverable: false, undeliverable_reason: 'no_address' }, 'saying it has nowhere to mail');
   const created = await createAlert(plain, { threshold: 1, email: 'plain@example.com' });
   t.equal(created.status, 201, 'with an email it is created');
-  t.match(created.body, { email: 'plain@example.com', email_source: 'alert' });
+  t.match(created.body, { email: 'plain@example.com', email_source: 'alert', deliverable: false, undeliverable_reason: 'address_unverified' });
 
   t.equal((await listAlerts(token)).total, 0, 'nothing was created by the rejected requests');
 
@@ -206,11 +218,15 @@ t.test('every rejected input', async (t) => {
 t.test('usage crossing a threshold mails once per crossing; a top-up re-arms it', async (t) => {
   const user = 'carol@example.com';
   const { token, key } = await gateway.user(user, '0.001');
+  await verifyAddress(user);
+  // The lower alert names its own address: the account's verified one, written in other case.
+  const own = 'Carol@Example.com';
   const high = await createAlert(token, { threshold: 0.0009 });
-  const low = await createAlert(token, { threshold: 0.0006, email: 'finance@example.com' });
+  const low = await createAlert(token, { threshold: 0.0006, email: own });
   t.equal(high.status, 201);
   t.equal(low.status, 201);
   t.ok(high.body.armed && low.body.armed, 'both armed: credits 0.001 are above both');
+  t.ok(high.body.deliverable && low.body.deliverable, 'both deliverable');
 
   const first = await spendBelow(key, user, 900_000n);
   t.ok(first >= 1, `credits fell below 0.0009 after ${first} call(s)`);
@@ -237,9 +253,11 @@ t.test('usage crossing a threshold mails once per crossing; a top-up re-arms it'
   const rows = await outbox(user);
   t.same(rows.map((r) => r.alert_id), [high.body.id, low.body.id], 'one outbox row per alert: no second mail for the first');
   await eventually('both outbox rows to be sent', async () => ((await outbox(user)).every((r) => r.sent_at !== null) ? true : undefined));
-  t.equal(mailsTo(user).length, 1, 'the account address got one mail');
-  t.equal(mailsTo('finance@example.com').length, 1, 'the lower alert mailed its own address once');
-  t.match(mailsTo('finance@example.com')[0]!.subject, /fell below 0\.0006 USD/);
+  const byThreshold = (usd: string) => sink.messages.filter((m) => m.subject.includes(`fell below ${usd} USD`));
+  t.same(byThreshold('0.0009').map((m) => m.to), [[user]], 'the account address got one mail');
+  // (The mail client may normalise the case of the address; the outbox keeps the alert's own.)
+  t.same(byThreshold('0.0006').map((m) => m.to.map((to) => to.toLowerCase())), [[user]], 'the lower alert mailed its own address once');
+  t.equal(rows[1]?.recipient, own, "to the alert's own address");
 
   // A top-up above both thresholds re-arms them before the CLI returns.
   await gateway.topup(user, '0.0006');
@@ -263,15 +281,15 @@ t.test('usage crossing a threshold mails once per crossing; a top-up re-arms it'
   t.ok(sent >= 3, `gateway_alert_mails_sent_total counts the mails (${sent})`);
 });
 
-t.test("a threshold-only alert mails the account's address: the JWT email claim, or gateway account set-email", async (t) => {
+t.test("a threshold-only alert mails the account's verified address: the JWT email claim, or gateway account set-email", async (t) => {
   const user = 'acct-grace'; // not an address itself
-  const token = jwtWithClaims(user, { email: 'grace@example.com' });
+  const token = verifiedJwt(user, 'grace@example.com');
   await gateway.topup(user, '0.001');
   const key = await gateway.createKey(token);
 
   const alert = await createAlert(token, { threshold: 0.0009 });
   t.equal(alert.status, 201, 'threshold only: created, the address comes from the token');
-  t.match(alert.body, { threshold: 0.0009, email: 'grace@example.com', email_source: 'account', armed: true });
+  t.match(alert.body, { threshold: 0.0009, email: 'grace@example.com', email_source: 'account', deliverable: true, armed: true });
   const stored = await accountRow(user);
   t.equal(stored?.email, 'grace@example.com', 'the claim is stored on the account');
 
@@ -281,13 +299,15 @@ t.test("a threshold-only alert mails the account's address: the JWT email claim,
   t.equal((await accountRow(user))?.email, 'grace@example.com', 'a token without the claim leaves the address alone');
   t.equal((await call('GET', '/api/v1/billing/alerts', jwtWithClaims(user, { email: 'not-an-address' }))).status, 200, 'a claim that is not an address is ignored, the token still valid');
   t.equal((await call('GET', '/api/v1/billing/alerts', jwtWithClaims(user, { email: 'other@example.com', email_verified: false }))).status, 200);
-  t.same(await accountRow(user), stored, 'nor does an invalid or unverified claim change it');
+  t.same(await accountRow(user), stored, 'nor does an invalid or disowned claim change it');
+  t.equal((await call('GET', '/api/v1/billing/alerts', jwtWithClaims(user, { email: 'other@example.com' }))).status, 200);
+  t.equal((await accountRow(user))?.email, 'grace@example.com', 'nor an unverified claim: the verified address keeps the mail');
 
   // The address changes after the alert was created: the mail goes where the account's address is when it fires.
-  const moved = jwtWithClaims(user, { email: 'grace.new@example.com' });
+  const moved = verifiedJwt(user, 'grace.new@example.com');
   const listed = await listAlerts(moved);
   t.equal((await accountRow(user))?.email, 'grace.new@example.com', 'a token with a new claim updates the account');
-  t.match(listed.data[0], { id: alert.body.id, email: 'grace.new@example.com', email_source: 'account' }, 'the alert follows it');
+  t.match(listed.data[0], { id: alert.body.id, email: 'grace.new@example.com', email_source: 'account', deliverable: true }, 'the alert follows it');
   await spendBelow(key, user, 900_000n);
   const mail = await eventually('the alert mail', () => mailsTo('grace.new@example.com')[0]);
   t.match(mail.subject, /fell below 0\.0009 USD/);
@@ -299,11 +319,14 @@ t.test("a threshold-only alert mails the account's address: the JWT email claim,
   const henry = 'acct-henry';
   const henryToken = await gateway.token(henry);
   const henryKey = await gateway.createKey(henryToken, { name: 'automation', is_provisioning: true });
-  t.equal((await createAlert(henryKey, { threshold: 1 })).status, 422, 'no address yet: 422');
+  const early = await createAlert(henryKey, { threshold: 1 });
+  t.equal(early.status, 201, 'no address yet: created all the same');
+  t.match(early.body, { email: null, deliverable: false, undeliverable_reason: 'no_address' }, 'saying it has nowhere to mail yet');
   t.match(await gateway.cli('account', 'set-email', '--user', henry, '--email', 'henry@example.com'), /henry@example\.com/);
+  t.match(await alertOf(henryKey, early.body.id), { email: 'henry@example.com', deliverable: true, undeliverable_reason: null }, 'the earlier alert mails once the operator set an address');
   const viaKey = await createAlert(henryKey, { threshold: 1 });
-  t.equal(viaKey.status, 201, 'created through a management key once the account has an address');
-  t.match(viaKey.body, { email: 'henry@example.com', email_source: 'account', armed: false });
+  t.equal(viaKey.status, 201, 'created through a management key');
+  t.match(viaKey.body, { email: 'henry@example.com', email_source: 'account', deliverable: true, armed: false });
 });
 
 t.test('migration 0007: an alert that copied its account id follows the account from then on', async (t) => {
@@ -326,14 +349,14 @@ t.test('migration 0007: an alert that copied its account id follows the account 
   const copied = randomUUID();
   const own = randomUUID();
   await sql`insert into billing_alerts (id, user_id, threshold_nano, email, armed) values (${copied}, 'old@example.com', 1, 'old@example.com', true), (${own}, 'old@example.com', 1, 'team@example.com', true)`;
-  t.same((await migrate(sql))[0], '0007_account_email_retention.sql', 'then 0007 (and the migrations after it)');
+  t.equal((await migrate(sql))[0], '0007_account_email_retention.sql', 'then 0007 (and the later ones)');
   const rows = await sql<{ id: string; email: string | null }[]>`select id, email from billing_alerts`;
   t.same(Object.fromEntries(rows.map((r) => [r.id, r.email])), { [copied]: null, [own]: 'team@example.com' }, 'the copied id now follows the account; an own address stays');
 });
 
 t.test('the sweep mails for a crossing no evaluation saw, and a coupon re-arms', async (t) => {
   const user = 'dave@example.com';
-  const token = jwtFor(gateway, user);
+  const token = verifiedJwt(user);
   await gateway.topup(user, '0.001');
   const alert = await createAlert(token, { threshold: 0.0005 });
   t.equal(alert.body.armed, true);
@@ -360,6 +383,7 @@ t.test('an SMTP outage delays the mail but loses nothing', async (t) => {
   });
   const user = 'erin@example.com';
   const { token, key } = await down.user(user, '0.0001');
+  await verifyAddress(user, user, down);
   const alert = await postJson(`${down.url}/api/v1/billing/alerts`, token, { threshold: 0.0001 });
   t.equal(alert.status, 201);
   t.equal(alert.body.armed, true, 'armed: credits equal the threshold');
@@ -397,6 +421,7 @@ t.test('without SMTP_URL mails stay queued and one warning says so', async (t) =
   t.teardown(() => quiet.close());
   const user = 'frank@example.com';
   const { token, key } = await quiet.user(user, '0.0001');
+  await verifyAddress(user, user, quiet);
   t.equal((await postJson(`${quiet.url}/api/v1/billing/alerts`, token, { threshold: 0.0001 })).status, 201);
   t.equal((await postJson(`${quiet.v1}/chat/completions`, key, { model: 'openai/gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'hi [[mock chunks=5]]' }] })).status, 200);
   const row = await eventually('the queued mail', async () => (await quiet.sql<{ attempts: number; sent_at: Date | null }[]>`select attempts, sent_at from mail_outbox where user_id = ${user}`)[0]);

@@ -92,7 +92,7 @@ t.test('query and path decoding: UTF-8 or nothing, no control characters', async
   for (const bad of ['/api/v1/models/openai%00x', '/v1/models/%ff', '/x/%ED%B0%80', '/x/%0a', '/x/%zz']) t.notOk(wellFormedPath(bad), bad);
 });
 
-t.test('schemas: seeds JSON carries exactly, token-id logit_bias, real and future expiries, nano-exact credit limits', async (t) => {
+t.test('schemas: seeds JSON carries exactly, token-id logit_bias, real and future expiries, credit limits rounded down to nano-USD', async (t) => {
   const chat = (extra: Record<string, unknown>) => v.safeParse(ChatRequestSchema, { model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
   t.ok(chat({ seed: MAX_CHAT_SEED }).success);
   t.ok(chat({ seed: -MAX_CHAT_SEED }).success);
@@ -106,7 +106,7 @@ t.test('schemas: seeds JSON carries exactly, token-id logit_bias, real and futur
   t.notOk(create({ expires_at: '2099-02-30T00:00:00Z' }).success, 'no February 30');
   t.ok(v.safeParse(UpdateApiKeySchema, { expires_at: '2001-01-01T00:00:00Z' }).success, 'a past expiry on update expires the key at once');
   t.ok(create({ credit_limit: 0.000000001 }).success);
-  t.notOk(create({ credit_limit: 1e-12 }).success, 'a limit finer than a nano-USD (it became 0)');
+  t.same(v.parse(CreateApiKeySchema, { name: 'k', credit_limit: 1e-12 }).credit_limit, 0n, 'a limit finer than a nano-USD is rounded down (to a cap of 0)');
   t.notOk(create({ name: 'two\nlines' }).success, 'a name with a line break');
   t.notOk(create({ name: 'bell\u0007' }).success, 'a name with a control character');
   t.ok(create({ name: 'émoji 👍 \u202eok' }).success, 'any printable text');
@@ -229,7 +229,7 @@ t.test('paths and query strings: U+0000 or non-UTF-8 percent-encoding is a 404 (
   t.equal((await send('GET', '/api/v1/models?search=100%', token)).status, 200, 'a stray % is still a plain character');
 });
 
-t.test('API keys: expires_at in the past on create is a 422; impossible dates are 422; an hour-only offset works (was a 500); sub-nano credit limits are 422', async (t) => {
+t.test('API keys: expires_at in the past on create is a 422; impossible dates are 422; an hour-only offset works (was a 500); sub-nano credit limits are rounded down', async (t) => {
   const token = mintToken('rules-keys');
   const create = (body: Record<string, unknown>) => send('POST', '/api/v1/api-keys', token, { name: 'k', ...body });
   const past = await create({ expires_at: new Date(Date.now() - 60_000).toISOString() });
@@ -249,9 +249,10 @@ t.test('API keys: expires_at in the past on create is a 422; impossible dates ar
   const updated = await send('PUT', `/api/v1/api-keys/${offset.id}`, token, { expires_at: '2001-01-01T00:00:00+05:30' });
   t.equal(updated.status, 200, 'a past expiry on update (expires the key at once)');
   t.equal(updated.body.expires_at, '2000-12-31T18:30:00.000Z');
-  const tiny = await create({ credit_limit: 1e-12 });
-  assertEnvelope(t, tiny, 422, 'validation_error', 'a credit limit finer than a nano-USD');
-  t.equal(tiny.body.error?.param, 'credit_limit');
+  const tiny = await create({ name: 'tiny', credit_limit: 1e-12 });
+  t.equal(tiny.status, 201, 'a credit limit finer than a nano-USD is taken');
+  t.equal(((await send('GET', '/api/v1/api-keys', token)).body as { name: string; credit_limit: number }[]).find((record) => record.name === 'tiny')?.credit_limit, 0,
+    'rounded down: the key may spend nothing');
   const exponent = await send('POST', '/api/v1/api-keys', token, '{"name":"exp","rate_limit_rpm":1e3}');
   t.equal(exponent.status, 201, '1e3 is the integer 1000');
   t.equal(((await send('GET', '/api/v1/api-keys', token)).body as { name: string; rate_limit_rpm: number }[]).find((record) => record.name === 'exp')?.rate_limit_rpm, 1000);

@@ -80,8 +80,8 @@ export class Authenticator {
   private readonly unknown: LruMap<string, CacheEntry>;
   /** Failed API-key authentications per source address: past the budget, 429 before any Postgres query. */
   private readonly failures: FailureBudget;
-  /** Accounts this thread has made sure exist, with the `email` claim it last stored for each. */
-  private readonly knownAccounts: LruMap<string, { email: string | undefined; until: number }>;
+  /** Accounts this thread has made sure exist, with the `email` claim (and whether it was verified) it last stored for each. */
+  private readonly knownAccounts: LruMap<string, { email: string | undefined; verified: boolean; until: number }>;
 
   constructor(
     private readonly sql: Sql, private readonly keySecret: string, private readonly keyPrefix: string,
@@ -206,7 +206,7 @@ export class Authenticator {
 
   /**
    * A dashboard JWT; creates the account the first time it is seen, and stores the token's `email`
-   * claim on it when the claim differs from what this thread last stored (or that was long ago), so
+   * claim (verified or not) on it when the claim differs from what this thread last stored (or that was long ago), so
    * a token carrying an unchanged claim costs no write. API keys are refused here.
    */
   async jwt(authorization: string, jwtSecret: string): Promise<string> {
@@ -217,10 +217,14 @@ export class Authenticator {
     if (!result.ok) throw unauthorized(`Access is not permitted: ${result.reason}.`);
     const known = this.knownAccounts.get(result.sub);
     const email = result.email;
-    if (known === undefined || (email !== undefined && (email !== known.email || known.until <= Date.now()))) {
+    // Only a claim the token marks verified lets balance alerts mail the address (docs/api.md "Balance alerts").
+    const verified = result.emailVerified === true;
+    if (known === undefined || (email !== undefined && (email !== known.email || verified !== known.verified || known.until <= Date.now()))) {
       if (email === undefined) await ensureAccount(this.sql, result.sub);
-      else await setAccountEmail(this.sql, result.sub, email);
-      this.knownAccounts.set(result.sub, { email: email ?? known?.email, until: Date.now() + ACCOUNT_EMAIL_TTL_MS });
+      else await setAccountEmail(this.sql, result.sub, { email, verified });
+      this.knownAccounts.set(result.sub, email === undefined
+        ? { email: known?.email, verified: known?.verified ?? false, until: Date.now() + ACCOUNT_EMAIL_TTL_MS }
+        : { email, verified, until: Date.now() + ACCOUNT_EMAIL_TTL_MS });
     }
     return result.sub;
   }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.js';
 import { ledgerTotals } from '../store/ledger.js';
 import { enqueueMail } from '../store/mail-outbox.js';
-import { accountAddress } from '../store/accounts.js';
+import { accountEmail, type AccountEmail } from '../store/accounts.js';
 import {
   countUserAlerts, disarmCrossed, insertAlert, lockUserAlerts, rearmRecovered, usersOutOfStep, usersWithAlerts, type BillingAlertRow,
 } from '../store/billing-alerts.js';
@@ -10,13 +10,34 @@ import { alertMail } from './alert-mail.js';
 
 export const MAX_ALERTS_PER_USER = 20;
 
+/** Why an alert mails no one: the account has no address, or the address it would mail is not verified. */
+export type UndeliverableReason = 'no_address' | 'address_unverified';
+
+/** Where an alert mails now (`recipient`), or why it mails no one. */
+export type AlertDelivery =
+  | { readonly recipient: string; readonly deliverable: true }
+  | { readonly recipient: string | null; readonly deliverable: false; readonly reason: UndeliverableReason };
+
+/**
+ * The one rule for where an alert mails: only an address proven to belong to the account (the
+ * account's address when a JWT marked it `email_verified: true` or an operator set it). An alert
+ * without its own address follows the account's; an alert's own address is mailed only while it is
+ * that verified address (ignoring case), so no one can have the gateway mail a stranger.
+ */
+export function alertDelivery(alertEmail: string | null, account: AccountEmail | null): AlertDelivery {
+  const recipient = alertEmail ?? account?.email ?? null;
+  if (recipient === null) return { recipient, deliverable: false, reason: 'no_address' };
+  const verified = account !== null && account.verified && account.email.toLowerCase() === recipient.toLowerCase();
+  return verified ? { recipient, deliverable: true } : { recipient, deliverable: false, reason: 'address_unverified' };
+}
+
 export type CreateAlertResult = { kind: 'created'; row: BillingAlertRow } | { kind: 'limit' };
 
 /**
  * Creates an alert armed only when the credits are at or above its threshold now: an alert set above
  * the current credits waits for them to rise before it can fire (no mail for a crossing that
  * happened before it existed). Under the user's alert lock, so the limit holds against concurrent creates.
- * `email` null: the alert mails the account's address as it is when the alert fires.
+ * `email` null: the alert follows the account's address as it is when the alert fires (alertDelivery).
  */
 export async function createAlert(sql: Sql, input: { userId: string; thresholdNano: bigint; email: string | null }): Promise<CreateAlertResult> {
   return sql.begin(async (tx): Promise<CreateAlertResult> => {
@@ -32,23 +53,22 @@ export async function createAlert(sql: Sql, input: { userId: string; thresholdNa
  * Brings the alerts of one user in step with the credits in Postgres, in one transaction under the
  * user's alert lock: an armed alert whose threshold is above the credits is disarmed and its mail
  * queued together (the conditional update lets one evaluator win, the lock orders evaluators), and a
- * disarmed alert whose threshold the credits reached again is re-armed. An alert without its own
- * address mails the account's address as it is now; when the account has none (only a database edit
- * can leave one so: creating such an alert is refused) it fires without a mail, which its
- * `last_triggered_at` shows. Returns the mails queued.
+ * disarmed alert whose threshold the credits reached again is re-armed. Each fired alert mails as
+ * alertDelivery says, with the account's address as it is now; an undeliverable one fires without a
+ * mail, which its `last_triggered_at` shows. Returns the mails queued.
  */
 async function evaluateUser(sql: Sql, userId: string): Promise<number> {
   return sql.begin(async (tx) => {
     await lockUserAlerts(tx, userId);
     const { credits } = await ledgerTotals(tx, userId);
     const fired = await disarmCrossed(tx, userId, credits);
-    let account: string | null | undefined;
+    const account = fired.length ? await accountEmail(tx, userId) : null;
     let queued = 0;
     for (const alert of fired) {
-      const recipient = alert.email ?? (account === undefined ? (account = await accountAddress(tx, userId)) : account);
-      if (recipient === null) continue;
+      const delivery = alertDelivery(alert.email, account);
+      if (!delivery.deliverable) continue;
       const mail = alertMail({ alertId: alert.id, userId, thresholdNano: alert.threshold_nano, creditsNano: credits, at: alert.last_triggered_at ?? new Date() });
-      await enqueueMail(tx, { id: randomUUID(), userId, alertId: alert.id, recipient, ...mail });
+      await enqueueMail(tx, { id: randomUUID(), userId, alertId: alert.id, recipient: delivery.recipient, ...mail });
       queued++;
     }
     await rearmRecovered(tx, userId, credits);

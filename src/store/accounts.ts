@@ -14,21 +14,27 @@ export async function ensureAccount(sql: AnySql, userId: string): Promise<void> 
   await sql`insert into accounts (id) values (${userId}) on conflict (id) do nothing`;
 }
 
-/**
- * Creates the account if needed and sets its e-mail address. Writes nothing when the address is
- * already the stored one (the conditional update leaves the row alone), so repeating it is cheap.
- */
-export async function setAccountEmail(sql: AnySql, userId: string, email: string): Promise<void> {
-  await sql`
-    insert into accounts (id, email) values (${userId}, ${email})
-    on conflict (id) do update set email = excluded.email where accounts.email is distinct from excluded.email`;
+/** The account's e-mail address and whether it is verified (a JWT said so, or an operator set it). */
+export interface AccountEmail {
+  readonly email: string;
+  readonly verified: boolean;
 }
 
 /**
- * Where the account's mail goes: its stored address, else its id when the id is itself an address,
- * else null (no address known).
+ * Creates the account if needed and stores an e-mail address. A verified address is replaced only by
+ * another verified one (an unverified claim never takes the mail away from the address that was
+ * proven); an unverified one by any. Writes nothing when the row already says the same.
  */
-export async function accountAddress(sql: AnySql, userId: string): Promise<string | null> {
-  const [row] = await sql<{ email: string | null }[]>`select email from accounts where id = ${userId}`;
-  return row?.email ?? emailAddress(userId) ?? null;
+export async function setAccountEmail(sql: AnySql, userId: string, address: AccountEmail): Promise<void> {
+  await sql`
+    insert into accounts (id, email, email_verified) values (${userId}, ${address.email}, ${address.verified})
+    on conflict (id) do update set email = excluded.email, email_verified = excluded.email_verified
+    where (excluded.email_verified or not accounts.email_verified)
+      and (accounts.email is distinct from excluded.email or accounts.email_verified <> excluded.email_verified)`;
+}
+
+/** The account's stored address, or null when it has none (an account id is never taken for one). */
+export async function accountEmail(sql: AnySql, userId: string): Promise<AccountEmail | null> {
+  const [row] = await sql<{ email: string | null; email_verified: boolean }[]>`select email, email_verified from accounts where id = ${userId}`;
+  return row?.email ? { email: row.email, verified: row.email_verified } : null;
 }

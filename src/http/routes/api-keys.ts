@@ -11,7 +11,6 @@ import { insertApiKey, listUserKeys, revokeUserKey, updateUserKey, type ApiKeyCh
 import { countLiveKeys, findUserKey, lockUserKeys } from '../../store/api-key-quota.js';
 import type { Principal } from '../../auth/authenticator.js';
 import { nanoToUsd } from '../../billing/pricing.js';
-import { usdToNano } from '../../catalog/model.js';
 import { keyPeriodStartMs } from '../../billing/credit-period.js';
 import { keyPeriodSpend } from '../../store/ledger-check.js';
 import type { Sql } from '../../store/db.js';
@@ -119,7 +118,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
       rateLimitRpm: input.rate_limit_rpm ?? null,
       rateLimitTph: input.rate_limit_tph ?? null,
       rateLimitTpd: input.rate_limit_tpd ?? null,
-      creditLimitNano: input.credit_limit == null ? null : usdToNano(input.credit_limit.toFixed(9)),
+      creditLimitNano: input.credit_limit ?? null,
       creditResetInterval: input.credit_reset_interval,
       expiresAt,
       });
@@ -150,7 +149,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     if (input.rate_limit_tph !== undefined) changes.rate_limit_tph = input.rate_limit_tph;
     if (input.rate_limit_tpd !== undefined) changes.rate_limit_tpd = input.rate_limit_tpd;
     if (input.disabled !== undefined) changes.disabled = input.disabled;
-    if (input.credit_limit !== undefined) changes.credit_limit_nano = input.credit_limit === null ? null : usdToNano(input.credit_limit.toFixed(9));
+    if (input.credit_limit !== undefined) changes.credit_limit_nano = input.credit_limit;
     if (input.credit_reset_interval !== undefined) changes.credit_reset_interval = input.credit_reset_interval;
     if (input.expires_at !== undefined) changes.expires_at = input.expires_at === null ? null : parseIsoTimestamp(input.expires_at)!;
     // The role of a key never changes, so checking it before the update is as good as within it.

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { isIpv4OrCidr } from '../../auth/ip-ranges.js';
+import { usdAmount } from '../../billing/usd.js';
 import { isoTimestamp, parseIsoTimestamp, singleLine } from './text.js';
 
 export const MAX_IP_WHITELIST = 10;
@@ -14,11 +15,8 @@ const ipWhitelist = v.optional(v.nullable(v.pipe(
   v.array(v.pipe(v.string(), v.trim(), v.check(isIpv4OrCidr, 'each entry must be an IPv4 address or CIDR'))),
   v.maxLength(MAX_IP_WHITELIST, `at most ${MAX_IP_WHITELIST} entries`),
 )));
-const creditLimit = v.optional(v.nullable(v.pipe(
-  v.number('must be a number'), v.minValue(0, 'must not be negative'), v.maxValue(1e9, 'must be at most 1e9'),
-  // Money is nano-USD inside: a finer amount would be rounded (1e-12 to a cap of 0), and rounding is refused, not done silently.
-  v.check((usd) => Number(usd.toFixed(9)) === usd, 'must have at most 9 decimal places'),
-)));
+// Any finite amount from 0 to MAX_USD, rounded down to nano-USD: rounding never lets a key spend more than the number sent.
+const creditLimit = v.optional(v.nullable(usdAmount({ least: 'zero' })));
 const creditResetInterval = v.picklist(['none', 'daily', 'weekly', 'monthly'], "must be one of 'none', 'daily', 'weekly', 'monthly'");
 /** On update: any real moment (one in the past expires the key at once). */
 const expiresAt = v.optional(v.nullable(isoTimestamp()));
