@@ -63,7 +63,9 @@ async function run(argv: string[]): Promise<void> {
   if (command === 'token') {
     const user = userArgument(values.user);
     const ttl = parseTtl(values.ttl ?? '1h');
-    if (!ttl) throw new UsageError('--ttl must look like 90s, 15m, 1h or 7d');
+    if (!ttl) throw new UsageError('--ttl must look like 90s, 15m, 1h or 1d');
+    // A token the gateway would refuse is no token: the gateway caps a JWT's lifetime.
+    if (ttl > config.auth.jwtMaxLifetimeSeconds) throw new UsageError(`--ttl may be at most JWT_MAX_LIFETIME_SECONDS (${config.auth.jwtMaxLifetimeSeconds} s)`);
     const email = values.email === undefined ? {} : { email: emailArgument(values.email) };
     process.stdout.write(`${signJwt(config.jwtSecret, { sub: user, exp: Math.floor(Date.now() / 1000) + ttl, ...email })}\n`);
     return;
