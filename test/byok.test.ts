@@ -3,7 +3,7 @@
 // ciphertext), every rejected input, the priority clamp, 404 without revealing, the pub/sub event,
 // and the store functions the call path uses.
 import t from 'tap';
-import { connectRedis } from '../src/store/redis-connect.js';
+import { acknowledge, connectRedis, unwrapAcknowledged } from '../src/store/redis-connect.js';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, assertEnvelope, fastUser, mintToken, rawRequest, sleep } from './helpers/http-tools.js';
 import { maskApiKey, maskConfig, isSecretKey, configCarriesCredential } from '../src/auth/byok-mask.js';
@@ -337,7 +337,12 @@ t.test('every change publishes byok:<user> on the key-events channel', async (t)
   t.teardown(() => subscriber.disconnect());
   const messages: string[] = [];
   await subscriber.subscribe(`${gateway.prefix}keys:events`);
-  subscriber.on('message', (_channel: string, message: string) => messages.push(message));
+  // A receiver of the event like the gateway's threads: it reads the event and acknowledges it.
+  subscriber.on('message', (_channel: string, message: string) => {
+    const { nonce, text } = unwrapAcknowledged(message);
+    messages.push(text);
+    if (nonce) void acknowledge(gateway.redis, `${gateway.prefix}keys:acks:${nonce}`);
+  });
   const token = mintToken('byok-events');
   const row = await created(token, { provider: 'openai', label: 'e', api_key: OPENAI_KEY });
   await put(token, row.id, { disabled: true });
