@@ -5,17 +5,12 @@
 // alert record says why.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, forgeJwt } from './helpers/http-tools.js';
 import { eventually } from './helpers/billing-checks.js';
 import { SmtpSink } from './helpers/smtp.js';
-import { connect, ensureDatabase } from '../src/store/db.js';
-import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js';
-import { dropDatabase } from '../bench/namespaces.js';
+import { migrate } from '../src/store/migrate.js';
+import { databaseBefore } from './helpers/migrations.js';
 
 let gateway: Gateway;
 let sink: SmtpSink;
@@ -152,21 +147,7 @@ t.test("an alert's own address is mailed only when it is the account's verified 
 });
 
 t.test('migration 0009: addresses stored before it are unverified until a verified token or the operator sets them again', async (t) => {
-  const admin = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const database = `gw_test_alerts0009_${randomUUID().slice(0, 8)}`;
-  const url = new URL(admin);
-  url.pathname = `/${database}`;
-  await ensureDatabase(url.toString());
-  const sql = connect(url.toString(), 2);
-  const before = mkdtempSync(join(tmpdir(), 'gw-migrations-'));
-  t.teardown(async () => {
-    rmSync(before, { recursive: true, force: true });
-    await sql.end({ timeout: 5 });
-    await dropDatabase(admin, database);
-  });
-  const source = fileURLToPath(MIGRATIONS_DIR);
-  for (const file of readdirSync(source).filter((f) => /^\d{4}_.+\.sql$/.test(f) && f < '0009')) copyFileSync(join(source, file), join(before, file));
-  await migrate(sql, new URL(`file://${before}/`));
+  const sql = await databaseBefore(t, '0009');
   await sql`insert into accounts (id, email) values ('old-account', 'old@example.com')`;
   t.equal((await migrate(sql))[0], '0009_account_email_verified.sql', 'then 0009');
   const [row] = await sql<{ email: string; email_verified: boolean }[]>`select email, email_verified from accounts where id = 'old-account'`;

@@ -6,13 +6,8 @@ import t from 'tap';
 import { createHmac, randomUUID } from 'node:crypto';
 import { startGateway, freePort, postJson, type Gateway } from './helpers/harness.js';
 import { loadConfig } from '../src/config.js';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { connect, ensureDatabase } from '../src/store/db.js';
-import { migrate, MIGRATIONS_DIR } from '../src/store/migrate.js';
-import { dropDatabase } from '../bench/namespaces.js';
+import { migrate } from '../src/store/migrate.js';
+import { databaseBefore } from './helpers/migrations.js';
 import { envelopeProblems, eventually, jwtFor } from './helpers/billing-checks.js';
 import { SmtpSink } from './helpers/smtp.js';
 
@@ -330,21 +325,7 @@ t.test("a threshold-only alert mails the account's verified address: the JWT ema
 });
 
 t.test('migration 0007: an alert that copied its account id follows the account from then on', async (t) => {
-  const admin = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const database = `gw_test_alerts0007_${randomUUID().slice(0, 8)}`;
-  const url = new URL(admin);
-  url.pathname = `/${database}`;
-  await ensureDatabase(url.toString());
-  const sql = connect(url.toString(), 2);
-  const before = mkdtempSync(join(tmpdir(), 'gw-migrations-'));
-  t.teardown(async () => {
-    rmSync(before, { recursive: true, force: true });
-    await sql.end({ timeout: 5 });
-    await dropDatabase(admin, database);
-  });
-  const source = fileURLToPath(MIGRATIONS_DIR);
-  for (const file of readdirSync(source).filter((f) => /^\d{4}_.+\.sql$/.test(f) && f < '0007')) copyFileSync(join(source, file), join(before, file));
-  await migrate(sql, new URL(`file://${before}/`));
+  const sql = await databaseBefore(t, '0007');
   await sql`insert into accounts (id) values ('old@example.com')`;
   const copied = randomUUID();
   const own = randomUUID();
