@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { parseVideoRequest } from '../src/http/schemas/videos.js';
 import { ApiError } from '../src/http/errors.js';
 import { priceSheetFromRows } from '../src/billing/price-sheet.js';
-import { PricingError, quote } from '../src/billing/media-pricing.js';
+import { quote } from '../src/billing/media-pricing.js';
 import { catalogRows } from '../src/catalog/seed/index.js';
 import { VIDEO_PROFILES, videoCallOf, type VideoJob, type VideoProfile } from '../src/tasks/video-job.js';
 import type { MediaModel } from '../src/catalog/model.js';
@@ -337,7 +337,7 @@ t.test('rejected values: a 400 that names the field and what it may be', (t) => 
 
 t.test('the message reads as one sentence: field, then the rule', (t) => {
   const error = caught(() => parse('R2V-C', { resolution: '4k' })) as ApiError;
-  t.equal(error.message, "Invalid value for 'resolution': must be one of '540p', '720p', '1080p'.");
+  t.equal(error.message, "Invalid value for 'resolution': must be one of '720p', '1080p'.");
   const i2vB = caught(() => parse('I2V-B', { resolution: '1080p' })) as ApiError;
   t.equal(i2vB.message, "Invalid value for 'resolution': must be '720p': 1080p is not available for this model.");
   t.end();
@@ -398,8 +398,9 @@ const SPEC_CAPABILITIES: Record<VideoProfile, Record<string, unknown>> = {
     task: 'reference-to-video', durations: [6, 10], resolutions: ['2K'], aspectRatios: ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'],
     minImages: 1, maxImages: 1, maxPromptChars: 7000,
   },
+  // The spec's R2V-C lists 540p too; no 540p rate of Vidu Q2 is known, so it is not offered (docs/models-and-pricing.md).
   'R2V-C': {
-    task: 'reference-to-video', durations: { min: 1, max: 10, default: 5 }, resolutions: ['540p', '720p', '1080p'], defaultResolution: '720p',
+    task: 'reference-to-video', durations: { min: 1, max: 10, default: 5 }, resolutions: ['720p', '1080p'], defaultResolution: '720p',
     aspectRatios: ['16:9', '9:16', '1:1'], movementAmplitudes: ['auto', 'small', 'medium', 'high'], bgm: true, minImages: 1, maxImages: 7, maxPromptChars: 2000,
   },
   'R2V-D': {
@@ -451,9 +452,9 @@ t.test('what each profile reserves at its price line', (t) => {
   t.equal(reserved('R2V-C', { audio: true }), 564_000_000n, 'R2V-C: the audio add-on is 0.064');
   t.equal(reserved('R2V-C', { resolution: '1080p', duration: 10 }), 2_000_000_000n, 'R2V-C: 1080p 10 s at 0.20');
   t.equal(reserved('R2V-C', { resolution: '1080p', duration: 1, audio: true }), 264_000_000n, 'R2V-C: 1 s at 1080p with audio');
-  // 540p is the spec's, but no rate for it is known (test/media-pricing.test.ts): the route answers 400 naming resolution.
-  const noRate = caught(() => reserved('R2V-C', { resolution: '540p' }));
-  t.ok(noRate instanceof PricingError && noRate.field === 'resolution', 'R2V-C 540p: no price, a PricingError on resolution');
+  // 540p is the spec's, but no rate for it is known: the schema refuses it before anything is priced.
+  const refused = caught(() => reserved('R2V-C', { resolution: '540p' }));
+  t.ok(refused instanceof ApiError && refused.status === 400 && refused.param === 'resolution', 'R2V-C 540p: refused, 400 naming resolution');
   t.equal(reserved('R2V-D'), 340_000_000n, 'R2V-D: flat 0.34 charged');
   t.equal(reserved('R2V-D', { bgm: true, aspect_ratio: '1:1' }), 340_000_000n, 'R2V-D: flat whatever the options');
   t.equal(quote(MODEL['R2V-D'].sheet, videoCallOf(parse('R2V-D'))).listNano, 400_000_000n, 'R2V-D: 0.40 list');

@@ -54,8 +54,9 @@ export interface RouterOptions {
 }
 
 /**
- * Refusals that come before admission: the request's own input is at fault. Admission counts every
- * request it decides (402 and 400 `request_too_large` included), and `upstream_*` answers come after it.
+ * Refusals of the request's own input, before admission: admission counts every request it decides
+ * (402 and 400 `request_too_large` included), and a handler clears `inferenceKey` once its request
+ * was admitted, so nothing is counted twice.
  */
 function refusedBeforeAdmission(ctx: RequestContext, error: ApiError): boolean {
   return ctx.method === 'post' && (error.status === 400 || error.status === 404 || error.status === 413 || error.status === 415 || error.status === 422)

@@ -327,6 +327,7 @@ export function chatCompletions(services: Services) {
       },
     });
     const platform = admitting instanceof Promise ? await admitting : admitting;
+    ctx.inferenceKey = undefined; // counted in its window by admission
     if (!platform) return;
     const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);

@@ -152,6 +152,7 @@ export function imageGenerations(services: Services) {
       },
     });
     if (!platform) return;
+    ctx.inferenceKey = undefined; // counted in its window by admission
     const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall<MediaModel>(admission, admitted, NO_RECORDER, platformIdentity);
     await call.run(async () => {
