@@ -19,9 +19,11 @@
   `slack`; a retired lease (ARGV[9] = 1) or a closed one leaves KEYS[13]. When the last lease with
   slack leaves it while a recall runs (KEYS[14]), `d<user id>` is published on ARGV[10].
 
-  A charge without the reservation is added to the balance's `outside` field (nano-USD), which
-  `gateway ledger check` reports: with calls in flight refreshing their lease's deadline, it means a
-  lease was lost (Redis's data) or its thread stalled for longer than the reservation TTL.
+  A charge without the reservation of a lease the janitor released is added to the balance's
+  `outside` field (nano-USD), which `gateway ledger check` reports: with calls in flight refreshing
+  their lease's deadline, it means the lease's thread stalled for longer than the reservation TTL.
+  Batches of a lease of an earlier balance epoch (Redis lost its data; the journal brings them back)
+  are recovered charges, marked `r<lease id>` in KEYS[8], and are not counted there.
 
   KEYS[1]  balance of the user         (hash: credits, held, deposits, epoch, outside)
   KEYS[2]  open reservations           (hash: reservation or lease id -> nano-USD still held)
@@ -30,7 +32,7 @@
   KEYS[5]  rate window of the key      (zset)
   KEYS[6]  rate window weights         (hash)
   KEYS[7]  last batch applied, per open lease (hash: lease id -> batch number)
-  KEYS[8]  leases settled without their reservation (hash: lease id -> last batch applied; expires a day after its last write)
+  KEYS[8]  leases settled without their reservation (hash: lease id -> last batch applied, r<lease id> -> 1 for a lease of an earlier epoch; expires a day after its last write)
   KEYS[9]  per-minute window of the key (zset)
   KEYS[10] per-minute window weights   (hash)
   KEYS[11] spend of the key            (hash: period, spent, held; see admit.lua)
@@ -75,6 +77,7 @@ local reportedSlack = tonumber(ARGV[8])
 local retired = ARGV[9] == '1'
 local DAY_MS = 86400000
 
+local recovered = false
 local heldRaw = rcall('HGET', reservationsKey, leaseId)
 local held = heldRaw and tonumber(heldRaw)
 if held then
@@ -86,7 +89,12 @@ else
   local mark = rcall('HGET', outsideKey, leaseId)
   if not mark then
     if (balance[2] or '0') == leaseEpoch then return {1, 0} end
+    -- A lease of an earlier epoch: Redis lost its data, and this batch is recovered, not an overdraft.
     mark = '0'
+    recovered = true
+    rcall('HSET', outsideKey, 'r' .. leaseId, 1)
+  elseif rcall('HEXISTS', outsideKey, 'r' .. leaseId) == 1 then
+    recovered = true
   end
   if batch <= tonumber(mark) then return {2, 0} end
   rcall('HSET', outsideKey, leaseId, batch)
@@ -106,7 +114,7 @@ for i = 13, #ARGV, 4 do
 end
 if charged > 0 then
   rcall('HINCRBY', balanceKey, 'credits', string.format('-%d', charged))
-  if not held then rcall('HINCRBY', balanceKey, 'outside', string.format('%d', charged)) end
+  if not held and not recovered then rcall('HINCRBY', balanceKey, 'outside', string.format('%d', charged)) end
 end
 
 local freed = 0
