@@ -111,9 +111,9 @@ function worstCaseTokens(request: ChatRequest, model: CatalogModel, bodyBytes: n
  * token-estimate.ts) plus the bytes of prompt text not counted (what the family adds, items named by
  * reference: a token is at least a byte), and the output allowance. The byte bound when the count fails.
  */
-async function budgetTokens(request: ChatRequest, model: CatalogModel, uncountedBytes: number, worst: { prompt: number; output: number }): Promise<number> {
+async function budgetTokens(userId: string, request: ChatRequest, model: CatalogModel, uncountedBytes: number, worst: { prompt: number; output: number }): Promise<number> {
   try {
-    return (await promptTokenEstimate(request, model.family, model.capabilities.maxImageTokens)) + uncountedBytes + worst.output;
+    return (await promptTokenEstimate(userId, request, model.family, model.capabilities.maxImageTokens)) + uncountedBytes + worst.output;
   } catch (error) {
     log.warn('prompt token estimate failed; the byte bound is reserved', { model: model.id, error });
     return worst.prompt + worst.output;
@@ -319,7 +319,7 @@ export function chatCompletions(services: Services) {
     // Only a key with a token budget reserves tokens, at the prompt's tight estimate (counted off this
     // thread); the referenced items are in `request.messages`, so only the family's additions stay in bytes.
     const budgeted = limits.tph !== null || limits.tpd !== null;
-    const reservedTokens = budgeted ? await budgetTokens(request, model, platformRequest.addedPromptBytes ?? 0, worst) : 0;
+    const reservedTokens = budgeted ? await budgetTokens(key.userId, request, model, platformRequest.addedPromptBytes ?? 0, worst) : 0;
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = randomUUID();
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens };
