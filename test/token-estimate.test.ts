@@ -106,3 +106,28 @@ t.test("the estimation error against each family's reported prompt tokens in the
     t.comment(`${family}: reported/estimated ${ratios.join(', ')}; at most ${worstRatio.toFixed(3)}`);
   }
 });
+
+t.test('the Responses endpoint: its estimate counts the items it names by reference', async (t) => {
+  const responses = (key: string, request: Record<string, unknown>) => rawRequest(`${gateway.v1}/responses`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(request), timeoutMs: 30_000,
+  });
+  const one = await responses(await budgetedKey('estimate-responses-one-word', 100), { model: MODEL, input: 'hello', max_output_tokens: 50 });
+  t.equal(one.status, 200, 'a one-word input with max_output_tokens 50 under rate_limit_tph 100 (its body has 70 bytes)');
+
+  const { token, key: serving } = await fastUser(gateway, 'estimate-responses-items', '5');
+  await updateKey(gateway.url, token, await newestKeyId(gateway.url, token), { rate_limit_tph: 100_000_000 });
+  const first = await responses(serving, { model: MODEL, input: 'write at length [[mock chunks=300]]', max_output_tokens: 400 });
+  t.equal(first.status, 200, 'a long answer kept as an item');
+  const item = (first.body as any).output[0].id as string;
+  const request = { model: MODEL, input: [{ type: 'item_reference', id: item }, { role: 'user', content: 'and then? [[mock chunks=2]]' }], max_output_tokens: 20 };
+  const refusing = await gateway.createKey(token);
+  await updateKey(gateway.url, token, await newestKeyId(gateway.url, token), { rate_limit_tph: 1 });
+  const refused = await responses(refusing, request);
+  assertEnvelope(t, refused, 400, 'request_too_large', 'refused by a budget of 1');
+  const estimate = Number(/up to (\d+) tokens/.exec((refused.body as any).msg)?.[1]) - 20;
+  const served = await responses(serving, request);
+  t.equal(served.status, 200, 'served with the item named by reference');
+  const reported = (served.body as any).usage.input_tokens as number;
+  t.ok(reported > 300, `the vendor counted the referenced item (${reported} input tokens)`);
+  t.ok(estimate >= reported && estimate - reported <= 64, `the estimate ${estimate} covers them, tightly`);
+});
