@@ -3,8 +3,8 @@ import type { ChatRequest } from '../http/schemas/chat.js';
 import { countTexts, promptTexts } from './token-count.js';
 import { CountCache } from './count-cache.js';
 
-/** Texts of 1 KiB and more are remembered, up to 8 Mi characters on each HTTP thread. */
-const cache = new CountCache(8 * 1024 * 1024, 1024);
+/** Texts of 256 characters and more are remembered (a system prompt), up to 8 Mi characters on each HTTP thread. */
+const cache = new CountCache(8 * 1024 * 1024, 256);
 
 /**
  * What a family's vendor reports for a prompt, over its o200k count, at most: the safety factor
