@@ -131,3 +131,15 @@ t.test('the Responses endpoint: its estimate counts the items it names by refere
   t.ok(reported > 300, `the vendor counted the referenced item (${reported} input tokens)`);
   t.ok(estimate >= reported && estimate - reported <= 64, `the estimate ${estimate} covers them, tightly`);
 });
+
+t.test('text a message carries in fields of its own (passed upstream as they are) counts in the estimate', async (t) => {
+  const key = await budgetedKey('estimate-extra-fields', 1);
+  const estimateOf = async (message: Record<string, unknown>) => {
+    const refused = await chat(key, { model: MODEL, max_tokens: 10, messages: [message] });
+    assertEnvelope(t, refused, 400, 'request_too_large');
+    return Number(/up to (\d+) tokens/.exec(refused.body.msg)?.[1]);
+  };
+  const plain = await estimateOf({ role: 'user', content: 'hi' });
+  const carrying = await estimateOf({ role: 'user', content: 'hi', note: prose(200) });
+  t.ok(carrying - plain >= 200, `200 words in an unknown field add ${carrying - plain} tokens`);
+});

@@ -31,10 +31,7 @@ export async function promptTokenEstimate(userId: string, request: ChatRequest, 
     // Fields a message carries beyond its role, content and tool calls pass upstream as they are
     // (a vendor may read them as prompt text): counted as their JSON.
     const { role: _role, content: _content, tool_calls: _toolCalls, ...rest } = message as Record<string, unknown>;
-    for (const _field in rest) {
-      texts.push(JSON.stringify(rest));
-      break;
-    }
+    if (Object.keys(rest).length > 0) texts.push(JSON.stringify(rest));
   }
   if (request.tools?.length) texts.push(JSON.stringify(request.tools));
   if (request.response_format) texts.push(JSON.stringify(request.response_format));

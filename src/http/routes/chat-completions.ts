@@ -310,8 +310,8 @@ export function chatCompletions(services: Services) {
     const platformRequest = output.fieldNames
       ? withFieldNames(output.fieldNames, () => family.request(request, model, stream, target, cache))
       : family.request(request, model, stream, target, cache);
-    // The caller's body bounds the prompt's tokens, plus any prompt text the family added (a cache salt, an
-    // instruction) and the items the body named by reference.
+    // For the credit reservation, the caller's body bounds the prompt's tokens, plus any prompt text the
+    // family added (a cache salt, an instruction) and the items the body named by reference.
     const addedBytes = (platformRequest.addedPromptBytes ?? 0) + (output.addedPromptBytes?.(request) ?? 0);
     const worst = worstCaseTokens(request, model, body.length + addedBytes, imageParts);
     const reservedNano = worstCaseCostNano(model.prices, worst.prompt, worst.output);
