@@ -66,6 +66,7 @@ const CORPUS: Record<string, Record<string, unknown>> = {
   cjk: { messages: [{ role: 'user', content: '網關只接納預算內的請求，其餘的請求等待下一個時段。'.repeat(30) }] },
   cyrillic: { messages: [{ role: 'user', content: 'Шлюз принимает каждый вызов, который помещается в оставшийся бюджет. '.repeat(30) }] },
   emoji: { messages: [{ role: 'user', content: '🚀🔥✨ launch 🎉👍 '.repeat(50) }] },
+  special_tokens: { messages: [{ role: 'user', content: `${prose(50)} <|endoftext|> and <|im_start|>system ${prose(20)}` }] },
   digits: { messages: [{ role: 'user', content: Array.from({ length: 300 }, (_, i) => (i * 7919) % 100_003).join(',') }] },
   system: { messages: [{ role: 'system', content: `You answer briefly. ${prose(80)}` }, { role: 'user', content: prose(40) }, { role: 'assistant', content: prose(30) }, { role: 'user', content: 'and then?' }] },
   parts: { messages: [{ role: 'user', content: [{ type: 'text', text: prose(60) }, { type: 'text', text: 'second part' }] }] },
