@@ -3,7 +3,8 @@
 // allowance fits the budget is served. The estimation error against each family's reported counts
 // in the mock is measured here: it bounds how far concurrent calls can pass a budget (docs/money.md).
 import t from 'tap';
-import { startGateway, type Gateway } from './helpers/harness.js';
+import { countTokens as tokenize } from 'gpt-tokenizer';
+import { postJson, startGateway, type Gateway } from './helpers/harness.js';
 import { MODEL } from './helpers/billing-checks.js';
 import { TEST_JWT_SECRET, assertEnvelope, fastUser, newestKeyId, rawRequest, updateKey } from './helpers/http-tools.js';
 
@@ -143,4 +144,15 @@ t.test('text a message carries in fields of its own (passed upstream as they are
   const plain = await estimateOf({ role: 'user', content: 'hi' });
   const carrying = await estimateOf({ role: 'user', content: 'hi', note: prose(200) });
   t.ok(carrying - plain >= 200, `200 words in an unknown field add ${carrying - plain} tokens`);
+});
+
+t.test("a special token's text in a prompt is plain text to the counter, as to the vendor", async (t) => {
+  const { key } = await gateway.user('estimate-special-usage', '1');
+  const content = 'Before <|endoftext|> after [[mock chunks=5 no_usage=1]]';
+  const before = (await gateway.balanceNano('estimate-special-usage')).credits;
+  const response = await postJson(`${gateway.v1}/chat/completions`, key, { model: MODEL, messages: [{ role: 'user', content }] });
+  t.equal(response.status, 200, 'a call without upstream usage is served');
+  await gateway.ledgerSettled('estimate-special-usage');
+  const promptTokens = 3 + 3 + tokenize(content, { disallowedSpecial: new Set() });
+  t.equal(before - (await gateway.balanceNano('estimate-special-usage')).credits, BigInt(promptTokens) * 150n + 5n * 600n, `and charged for its ${promptTokens} counted prompt tokens and 5 completion tokens`);
 });
