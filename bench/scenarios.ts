@@ -24,7 +24,7 @@ export interface ScenarioReport {
   readonly errorSamples: string[];
 }
 
-export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64'] as const;
+export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'nonstream_c32_long', 'nonstream_c32_limits_long', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** Targets the project must meet (same run, against the mock directly). */
@@ -93,13 +93,17 @@ async function scriptCalls(ctx: ScenarioContext): Promise<Record<string, number>
   return calls;
 }
 
-async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: number, gatewayTarget = ctx.gateway): Promise<ScenarioReport> {
+const SHORT_PROMPT = 'Say hello to the benchmark.';
+/** About 2,000 words (some 2,700 tokens): what a key with a token budget has counted at admission. */
+const LONG_PROMPT = Array.from({ length: 80 }, (_, i) => `Paragraph ${i}: the gateway reads this prompt, counts its tokens and reserves them.`).join(' ').repeat(2);
+
+async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: number, gatewayTarget = ctx.gateway, prompt = SHORT_PROMPT): Promise<ScenarioReport> {
   const sequential = concurrency === 1;
   const rounds = sequential ? 6 : 4;
   const scriptsBefore = await scriptCalls(ctx);
   const c = await compare({
     direct: ctx.direct, gateway: gatewayTarget, pids: ctx.pids,
-    call: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }),
+    call: chatCalls({ prompt, stream: false, maxTokens: 64 }),
     warmup: { concurrency, requests: count(sequential ? 500 : 2000, ctx.scale, 20) },
     // c1: ~3000 requests per side; c32: ~10 s or ~20000 requests per side, whichever comes first.
     block: sequential
@@ -290,6 +294,10 @@ export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<S
   nonstream_c32: (ctx) => nonStream('nonstream_c32', ctx, 32),
   // The same load on a key with every per-key limit set: compare its rps_ratio with nonstream_c32's.
   nonstream_c32_limits: (ctx) => nonStream('nonstream_c32_limits', ctx, 32, ctx.gatewayLimited),
+  // A prompt of some 2,000 tokens, without and with the limits: a token budget counts each prompt at
+  // admission (in the counting worker), so compare their gateway CPU and rps_ratio.
+  nonstream_c32_long: (ctx) => nonStream('nonstream_c32_long', ctx, 32, ctx.gateway, LONG_PROMPT),
+  nonstream_c32_limits_long: (ctx) => nonStream('nonstream_c32_limits_long', ctx, 32, ctx.gatewayLimited, LONG_PROMPT),
   stream_ttfb_c1: streamTtfb,
   stream_c64: streamConcurrent,
   stream_c64_translated: streamTranslated,

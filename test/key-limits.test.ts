@@ -91,13 +91,17 @@ t.test('credit_limit: calls until the cap would be passed, then 402 credit_limit
   t.equal(await gateway.redis.exists(`${gateway.prefix}{u:${user}}:kspend:${id}`, `${gateway.prefix}{u:${user}}:ktok:${id}`), 0, "DELETE clears the key's counters");
 });
 
-t.test('rate_limit_tph and rate_limit_tpd: each call reserves its worst case; spent budgets answer 429 with Retry-After and the token headers', async (t) => {
+t.test('rate_limit_tph and rate_limit_tpd: each call reserves its estimated prompt plus its output allowance; spent budgets answer 429 with Retry-After and the token headers', async (t) => {
   const user = 'token-user';
   const { token, key } = await fastUser(gateway, user, '5');
   const id = await newestKeyId(gateway.url, token);
   const body = bodyOf('tokens [[mock chunks=2]]');
-  // The worst case the gateway reserves: the body's bytes bound the prompt's tokens, plus max_tokens.
-  const worst = Buffer.byteLength(body) + MAX_TOKENS;
+  // The worst case the gateway reserves: the prompt's token estimate plus max_tokens, as a budget of 1 refuses it.
+  await updateKey(gateway.url, token, id, { rate_limit_tph: 1 });
+  const probe = await chat(key, body);
+  assertEnvelope(t, probe, 400, 'request_too_large', 'a budget of one token');
+  const worst = Number(/up to (\d+) tokens/.exec(probe.body.msg)?.[1]);
+  t.ok(worst > MAX_TOKENS && worst < Buffer.byteLength(body) + MAX_TOKENS, `the worst case ${worst} counts the prompt's tokens, fewer than its body's bytes`);
   await updateKey(gateway.url, token, id, { rate_limit_tph: worst - 1 });
   const tooLarge = await chat(key, body);
   assertEnvelope(t, tooLarge, 400, 'request_too_large', 'a call whose worst case exceeds the whole budget');
@@ -109,6 +113,9 @@ t.test('rate_limit_tph and rate_limit_tpd: each call reserves its worst case; sp
   t.equal(first.status, 200);
   const used = first.body.usage.prompt_tokens + first.body.usage.completion_tokens;
   t.ok(used > 0 && used < worst, `one call uses ${used} tokens of its worst case ${worst}`);
+  const estimate = worst - MAX_TOKENS;
+  const prompt = first.body.usage.prompt_tokens;
+  t.ok(estimate >= prompt && estimate - prompt <= 64, `the prompt's estimate ${estimate} covers the ${prompt} tokens reported, tightly (the cache salt counts in bytes)`);
   const results: Call[] = [first];
   while (results.length < 100 && results.at(-1)!.status === 200) results.push(await chat(key, body));
   const refused = results.at(-1)!;

@@ -8,6 +8,9 @@ export interface CountTokensInput {
   readonly texts: readonly string[];
 }
 
+// A special token's text in a prompt ("<|endoftext|>") is plain text to the vendor: counted as such, not refused.
+const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+
 export default function countTokensTask({ texts }: CountTokensInput): number[] {
-  return texts.map((text) => (text ? countTokens(text) : 0));
+  return texts.map((text) => (text ? countTokens(text, PLAIN_TEXT) : 0));
 }

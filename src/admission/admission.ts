@@ -384,7 +384,7 @@ export class Admission {
         case 'too_large':
           this.metrics.rejections.inc({ reason: 'token_limited' });
           throw new ApiError(400, 'request_too_large',
-            `This request may use up to ${callTokens} tokens (its body's bytes bound the prompt, plus the output allowance), more than this API key's ` +
+            `This request may use up to ${callTokens} tokens (its prompt's estimate plus the output allowance), more than this API key's ` +
             `rate_limit_${result.limit} of ${result.budget} tokens per ${result.limit === 'tph' ? 'hour' : 'day'} allows at all: lower max_tokens (or max_completion_tokens, max_output_tokens) or raise the limit.`,
             'max_tokens');
         case 'rate_limited':

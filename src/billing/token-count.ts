@@ -100,8 +100,11 @@ export function closeTokenCounter(): Promise<void> {
 /** Tokens an image part is counted at when the upstream reported no usage (the low-detail floor). */
 export const IMAGE_PART_TOKENS = 85;
 
-/** OpenAI's documented prompt scheme: 3 per message, its texts, 1 for a name, 3 to prime the reply. */
-export function promptTexts(messages: readonly ChatMessage[]): { texts: string[]; fixedTokens: number } {
+/**
+ * OpenAI's documented prompt scheme: 3 per message, its texts, 1 for a name, 3 to prime the reply;
+ * each image part at `imageTokens`.
+ */
+export function promptTexts(messages: readonly ChatMessage[], imageTokens = IMAGE_PART_TOKENS): { texts: string[]; fixedTokens: number } {
   const texts: string[] = [];
   let fixedTokens = 3;
   for (const message of messages) {
@@ -111,7 +114,7 @@ export function promptTexts(messages: readonly ChatMessage[]): { texts: string[]
     else if (Array.isArray(content)) {
       for (const part of content) {
         if (part.type === 'text') texts.push(part.text);
-        else fixedTokens += IMAGE_PART_TOKENS;
+        else fixedTokens += imageTokens;
       }
     }
     if (typeof (message as { name?: unknown }).name === 'string') fixedTokens += 1;

@@ -11,6 +11,7 @@ import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
+import { promptTokenEstimate } from '../../billing/token-estimate.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
 import { MeteredCall, NO_USAGE } from '../../billing/metered-call.js';
 import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../providers/upstream-errors.js';
@@ -93,8 +94,9 @@ function checkCapabilities(request: ChatRequest, model: CatalogModel): number {
 }
 
 /**
- * The worst case a call can use: a token is at least one byte, so the body's size bounds the
- * prompt's tokens; images at the model's worst image cost; the whole output allowance for each choice.
+ * The worst case a call can use, for its credit reservation: a token is at least one byte, so the
+ * body's size bounds the prompt's tokens; images at the model's worst image cost; the whole output
+ * allowance for each choice.
  */
 function worstCaseTokens(request: ChatRequest, model: CatalogModel, bodyBytes: number, imageParts: number): { prompt: number; output: number } {
   const caps = model.capabilities;
@@ -102,6 +104,20 @@ function worstCaseTokens(request: ChatRequest, model: CatalogModel, bodyBytes: n
     prompt: bodyBytes + imageParts * caps.maxImageTokens,
     output: (request.max_completion_tokens ?? request.max_tokens ?? caps.maxOutputTokens) * (request.n ?? 1),
   };
+}
+
+/**
+ * The tokens a key's token budget reserves for a call: the prompt's tight estimate (counted, see
+ * token-estimate.ts) plus the bytes of prompt text not counted (what the family adds, items named by
+ * reference: a token is at least a byte), and the output allowance. The byte bound when the count fails.
+ */
+async function budgetTokens(userId: string, request: ChatRequest, model: CatalogModel, uncountedBytes: number, worst: { prompt: number; output: number }): Promise<number> {
+  try {
+    return (await promptTokenEstimate(userId, request, model.family, model.capabilities.maxImageTokens)) + uncountedBytes + worst.output;
+  } catch (error) {
+    log.warn('prompt token estimate failed; the byte bound is reserved', { model: model.id, error });
+    return worst.prompt + worst.output;
+  }
 }
 
 /** Usage counted with the tokenizer when the upstream reported none. */
@@ -294,15 +310,19 @@ export function chatCompletions(services: Services) {
     const platformRequest = output.fieldNames
       ? withFieldNames(output.fieldNames, () => family.request(request, model, stream, target, cache))
       : family.request(request, model, stream, target, cache);
-    // The caller's body bounds the prompt's tokens, plus any prompt text the family added (a cache salt, an
-    // instruction) and the items the body named by reference.
-    const promptBytes = body.length + (platformRequest.addedPromptBytes ?? 0) + (output.addedPromptBytes?.(request) ?? 0);
-    const worst = worstCaseTokens(request, model, promptBytes, imageParts);
+    // For the credit reservation, the caller's body bounds the prompt's tokens, plus any prompt text the
+    // family added (a cache salt, an instruction) and the items the body named by reference.
+    const addedBytes = (platformRequest.addedPromptBytes ?? 0) + (output.addedPromptBytes?.(request) ?? 0);
+    const worst = worstCaseTokens(request, model, body.length + addedBytes, imageParts);
     const reservedNano = worstCaseCostNano(model.prices, worst.prompt, worst.output);
     const limits = keyLimitsOf(key.row, Date.now());
+    // Only a key with a token budget reserves tokens, at the prompt's tight estimate (counted off this
+    // thread); the referenced items are in `request.messages`, so only the family's additions stay in bytes.
+    const budgeted = limits.tph !== null || limits.tpd !== null;
+    const reservedTokens = budgeted ? await budgetTokens(key.userId, request, model, platformRequest.addedPromptBytes ?? 0, worst) : 0;
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = randomUUID();
-    const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens: worst.prompt + worst.output };
+    const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens };
     const session = new UpstreamSession(ctx);
     // A key revoked while this request waited must not reach the upstream, at any attempt.
     const checkRevoked = () => auth.requireNotRevoked(key);
