@@ -27,10 +27,15 @@ t.before(async () => {
 t.teardown(() => gateway.close());
 
 const MAX_TOKENS = 60;
-/** A stream of MAX_TOKENS chunks, `delayMs` apart; its worst case is the whole balance of the users below. */
-const longBody = (delayMs: number) => chatBody(`long call [[mock chunks=${MAX_TOKENS} delay_ms=${String(delayMs).padStart(3, '0')}]]`, { stream: true, max_tokens: MAX_TOKENS });
+/** A stream of `tokens` chunks, `delayMs` apart; its worst case is the whole balance of the users below. */
+const longBody = (delayMs: number, tokens = MAX_TOKENS) => chatBody(`long call [[mock chunks=${tokens} delay_ms=${String(delayMs).padStart(3, '0')}]]`, { stream: true, max_tokens: tokens });
 /** Another call of the same worst case (same length of body): the balance covers one of the two, never both. */
-const otherBody = (delayMs: number) => chatBody(`next call [[mock chunks=${MAX_TOKENS} delay_ms=${String(delayMs).padStart(3, '0')}]]`, { stream: true, max_tokens: MAX_TOKENS });
+const otherBody = (delayMs: number, tokens = MAX_TOKENS) => chatBody(`next call [[mock chunks=${tokens} delay_ms=${String(delayMs).padStart(3, '0')}]]`, { stream: true, max_tokens: tokens });
+/**
+ * Calls whose output is most of their cost: two of them cost more than one worst case whatever the
+ * prompt's share (60 output tokens left the sum within a prompt's bytes of one worst case).
+ */
+const OUTPUT_HEAVY = 600;
 
 async function metric(name: string): Promise<number> {
   return sumSamples(parsePrometheus((await rawRequest(`${gateway.url}/metrics`)).text), name);
@@ -104,9 +109,9 @@ t.test('a stream longer than the reservation TTL keeps its hold, is charged once
 
 t.test('ledger check fails on a charge outside a lease and on a balance below zero', async (t) => {
   const user = 'outside-lease';
-  const worstNano = reserveNano(longBody(50), MAX_TOKENS);
+  const worstNano = reserveNano(longBody(5, OUTPUT_HEAVY), OUTPUT_HEAVY);
   const { key } = await fastUser(gateway, user, usdString(worstNano));
-  const stream = watchStream(gateway, key, longBody(50));
+  const stream = watchStream(gateway, key, longBody(5, OUTPUT_HEAVY));
   await stream.started;
   // What a lost lease looks like: its deadline passes (by hand) and expire.lua releases it under the running call.
   const { leaseId } = await onlyLease(user);
@@ -115,7 +120,7 @@ t.test('ledger check fails on a charge outside a lease and on a balance below ze
   await redis.zadd(keys.reservationDeadlines(user), 0, leaseId);
   t.ok(await expireLease(redis, keys, user, keyIdOfLease(leaseId), leaseId), 'the lease is released');
   // Its credit is free again: the next call is admitted against it, and both are charged.
-  const next = await postChat(gateway, key, otherBody(1));
+  const next = await postChat(gateway, key, otherBody(1, OUTPUT_HEAVY));
   t.equal(next.status, 200, 'a second call is admitted against the released credit');
   t.ok((await stream.outcome).completed);
   t.ok(await eventually(async () => (await metric('gateway_settled_outside_lease_total')) >= 1, 10_000), 'the stream is charged outside its lease');
