@@ -42,6 +42,14 @@ export class RedisKeys {
   keyTokens(userId: string, keyId: string): string {
     return `${this.user(userId)}:ktok:${keyId}`;
   }
+  /** The user's live uploads (zset: `<bytes>:<stored name>` -> expiry ms), for the storage quota. */
+  uploads(userId: string): string {
+    return `${this.user(userId)}:uploads`;
+  }
+  /** Bytes the user's live uploads hold (the uploads zset's running total). */
+  uploadBytes(userId: string): string {
+    return `${this.user(userId)}:upload-bytes`;
+  }
   /**
    * Open leases granted more credit than their asking call (hash: lease id -> the unused credit it
    * held at its last report): what a recall may free. A lease leaves it once retired or closed.

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../http/errors.js';
 import type { ScriptedRedis } from '../admission/scripts.js';
+import type { RedisKeys } from '../admission/keys.js';
 
 /** An upload counted before it is stored; kept once stored, or released. */
 export interface UploadReservation {
@@ -32,26 +33,18 @@ export const quotaExceeded = (quota: number, held: number, bytes: number) => new
 export class UploadQuota {
   constructor(
     private readonly redis: ScriptedRedis,
-    private readonly prefix: string,
+    private readonly keys: RedisKeys,
     readonly quotaBytes: number,
     private readonly retentionMs: number,
   ) {}
-
-  private setKey(userId: string) {
-    return `${this.prefix}{u:${userId}}:uploads`;
-  }
-
-  private totalKey(userId: string) {
-    return `${this.prefix}{u:${userId}}:upload-bytes`;
-  }
 
   /** Counts the upload `key` of `bytes`, or throws 413 `upload_quota_exceeded` when it would pass the quota. */
   async reserve(userId: string, key: string, bytes: number): Promise<UploadReservation> {
     await this.dropExpired(userId, Date.now());
     const member = `${bytes}:${key}`;
     const replies = await this.redis.multi()
-      .zadd(this.setKey(userId), 'NX', Date.now() + PENDING_MS, member)
-      .pexpire(this.setKey(userId), this.retentionMs + PENDING_MS)
+      .zadd(this.keys.uploads(userId), 'NX', Date.now() + PENDING_MS, member)
+      .pexpire(this.keys.uploads(userId), this.retentionMs + PENDING_MS)
       .exec();
     const reservation = { userId, member, bytes, added: Number(replies?.[0]?.[1]) === 1 };
     if (!reservation.added) return reservation;
@@ -66,35 +59,35 @@ export class UploadQuota {
   /** The upload is stored: it counts until it expires. */
   async keep(reservation: UploadReservation, expiresAt: Date): Promise<void> {
     // Added again if a concurrent upload of the same bytes released it meanwhile.
-    const added = await this.redis.zadd(this.setKey(reservation.userId), expiresAt.getTime(), reservation.member);
+    const added = await this.redis.zadd(this.keys.uploads(reservation.userId), expiresAt.getTime(), reservation.member);
     if (Number(added) === 1) await this.add(reservation.userId, reservation.bytes);
   }
 
   /** The upload was not stored: its bytes stop counting (when this reservation counted them). */
   async release(reservation: UploadReservation): Promise<void> {
     if (!reservation.added) return;
-    const removed = await this.redis.zrem(this.setKey(reservation.userId), reservation.member);
-    if (removed === 1) await this.redis.decrby(this.totalKey(reservation.userId), reservation.bytes);
+    const removed = await this.redis.zrem(this.keys.uploads(reservation.userId), reservation.member);
+    if (removed === 1) await this.redis.decrby(this.keys.uploadBytes(reservation.userId), reservation.bytes);
   }
 
   private async add(userId: string, bytes: number): Promise<number> {
     const replies = await this.redis.multi()
-      .incrby(this.totalKey(userId), bytes)
-      .pexpire(this.totalKey(userId), this.retentionMs + PENDING_MS)
+      .incrby(this.keys.uploadBytes(userId), bytes)
+      .pexpire(this.keys.uploadBytes(userId), this.retentionMs + PENDING_MS)
       .exec();
     return Number(replies?.[0]?.[1]);
   }
 
   private async dropExpired(userId: string, nowMs: number): Promise<void> {
-    const expired = await this.redis.zrangebyscore(this.setKey(userId), '-inf', nowMs, 'LIMIT', 0, EXPIRED_BATCH);
+    const expired = await this.redis.zrangebyscore(this.keys.uploads(userId), '-inf', nowMs, 'LIMIT', 0, EXPIRED_BATCH);
     if (expired.length === 0) return;
     const pipeline = this.redis.multi();
-    for (const member of expired) pipeline.zrem(this.setKey(userId), member);
+    for (const member of expired) pipeline.zrem(this.keys.uploads(userId), member);
     const replies = (await pipeline.exec()) ?? [];
     let freed = 0;
     expired.forEach((member, index) => {
       if (Number(replies[index]?.[1]) === 1) freed += bytesOf(member);
     });
-    if (freed > 0) await this.redis.decrby(this.totalKey(userId), freed);
+    if (freed > 0) await this.redis.decrby(this.keys.uploadBytes(userId), freed);
   }
 }

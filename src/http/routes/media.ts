@@ -35,7 +35,7 @@ function cacheHeaders(object: MediaObject, now: number): Record<string, string> 
 /** `POST /v1/uploads` and the media host (`GET`/`HEAD /media/:key`). */
 export function mediaRoutes(services: Services) {
   const { auth, admission, media, metrics, config } = services;
-  const quota = new UploadQuota(services.redis, services.keys.prefix, config.media.userQuotaBytes, config.media.retentionMs);
+  const quota = new UploadQuota(services.redis, services.keys, config.media.userQuotaBytes, config.media.retentionMs);
   /** Reads in progress on this thread (each holds a file handle and a chunk until its client has the bytes). */
   let reading = 0;
 
