@@ -50,6 +50,9 @@ export async function insertByok(sql: AnySql, row: NewByok): Promise<ByokRow> {
   return inserted!;
 }
 
+// Two-key advisory locks live apart from the one-key migration lock; the first key names the use.
+const BYOK_LOCK_CLASS = 72_313_014;
+
 /**
  * Inserts the row unless the user already holds `maxRows` rows of its provider (disabled ones
  * included): undefined then. Concurrent inserts of one (user, provider) queue on an advisory lock,
@@ -57,7 +60,7 @@ export async function insertByok(sql: AnySql, row: NewByok): Promise<ByokRow> {
  */
 export async function insertByokUpTo(sql: Sql, row: NewByok, maxRows: number): Promise<ByokRow | undefined> {
   return sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(hashtext('byok_credentials'), hashtext(${`${row.userId}/${row.provider}`}))`;
+    await tx`select pg_advisory_xact_lock(${BYOK_LOCK_CLASS}, hashtext(${`${row.userId}/${row.provider}`}))`;
     const [held] = await tx<{ count: number }[]>`
       select count(*)::int as count from byok_credentials where user_id = ${row.userId} and provider = ${row.provider}`;
     if (held!.count >= maxRows) return undefined;

@@ -7,8 +7,9 @@ import { CreateApiKeySchema, UpdateApiKeySchema } from '../schemas/api-keys.js';
 import { parseIsoTimestamp } from '../schemas/text.js';
 import { generateApiKey, hashSecret, maskKey } from '../../auth/api-key-format.js';
 import type { SealedBox } from '../../auth/sealed-box.js';
-import { insertApiKey, listUserKeys, revokeUserKey, updateUserKey, type ApiKeyChanges, type ApiKeyRow } from '../../store/api-keys.js';
-import { countLiveKeys, findUserKey, lockUserKeys } from '../../store/api-key-quota.js';
+import {
+  countLiveKeys, findUserKey, insertApiKey, listUserKeys, lockUserKeys, revokeUserKey, updateUserKey, type ApiKeyChanges, type ApiKeyRow,
+} from '../../store/api-keys.js';
 import type { Principal } from '../../auth/authenticator.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { keyPeriodStartMs } from '../../billing/credit-period.js';
