@@ -2,7 +2,6 @@
 // settlement), the per-key request window (429 with Retry-After, nothing reserved), and the Lua
 // scripts themselves straight against Redis.
 import { readFileSync, readdirSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { startGateway, type Gateway } from './helpers/harness.js';
@@ -10,13 +9,11 @@ import {
   chatBody, costNano, envelopeProblems, leasesClosed, moneyView, parseJson, postChat, reserveNano, sampleAvailable, usdString, usdToNano,
 } from './helpers/billing-checks.js';
 import {
-  NO_KEY_LIMITS, SCRIPT_KEY_COUNTS, credit, defineScripts, expireLease, hydrate, loadSpend, type AdmitInput, type KeyLimits, type AdmitResult, type ScriptedRedis, type SettleInput,
+  NO_KEY_LIMITS, SCRIPT_KEY_COUNTS, credit, expireLease, hydrate, loadSpend, type AdmitInput, type KeyLimits, type AdmitResult, type SettleInput,
 } from '../src/admission/scripts.js';
-import { ScriptBatcher } from '../src/admission/script-batcher.js';
-import { RedisPipe } from '../src/store/redis-pipe.js';
 import { connectRedis } from '../src/store/redis-connect.js';
-import { RedisKeys } from '../src/admission/keys.js';
 import { deleteKeysWithPrefix } from '../bench/namespaces.js';
+import { luaTestbed } from './helpers/lua-testbed.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -144,16 +141,7 @@ t.test('default window: 20 requests per 10 s per key, then 429 with Retry-After;
 });
 
 t.test('Lua scripts against Redis', async (t) => {
-  const prefix = `test:lua:${randomBytes(4).toString('hex')}:`;
-  const redis: ScriptedRedis = defineScripts(connectRedis(REDIS_URL));
-  const keys = new RedisKeys(prefix);
-  const pipe = new RedisPipe(REDIS_URL);
-  const scripts = new ScriptBatcher(pipe, keys);
-  t.teardown(async () => {
-    await deleteKeysWithPrefix(redis, prefix);
-    redis.disconnect();
-    await pipe.close();
-  });
+  const { prefix, redis, keys, pipe, scripts } = luaTestbed(t, 'lua', REDIS_URL);
   const bal = async (user: string) => {
     const [credits, held, deposits] = await redis.hmget(keys.balance(user), 'credits', 'held', 'deposits');
     const big = (value: string | null | undefined) => (value == null ? null : BigInt(value));

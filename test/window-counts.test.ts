@@ -4,15 +4,10 @@
 // answers were; and a request refused before admission can be counted with one cheap call
 // (Admission.countRequest, count.lua), which admission then sees.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, fastUser, newestKeyId, updateKey } from './helpers/http-tools.js';
-import { ScriptBatcher } from '../src/admission/script-batcher.js';
-import { RedisPipe } from '../src/store/redis-pipe.js';
-import { connectRedis } from '../src/store/redis-connect.js';
-import { RedisKeys } from '../src/admission/keys.js';
 import { NO_KEY_LIMITS } from '../src/admission/scripts.js';
-import { deleteKeysWithPrefix } from '../bench/namespaces.js';
+import { luaTestbed } from './helpers/lua-testbed.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHAT = { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 };
@@ -65,16 +60,7 @@ t.test('requests refused before admission (a malformed body, an unknown model) t
 });
 
 t.test('count.lua: a request counted before admission takes its slot in the window admit.lua checks', async (t) => {
-  const prefix = `test:counts:${randomBytes(4).toString('hex')}:`;
-  const redis = connectRedis(REDIS_URL);
-  const keys = new RedisKeys(prefix);
-  const pipe = new RedisPipe(REDIS_URL);
-  const scripts = new ScriptBatcher(pipe, keys);
-  t.teardown(async () => {
-    await deleteKeysWithPrefix(redis, prefix);
-    redis.disconnect();
-    await pipe.close();
-  });
+  const { redis, keys, scripts } = luaTestbed(t, 'counts', REDIS_URL);
   await redis.hset(keys.balance('u'), 'credits', '1000', 'held', '0', 'deposits', '1000', 'epoch', '1');
   const admit = (leaseId: string) => scripts.admit({
     userId: 'u', keyId: 'k', leaseId, callNano: 1n, wantCreditNano: 1n, wantSlots: 1, limit: 5, windowMs: 10_000, ttlMs: 60_000, leaseLifeMs: 1000,
