@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { eachRequest } from './helpers/raw-requests.js';
 import { UpstreamClient, UpstreamError, endpointOf, type UpstreamResponse } from '../src/providers/upstream-client.js';
 import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../src/providers/upstream-errors.js';
 
@@ -23,17 +24,7 @@ async function rawServer(t: Test, answer: (socket: net.Socket, request: string) 
   const sockets: net.Socket[] = [];
   const server = net.createServer((socket) => {
     sockets.push(socket);
-    let pending = '';
-    socket.on('data', (data) => {
-      pending += data.toString('latin1');
-      const end = pending.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const length = Number(/content-length: (\d+)/i.exec(pending)?.[1] ?? 0);
-      if (pending.length < end + 4 + length) return;
-      const request = pending.slice(0, end + 4 + length);
-      pending = pending.slice(end + 4 + length);
-      answer(socket, request);
-    });
+    eachRequest(socket, (request) => answer(socket, request));
     socket.on('error', () => {});
   });
   const url = await listen(server);

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
+import { eachRequest } from './helpers/raw-requests.js';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { chatBody, eventually, parseJson, postChat } from './helpers/billing-checks.js';
 
@@ -27,24 +28,14 @@ const hostile = net.createServer((socket) => {
   sockets.add(socket);
   socket.on('close', () => sockets.delete(socket));
   socket.on('error', () => {});
-  let pending = '';
-  socket.on('data', (data) => {
-    pending += data.toString('latin1');
-    for (;;) {
-      const end = pending.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const length = Number(/content-length: (\d+)/i.exec(pending)?.[1] ?? 0);
-      if (pending.length < end + 4 + length) return;
-      const request = pending.slice(0, end + 4 + length);
-      pending = pending.slice(end + 4 + length);
-      const marker = /upstream-limits-[0-9a-f]+/.exec(request)?.[0] ?? '';
-      const record: Seen = { marker, socket, closed: false };
-      socket.on('close', () => { record.closed = true; });
-      seen.push(record);
-      const mode = modes.get(marker);
-      if (mode) mode(socket, request);
-      else socket.destroy();
-    }
+  eachRequest(socket, (request) => {
+    const marker = /upstream-limits-[0-9a-f]+/.exec(request)?.[0] ?? '';
+    const record: Seen = { marker, socket, closed: false };
+    socket.on('close', () => { record.closed = true; });
+    seen.push(record);
+    const mode = modes.get(marker);
+    if (mode) mode(socket, request);
+    else socket.destroy();
   });
 });
 
