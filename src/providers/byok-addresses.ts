@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { UrlGuardError, vetAddresses } from '../media/url-guard.js';
+import { withinTime } from '../within-time.js';
 import { isLoopbackAddress } from '../media/public-address.js';
 import type { CloudForm, FormProblem } from './cloud/forms.js';
 import { AZURE_OPENAI_HOSTS, BEDROCK_HOSTS, GOOGLE_TOKEN_URIS, VERTEX_HOSTS, type KnownHosts } from './cloud/known-hosts.js';
@@ -54,7 +55,7 @@ export async function addressProblem(address: ChosenAddress, allowLoopback: bool
     if (!(allowLoopback && isLoopbackHost(url))) return { field: address.field, message: `must be ${address.known.description}` };
   }
   try {
-    await withinResolveTimeout(vetAddresses(url, allowLoopback), url.hostname);
+    await withinTime(vetAddresses(url, allowLoopback), RESOLVE_TIMEOUT_MS, () => new UrlGuardError('timeout', `The host ${url.hostname} did not resolve in time.`));
     return undefined;
   } catch (error) {
     if (!(error instanceof UrlGuardError)) throw error;
@@ -65,17 +66,6 @@ export async function addressProblem(address: ChosenAddress, allowLoopback: bool
 /** A stalling resolver holds a create, or a read of the user's rows, this long at most. */
 export const RESOLVE_TIMEOUT_MS = 5_000;
 
-async function withinResolveTimeout<T>(work: Promise<T>, host: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new UrlGuardError('timeout', `The host ${host} did not resolve in time.`)), RESOLVE_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function vetMessage(error: UrlGuardError, host: string): string {
   switch (error.reason) {

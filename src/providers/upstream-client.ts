@@ -2,6 +2,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { vetAddresses } from '../media/url-guard.js';
 import type { Config } from '../config.js';
+import { withinTime } from '../within-time.js';
 
 /** An upstream URL split once, so the hot path parses no URLs. */
 export interface UpstreamEndpoint {
@@ -326,7 +327,7 @@ class OriginPool {
   private async connectGuarded(): Promise<Connection> {
     let address: string;
     try {
-      const addresses = await withTimeout(vetAddresses(this.url, this.limits.allowLoopback), this.limits.connectTimeoutMs);
+      const addresses = await withinTime(vetAddresses(this.url, this.limits.allowLoopback), this.limits.connectTimeoutMs, () => new Error(`no answer within ${this.limits.connectTimeoutMs} ms`));
       address = addresses[0]!.address;
     } catch (error) {
       this.released();
@@ -414,14 +415,6 @@ class OriginPool {
   close(): void {
     for (const connection of this.idle.splice(0)) connection.destroy();
   }
-}
-
-/** `work`, or a rejection once `ms` have passed (the work itself cannot be cancelled: a DNS lookup). */
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    work.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
 }
 
 let readBuffer: Buffer | undefined;

@@ -1,4 +1,5 @@
 import postgres from 'postgres';
+import { withinTime } from '../within-time.js';
 
 export type Sql = postgres.Sql<{ bigint: bigint }>;
 export type TransactionSql = postgres.TransactionSql<{ bigint: bigint }>;
@@ -9,9 +10,7 @@ export const LOOKUP_TIMEOUT_MS = 2000;
 
 /** `query`, or a rejection once it has not answered within `ms`. */
 export function withinTimeout<T>(query: Promise<T>, ms = LOOKUP_TIMEOUT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer from Postgres in ${ms} ms`)), ms); });
-  return Promise.race([query, timeout]).finally(() => clearTimeout(timer));
+  return withinTime(query, ms, () => new Error(`no answer from Postgres in ${ms} ms`));
 }
 
 /**
