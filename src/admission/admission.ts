@@ -508,10 +508,13 @@ export class Admission {
           return;
         }
         if (result.kind === 'outside') {
-          this.metrics.settledOutsideLease.inc();
-          log.warn('calls charged without their lease (released at its deadline, or lost with Redis\'s data)', {
-            leaseId: lease.id, userId: lease.userId, calls: calls.length, chargedNano: String(result.chargedNano),
-          });
+          // A batch with no call (a deadline refresh) charges nothing: it only finds the lease gone.
+          if (calls.length > 0) {
+            this.metrics.settledOutsideLease.inc();
+            log.warn('calls charged without their lease (released at its deadline, or lost with Redis\'s data)', {
+              leaseId: lease.id, userId: lease.userId, calls: calls.length, chargedNano: String(result.chargedNano),
+            });
+          }
           if (!close) this.retire(lease, Date.now());
         } else if (result.kind === 'closed' && !close) {
           log.error('settlement batch for a lease Redis says was closed; not charged', { leaseId: lease.id, userId: lease.userId, batch, calls: calls.length });
