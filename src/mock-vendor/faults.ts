@@ -54,13 +54,15 @@ const faultSchema = v.strictObject(
   'must be an object with kind and optionally rate, retryAfterSeconds, afterChunks (no other keys)',
 );
 
+const NOT_A_MAP = 'must be an object of credential -> fault';
 const faultsSchema = v.pipe(
-  v.record(v.pipe(v.string(), v.minLength(1, 'a credential must not be empty')), faultSchema, 'must be an object of credential -> fault'),
+  v.record(v.pipe(v.string(), v.minLength(1, 'a credential must not be empty')), faultSchema, NOT_A_MAP),
   v.check((faults) => Object.keys(faults).length <= MAX_FAULTS, `must name at most ${MAX_FAULTS} credentials`),
 );
 
 /** Checks a faults map (the settings, `setFaults`, `MOCK_FAULTS`); throws an Error naming the first problem's place. */
 export function checkFaults(value: unknown): MockFaults {
+  if (Array.isArray(value)) throw new Error(`the faults ${NOT_A_MAP}`);
   const result = v.safeParse(faultsSchema, value);
   if (result.success) return Object.freeze({ ...result.output }) as MockFaults;
   const issue = result.issues[0];
