@@ -140,6 +140,7 @@ t.test('settings: each status fault answers for its credential only, in OpenAI\'
   t.same(mock.faultCounts('key-429'), { faulted: 1, served: 0 });
   t.same(mock.faultCounts('key-healthy'), { faulted: 0, served: 1 });
   t.same(mock.faultCounts('never-seen'), { faulted: 0, served: 0 });
+  t.equal((await post(mock, OPENAI_PATH, bearer('constructor'), openaiChat())).status, 200, 'a credential named like an Object key has no fault');
   const records = mock.requests();
   t.equal(records.find((r) => r.authorization === 'Bearer key-529')?.fault, '529', 'the record names the fault played');
   t.equal(records.find((r) => r.authorization === 'Bearer key-healthy')?.fault, undefined, 'a served request has none');

@@ -95,15 +95,16 @@ function directiveFault(directives: Directives, credential: string | undefined):
 
 /** The mock's faults (replaceable at run time) and, per credential, how many requests met one. */
 export class FaultBook {
-  private faults: MockFaults;
+  /** A Map, not the object: a credential such as `constructor` must not find Object's own keys. */
+  private faults: ReadonlyMap<string, MockFault>;
   private readonly counts = new Map<string, FaultCounts>();
 
   constructor(faults: MockFaults = {}) {
-    this.faults = checkFaults(faults);
+    this.faults = new Map(Object.entries(checkFaults(faults)));
   }
 
   set(faults: MockFaults): void {
-    this.faults = checkFaults(faults);
+    this.faults = new Map(Object.entries(checkFaults(faults)));
   }
 
   countsOf(credential: string): FaultCounts {
@@ -117,7 +118,7 @@ export class FaultBook {
    * per request.
    */
   meet(credential: string | undefined, directives: Directives): MockFault | undefined {
-    const candidate = directiveFault(directives, credential) ?? (credential === undefined ? undefined : this.faults[credential]);
+    const candidate = directiveFault(directives, credential) ?? (credential === undefined ? undefined : this.faults.get(credential));
     const rate = candidate?.rate ?? 1;
     const fault = candidate !== undefined && (rate >= 1 || Math.random() < rate) ? candidate : undefined;
     if (credential !== undefined) this.count(credential, fault !== undefined);

@@ -1,7 +1,7 @@
 // The mock upstream vendor: an OpenAI Chat Completions endpoint on node:http (the other wire
-// formats live in their own files), steered per request by `[[mock ...]]` directives. Built to be
-// cheap per request (the benchmark runs it next to the gateway on a small machine): no logging, no
-// per-chunk JSON.stringify, keep-alive on.
+// formats live in their own files), steered per request by `[[mock ...]]` directives and per
+// credential by its faults (faults.ts). Built to be cheap per request (the benchmark runs it next
+// to the gateway on a small machine): no logging, no per-chunk JSON.stringify, keep-alive on.
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
