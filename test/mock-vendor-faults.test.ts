@@ -129,6 +129,7 @@ t.test('settings: each status fault answers for its credential only, in OpenAI\'
   }
   const slow = await post(mock, OPENAI_PATH, bearer('key-429-slow'), openaiChat());
   t.equal(slow.headers['retry-after'], '30', 'a 429 fault with retryAfterSeconds says so');
+  t.match(JSON.parse(slow.body), { error: { message: /try again in 30s/, code: 'rate_limit_exceeded' } }, 'and so does the message');
   const unavailable = await post(mock, OPENAI_PATH, bearer('key-503-slow'), openaiChat());
   t.equal(unavailable.status, 503);
   t.equal(unavailable.headers['retry-after'], '12', 'a 503 fault may say Retry-After too');

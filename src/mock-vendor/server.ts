@@ -242,7 +242,7 @@ function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehavio
   const fault = faults.meet(azureDeployment === undefined ? bearerToken(record.authorization) : record.authorization, directives);
   const plan = fail === undefined ? planCompletion(record.id, request, directives, behaviour) : undefined;
   const respond = (): void => {
-    if (fault !== undefined && playFault(fault, request.stream, exchange, (status, headers) => exchange.sendError(simulatedFailure(status), headers))) return;
+    if (fault !== undefined && playFault(fault, request.stream, exchange, (status, headers) => exchange.sendError(simulatedFailure(status, fault.retryAfterSeconds), headers))) return;
     if (plan === undefined) exchange.sendError(simulatedFailure(fail as number));
     else if (!request.stream) exchange.sendJson(200, completionJson(plan));
     else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
