@@ -99,6 +99,7 @@ t.test('a sequential repeat is replayed and not charged; another body with the k
   t.equal(again.text, first.text, 'the same body');
   t.equal(again.headers.get('x-request-id'), first.headers.get('x-request-id'), 'the same request id');
   t.equal(again.headers.get('x-ratelimit-remaining-requests'), null, 'no rate-window figures: the replay took no place in the window');
+  t.equal(again.headers.get('x-should-retry'), null, 'a replayed success says nothing about retrying');
   t.equal(upstreamCalls(gateway, marker), 1, 'one upstream call');
 
   const other = await post(gateway, 'chat/completions', key, chatBody(`${marker} something else`, { max_tokens: 20 }), idem);
@@ -166,6 +167,7 @@ t.test('a stream is replayed as its recorded bytes; one larger than the bound is
   const bigAgain = await post(gateway, 'chat/completions', key, bigBody, bigKey);
   t.equal(bigAgain.status, 409);
   t.match(parseJson(bigAgain.text), { code: 409, error: { code: 'idempotency_replay_too_large', param: 'Idempotency-Key' } });
+  t.equal(bigAgain.headers.get('x-should-retry'), 'false');
   t.equal(upstreamCalls(gateway, bigMarker), 1, 'not run again');
   t.equal((await charges(t, gateway, user, 10n * USD)).length, 2, 'one charge per stream');
 });
@@ -181,6 +183,7 @@ t.test('an upstream failure is kept: its repeat is the same answer, the upstream
   t.equal(again.status, 400);
   t.ok(replayed(again));
   t.equal(again.text, first.text);
+  t.equal(again.headers.get('x-should-retry'), 'false', 'a replayed failure tells SDKs not to retry it');
   t.equal(upstreamCalls(gateway, marker), 1);
 });
 

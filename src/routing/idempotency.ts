@@ -17,6 +17,11 @@ import { log } from '../log.js';
 
 /** The header a replayed answer carries (Stripe's name). */
 export const REPLAYED_HEADER = 'idempotent-replayed';
+/**
+ * A replayed failure is the same failure for as long as it is kept: this header (read by the openai
+ * and anthropic SDKs) stops a client retrying it with the same key in vain.
+ */
+const NO_RETRY = Object.freeze({ 'x-should-retry': 'false' });
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 /**
  * A running request's claim on its key lapses this long after it was last renewed; the request renews
@@ -79,7 +84,7 @@ export function idempotentHandlers(services: Services): (handler: Handler) => Ha
 
   function replay(ctx: RequestContext, answer: KeptAnswer): void {
     const { 'content-type': contentType = 'application/json', ...headers } = answer.headers;
-    ctx.reply.send(answer.status, answer.body, contentType, { ...headers, [REPLAYED_HEADER]: 'true' });
+    ctx.reply.send(answer.status, answer.body, contentType, { ...headers, ...(answer.status >= 400 ? NO_RETRY : {}), [REPLAYED_HEADER]: 'true' });
   }
 
   /** Runs the first request with its answer recorded, then keeps the answer or releases the key. */
@@ -131,7 +136,7 @@ export function idempotentHandlers(services: Services): (handler: Handler) => Ha
       case 'too_large':
         throw new ApiError(409, 'idempotency_replay_too_large',
           `The first request with this Idempotency-Key was answered (status ${result.status}), but its answer was larger than this gateway keeps (IDEMPOTENCY_MAX_ENTRY_BYTES), so it cannot be replayed; it is not run again either. Use a new key to run it again.`,
-          'Idempotency-Key');
+          'Idempotency-Key', NO_RETRY);
     }
   }
 
