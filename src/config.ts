@@ -151,6 +151,10 @@ export const EnvSchema = v.object({
   API_KEYS_PER_ACCOUNT: v.optional(intFrom(1, 1_000_000), '1000'),
   COUPON_FAILURE_BUDGET: v.optional(intFrom(1, 1_000_000), '10'),
   COUPON_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 7 * 86400), '3600'),
+  // Idempotency-Key on paid POSTs (docs/routing.md): how long an answer is kept, its size bound, how long a repeat waits for a running first request.
+  IDEMPOTENCY_RETENTION_SECONDS: v.optional(intFrom(60, 7 * 86400), '86400'),
+  IDEMPOTENCY_MAX_ENTRY_BYTES: v.optional(intFrom(1024, 64 * 1024 * 1024), String(1024 * 1024)),
+  IDEMPOTENCY_WAIT_MS: v.optional(intFrom(0, 600_000), '10000'),
 });
 
 export interface VendorConfig {
@@ -232,6 +236,17 @@ export interface Config {
   readonly byok: ByokConfig;
   readonly metrics: MetricsAccessConfig;
   readonly auth: AuthConfig;
+  readonly idempotency: IdempotencyConfig;
+}
+
+/** Idempotency-Key on paid POSTs (src/routing/idempotency.ts). */
+export interface IdempotencyConfig {
+  /** How long a first request's answer is kept for its repeats. */
+  readonly retentionMs: number;
+  /** The largest answer kept (status, headers and body); a larger one's repeat is 409 `idempotency_replay_too_large`. */
+  readonly maxEntryBytes: number;
+  /** How long a repeat waits for its first request to finish before 409 `idempotency_in_progress` (0: at once). */
+  readonly waitMs: number;
 }
 
 /** Limits on credentials and on guessing them (src/auth/). */
@@ -454,6 +469,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       keysPerAccount: e.API_KEYS_PER_ACCOUNT,
       couponFailureBudget: e.COUPON_FAILURE_BUDGET,
       couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
+    }),
+    idempotency: Object.freeze({
+      retentionMs: e.IDEMPOTENCY_RETENTION_SECONDS * 1000,
+      maxEntryBytes: e.IDEMPOTENCY_MAX_ENTRY_BYTES,
+      waitMs: e.IDEMPOTENCY_WAIT_MS,
     }),
   });
 }

@@ -189,7 +189,7 @@ t.test('Lua scripts against Redis', async (t) => {
   });
 
   t.test('each script declares and uses exactly the KEYS count the wrapper passes', async (t) => {
-    t.same(SCRIPT_KEY_COUNTS, { admit: 11, settle: 14, count: 4, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 }, 'pinned KEYS counts');
+    t.same(SCRIPT_KEY_COUNTS, { admit: 11, settle: 14, count: 4, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2, idempotency_claim: 1, idempotency_complete: 1, idempotency_release: 1 }, 'pinned KEYS counts');
     const luaDir = new URL('../../lua/', import.meta.url);
     const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).map((f) => f.slice(0, -4)).sort();
     t.same(files, Object.keys(SCRIPT_KEY_COUNTS).sort(), 'one count per lua/*.lua file');

@@ -17,6 +17,7 @@ import { ShardLeases } from '../src/tasks/shards.js';
 import { TaskRuntime } from '../src/tasks/runtime.js';
 import { holdIdOf } from '../src/store/tasks.js';
 import { startRedisCluster } from './helpers/redis-cluster.js';
+import { IdempotencyStore } from '../src/routing/idempotency-store.js';
 
 const SCRIPT_NAMES = Object.keys(SCRIPT_KEY_COUNTS) as ScriptName[];
 
@@ -62,6 +63,7 @@ const scriptBySha = new Map(SCRIPT_NAMES.map((name) => [loadScript(name).sha, na
 const FAKE_REPLIES: Record<ScriptName, unknown> = {
   admit: [0, 100, 1, 100, 9, 1000, 1], settle: [0, 0], count: [1], hydrate: 1, credit: [0, 100], loadspend: 1,
   expire: [1, 5], task_settle: [0, 5], shard_claim: 1, shard_release: 1, timers_due: [0, -1],
+  idempotency_claim: [0], idempotency_complete: 1, idempotency_release: 1,
 };
 
 /** A RedisPipe that runs nothing: it notes ScriptBatcher's EVALSHA commands. */
@@ -113,7 +115,13 @@ async function capture(): Promise<void> {
   for (const prefix of prefixes) {
     const keys = recordingKeys(prefix);
     const batcher = new ScriptBatcher(recordingPipe, keys);
+    const idempotency = new IdempotencyStore(recordingRedis, keys);
     for (const userId of users) {
+      // Each call names its record again, as each request does (claim, then keep or release).
+      const claimOf = () => ({ record: idempotency.recordOf(userId, 'ab'.repeat(32)), fingerprint: 'POST /v1/chat/completions 00', owner: randomUUID() });
+      await idempotency.claim(claimOf(), 30_000);
+      await idempotency.complete(claimOf(), 60_000, 200, { headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') });
+      await idempotency.release(claimOf());
       await hydrate(recordingRedis, keys, userId, 1000n, 1000n, [{ holdId: holdIdOf(keyIds[0]!, randomUUID()), nano: 10n }]);
       await credit(recordingRedis, keys, userId, 2000n);
       for (const keyId of keyIds) {

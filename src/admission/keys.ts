@@ -120,6 +120,15 @@ export class RedisKeys {
   leaseRecallChannel(): string {
     return `${this.prefix}leases:recall`;
   }
+  // Idempotency-Key records (src/routing/idempotency.ts).
+  /**
+   * A paid request's Idempotency-Key (hash: its claim, then the kept answer; expiring), named by the
+   * SHA-256 of the key's text: a client's text could otherwise end like another key (`…}:ledger`)
+   * and be found by the scans above.
+   */
+  idempotency(userId: string, keyDigest: string): string {
+    return `${this.user(userId)}:idem:${keyDigest}`;
+  }
   /** Pub/sub channel announcing API key changes (revocation, disable), so caches drop them at once. */
   keyEvents(): string {
     return `${this.prefix}keys:events`;

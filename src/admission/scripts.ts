@@ -6,7 +6,8 @@ import type { RedisKeys } from './keys.js';
 const LUA_DIR = new URL('../../../lua/', import.meta.url);
 
 /** name -> number of KEYS; a test pins these counts. */
-export const SCRIPT_KEY_COUNTS = { admit: 11, settle: 14, count: 4, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2 } as const;
+export const SCRIPT_KEY_COUNTS = { admit: 11, settle: 14, count: 4, hydrate: 2, credit: 1, loadspend: 1, expire: 8, task_settle: 4, shard_claim: 2, shard_release: 1, timers_due: 2,
+  idempotency_claim: 1, idempotency_complete: 1, idempotency_release: 1 } as const;
 export type ScriptName = keyof typeof SCRIPT_KEY_COUNTS;
 
 export type Reply = number[];
@@ -19,6 +20,10 @@ interface ScriptCommands {
   shard_claim(k1: string, k2: string, owner: string, lifeMs: number): Promise<number>;
   shard_release(k1: string, value: string): Promise<number>;
   timers_due(k1: string, k2: string, limit: number): Promise<Reply>;
+  /** See src/routing/idempotency-store.ts. */
+  idempotency_claim(k1: string, fingerprint: string, owner: string, lifeMs: number): Promise<(number | string | null)[]>;
+  idempotency_complete(k1: string, owner: string, fingerprint: string, keepMs: number, state: string, status: number, head: string, body: Buffer | string): Promise<number>;
+  idempotency_release(k1: string, owner: string): Promise<number>;
 }
 export type ScriptedRedis = RedisClient & ScriptCommands;
 

@@ -20,6 +20,7 @@ import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
 import { METRICS_CONTENT_TYPE, metricsGuard } from './metrics-access.js';
+import { idempotentHandlers } from '../routing/idempotency.js';
 
 export interface OpsHooks {
   /** Prometheus text of the whole process (all threads). */
@@ -61,20 +62,22 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const videos = videoRoutes(services);
   const audio = audioRoutes(services);
   const webhookSecret = webhookSecretRoutes(services, box);
+  // Every paid POST honours Idempotency-Key (docs/routing.md): a repeat gets the first answer, not a second charge.
+  const paid = idempotentHandlers(services);
 
   router
-    .post('/v1/chat/completions', chat)
-    .post('/v1/responses', (ctx) => chat(ctx, RESPONSES_OUTPUT))
-    .post('/v1/images/generations', imageGenerations(services))
-    .post('/v1/videos/generations', videos.submit)
+    .post('/v1/chat/completions', paid(chat))
+    .post('/v1/responses', paid((ctx) => chat(ctx, RESPONSES_OUTPUT)))
+    .post('/v1/images/generations', paid(imageGenerations(services)))
+    .post('/v1/videos/generations', paid(videos.submit))
     .get('/v1/videos/generations', videos.list)
     .get('/v1/videos/generations/:id', videos.get)
     .del('/v1/videos/generations/:id', videos.cancel)
-    .post('/v1/audio/speech', audio.speech.submit)
+    .post('/v1/audio/speech', paid(audio.speech.submit))
     .get('/v1/audio/speech', audio.speech.list)
     .get('/v1/audio/speech/:id', audio.speech.get)
     .del('/v1/audio/speech/:id', audio.speech.cancel)
-    .post('/v1/audio/generations', audio.music.submit)
+    .post('/v1/audio/generations', paid(audio.music.submit))
     .get('/v1/audio/generations', audio.music.list)
     .get('/v1/audio/generations/:id', audio.music.get)
     .del('/v1/audio/generations/:id', audio.music.cancel)

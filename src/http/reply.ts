@@ -11,6 +11,17 @@ const STATUS_TEXT: Readonly<Record<number, string>> = Object.freeze({
 export const statusLine = (status: number) => STATUS_TEXT[status] ?? String(status);
 
 /**
+ * Sees what a handler answers (src/routing/idempotency.ts keeps it): a whole response even when the
+ * client has gone (the answer was made, and maybe charged), a stream's head and the bytes written.
+ */
+export interface ReplyRecorder {
+  whole(status: number, contentType: string, headers: Readonly<Record<string, string>> | undefined, body: string | Uint8Array): void;
+  streamHead(status: number, headers: Readonly<Record<string, string>>): void;
+  streamChunk(chunk: Uint8Array | string): void;
+  streamEnd(): void;
+}
+
+/**
  * The one owner of a uWS response: tracks client abort and completion, corks every write (writes
  * from async code must be corked), and records the status for metrics and logs.
  */
@@ -21,6 +32,8 @@ export class Reply {
   private readonly abortHandlers: (() => void)[] = [];
   /** A streamed response's headers, until the first write sends them (see beginStream). */
   private pendingHead: Readonly<Record<string, string>> | undefined;
+  /** Set only for a request whose answer is kept (Idempotency-Key); the hot path checks it and nothing more. */
+  recorder: ReplyRecorder | undefined = undefined;
 
   constructor(private readonly res: HttpResponse) {
     res.onAborted(() => this.abort());
@@ -44,6 +57,7 @@ export class Reply {
 
   send(status: number, body: string | Uint8Array, contentType = 'application/json', headers?: Readonly<Record<string, string>>): void {
     this.status = status;
+    if (this.recorder !== undefined && !this.finished) this.recorder.whole(status, contentType, headers, body);
     if (!this.open) return;
     this.finished = true;
     this.pendingHead = undefined; // a stream that never wrote answers as a whole response instead
@@ -83,6 +97,7 @@ export class Reply {
    */
   beginStream(status: number, headers: Readonly<Record<string, string>>): void {
     this.status = status;
+    if (this.recorder !== undefined) this.recorder.streamHead(status, headers);
     if (this.open) this.pendingHead = headers;
   }
 
@@ -94,6 +109,7 @@ export class Reply {
   /** Writes a chunk; false means the client is slow (uWS buffered it) and the caller should pause. */
   write(chunk: Uint8Array | string): boolean {
     if (!this.open) return true;
+    if (this.recorder !== undefined) this.recorder.streamChunk(chunk);
     let ok = true;
     this.res.cork(() => {
       if (this.pendingHead) this.writeHead();
@@ -195,6 +211,10 @@ export class Reply {
 
   end(chunk?: Uint8Array | string): void {
     if (!this.open) return;
+    if (this.recorder !== undefined) {
+      if (chunk !== undefined) this.recorder.streamChunk(chunk);
+      this.recorder.streamEnd();
+    }
     this.finished = true;
     this.res.cork(() => {
       if (this.pendingHead) this.writeHead();

@@ -15,6 +15,8 @@ export interface RequestHeaders {
   readonly userAgent: string;
   /** `Range` (the media host answers one byte range). */
   readonly range?: string;
+  /** `Idempotency-Key` ('' when absent; src/routing/idempotency.ts). */
+  readonly idempotencyKey?: string;
 }
 
 /** Plain data about one request, captured synchronously from uWS (its request object dies after the handler returns). */
@@ -164,7 +166,7 @@ class Context implements RequestContext {
   ) {
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
-    this.headers = { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range') };
+    this.headers = { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range'), idempotencyKey: req.getHeader('idempotency-key') };
     this.forwardedFor = req.getHeader('x-forwarded-for');
   }
 
