@@ -18,6 +18,8 @@ import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../p
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
+import { UpstreamModels, exhausted } from '../../routing/routing.js';
+import { retryableAnswer } from '../../routing/retryable.js';
 
 /**
  * What an endpoint served by the chat pipeline makes of it: how its body becomes a chat request,
@@ -146,13 +148,22 @@ function promptCachePartitions(secret: string): (userId: string, callerKey: stri
   };
 }
 
+/** The response header that says how many platform attempts a call took (1 when the first target served). */
+const ATTEMPTS_HEADER = 'x-gateway-attempts';
+
+/** An error answer of a routed call, with the attempts it took. */
+function withAttempts(error: ApiError, attempts: number): ApiError {
+  return new ApiError(error.status, error.code, error.message, error.param, { ...error.headers, [ATTEMPTS_HEADER]: String(attempts) });
+}
+
 /**
  * The chat pipeline (auth, validation, admission, BYOK, the families, settlement, streaming) for
  * every model whose wire family this gateway speaks: POST /v1/chat/completions as it is, and any
  * endpoint that translates to it through a `ChatOutput` (POST /v1/responses).
  */
 export function chatCompletions(services: Services) {
-  const { admission, auth, metrics, upstream } = services;
+  const { admission, auth, metrics, upstream, routing } = services;
+  const upstreamModels = new UpstreamModels();
   const ttfbOf = children((vendor) => metrics.upstreamTtfb.labels(vendor));
   const recordUsage = usageRecorder(metrics);
   const cachePartition = promptCachePartitions(services.config.keySecret);
@@ -300,16 +311,20 @@ export function chatCompletions(services: Services) {
     const model = services.catalog().get(request.model);
     if (!model) throw modelNotFound(request.model);
     const family = services.families[model.family];
-    const target = services.vendors[model.upstreamVendor];
-    if (!family || !target) {
+    const targets = routing.targetsOf(model);
+    if (!family || !targets) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} wire family, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
     const imageParts = output.fieldNames ? withFieldNames(output.fieldNames, () => checkCapabilities(request, model)) : checkCapabilities(request, model);
     const stream = request.stream === true;
     const cache = { partition: cachePartition(key.userId, request.prompt_cache_key) };
+    // The platform target of the first attempt, chosen now (synchronously) so its request sizes the reservation.
+    const firstIndex = routing.first(targets);
+    const firstTarget = targets[firstIndex]!;
+    const firstModel = upstreamModels.of(model, firstTarget);
     const platformRequest = output.fieldNames
-      ? withFieldNames(output.fieldNames, () => family.request(request, model, stream, target, cache))
-      : family.request(request, model, stream, target, cache);
+      ? withFieldNames(output.fieldNames, () => family.request(request, firstModel, stream, firstTarget, cache))
+      : family.request(request, firstModel, stream, firstTarget, cache);
     // For the credit reservation, the caller's body bounds the prompt's tokens, plus any prompt text the
     // family added (a cache salt, an instruction) and the items the body named by reference.
     const addedBytes = (platformRequest.addedPromptBytes ?? 0) + (output.addedPromptBytes?.(request) ?? 0);
@@ -352,14 +367,47 @@ export function chatCompletions(services: Services) {
     const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
     await call.run(async () => {
-      checkRevoked();
-      const started = process.hrtime.bigint();
-      const responding = session.send(call, platformRequest, platformRequest.guarded === true);
-      const options = answerOptions(call, request);
-      const headers = { ...admitted.headers, 'x-request-id': platformIdentity.callId };
-      const response = await responding;
-      if (response.status !== 200) throw await refused(call, response);
-      await serve(ctx, call, family, request, response, options, started, headers, target, output);
+      // Attempts on the route's targets until one answers, all within one admission and one metered
+      // call: only the attempt that served is charged. Never once a byte has reached the client.
+      let index = firstIndex;
+      let target = firstTarget;
+      let upstreamRequest = platformRequest;
+      let tried = 0;
+      let options: AnswerOptions | undefined;
+      let headers: Record<string, string> | undefined;
+      for (let attempt = 1; ; attempt++) {
+        checkRevoked();
+        const started = process.hrtime.bigint();
+        const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true);
+        options ??= answerOptions(call, request);
+        headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
+        let response: UpstreamResponse | ApiError;
+        try {
+          response = await responding;
+        } catch (error) {
+          if (call.clientAborted || !(error instanceof ApiError)) throw error;
+          response = error; // no answer (refused, reset, no head in time): another target may give one
+        }
+        if (!(response instanceof ApiError) && response.status === 200) {
+          routing.answered(target);
+          if (attempt > 1) headers[ATTEMPTS_HEADER] = String(attempt);
+          await serve(ctx, call, family, request, response, options, started, headers, target, output);
+          return;
+        }
+        const failure = response instanceof ApiError ? response : await refused(call, response);
+        if (!(response instanceof ApiError) && !retryableAnswer(response.status, failure)) {
+          routing.answered(target);
+          throw withAttempts(failure, attempt);
+        }
+        routing.failed(target, model.id, attempt, failure);
+        tried |= 1 << index;
+        const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried, false) : -1;
+        if (next < 0) throw withAttempts(exhausted(failure, attempt, targets.length > 1), attempt);
+        routing.retried(model.id);
+        index = next;
+        target = targets[next]!;
+        upstreamRequest = family.request(request, upstreamModels.of(model, target), stream, target, cache);
+      }
     });
   };
 }
