@@ -6,6 +6,7 @@ import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
 import { directivesFromMessages, type Directives } from './directives.js';
 import type { MockError } from './errors.js';
+import { cutPoint, playFault, retryAfterHeader, type FaultBook } from './faults.js';
 import { randomId } from './ids.js';
 import { recordBody, type MockRequestRecord } from './records.js';
 import type { Frame, FrameKind } from './stream.js';
@@ -24,6 +25,10 @@ export interface MockExchange {
   after(ms: number, next: () => void): void;
   sendJson(status: number, body: string, headers?: Record<string, string>): void;
   stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void;
+  /** Destroys the connection before any byte of the answer (a `reset` fault). */
+  reset(): void;
+  /** Ends the answer mid-body (a stream that dies after its head). */
+  cut(): void;
 }
 type ReadBody = (req: http.IncomingMessage, done: (err: MockError | undefined, text: string) => void) => void;
 
@@ -32,12 +37,14 @@ const caches = new WeakMap<MockBehaviour, Map<string, number>>();
 
 const ERROR_TYPES: Readonly<Record<number, string>> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error' };
 
-function sendError(exchange: MockExchange, status: number, message: string): void {
+function sendError(exchange: MockExchange, status: number, message: string, headers = retryAfterHeader(status, undefined)): void {
   const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-  exchange.sendJson(status, JSON.stringify({ type: 'error', error: { type, message } }), status === 429 ? { 'retry-after': '1' } : undefined);
+  exchange.sendJson(status, JSON.stringify({ type: 'error', error: { type, message } }), headers);
 }
 
-export function anthropicMessages(req: http.IncomingMessage, exchange: MockExchange, behaviour: MockBehaviour, readBody: ReadBody): void {
+const failureMessage = (status: number): string => (status === 529 ? 'Overloaded' : `Mock failure (${status}).`);
+
+export function anthropicMessages(req: http.IncomingMessage, exchange: MockExchange, behaviour: MockBehaviour, faults: FaultBook, readBody: ReadBody): void {
   const record = exchange.record;
   record.id = randomId('msg_', 24);
   const apiKey = req.headers['x-api-key'];
@@ -52,11 +59,13 @@ export function anthropicMessages(req: http.IncomingMessage, exchange: MockExcha
     if (invalid) return sendError(exchange, 400, invalid);
     record.stream = request.stream === true;
     const directives = directivesFromMessages(request.messages);
+    const fault = faults.meet(apiKey, directives);
     const respond = (): void => {
-      if (directives.fail !== undefined) return sendError(exchange, directives.fail, directives.fail === 529 ? 'Overloaded' : `Mock failure (${directives.fail}).`);
+      if (fault !== undefined && playFault(fault, record.stream, exchange, (status, headers) => sendError(exchange, status, failureMessage(status), headers))) return;
+      if (directives.fail !== undefined) return sendError(exchange, directives.fail, failureMessage(directives.fail));
       const plan = planMessage(record.id, request, directives, cacheOf(behaviour), Date.now());
       if (!request.stream) exchange.sendJson(200, messageJson(plan), { 'request-id': `req_${record.id}` });
-      else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, directives.disconnectAfter);
+      else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
     };
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
   });

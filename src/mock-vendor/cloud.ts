@@ -9,6 +9,8 @@ import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
 import { directivesFromMessages } from './directives.js';
 import type { MockError } from './errors.js';
+import { cutsBefore } from './stream.js';
+import { cutPoint, playFault, type FaultBook } from './faults.js';
 import { randomId } from './ids.js';
 import { cacheOf, messageFrames, messageJson, planMessage, validate, type AnthropicRequest, type MockExchange } from './anthropic.js';
 import {
@@ -38,6 +40,13 @@ function readRaw(req: http.IncomingMessage, done: (body: Buffer) => void): void 
   req.on('data', (part: Buffer) => parts.push(part));
   req.on('end', () => done(Buffer.concat(parts)));
   req.on('error', () => {});
+}
+
+/** Bedrock's exception for an HTTP status, as its `x-amzn-errortype` names it. */
+function bedrockErrorType(status: number): string {
+  if (status === 429) return 'ThrottlingException';
+  if (status === 503) return 'ServiceUnavailableException';
+  return 'InternalServerException';
 }
 
 export class MockCloud {
@@ -124,7 +133,7 @@ export class MockCloud {
   }
 
   /** POST /model/{modelId}/invoke[-with-response-stream]. */
-  bedrock(req: http.IncomingMessage, res: http.ServerResponse, exchange: MockExchange, behaviour: MockBehaviour, path: string, query: string): void {
+  bedrock(req: http.IncomingMessage, res: http.ServerResponse, exchange: MockExchange, behaviour: MockBehaviour, faults: FaultBook, path: string, query: string): void {
     const match = BEDROCK_PATH.exec(path)!;
     const modelId = decodeURIComponent(match[1]!);
     const stream = match[2] === 'invoke-with-response-stream';
@@ -132,8 +141,8 @@ export class MockCloud {
     record.id = randomId('msg_bdrk_', 24);
     record.stream = stream;
     record.authorization = /Credential=([^/]+)\//.exec(req.headers.authorization ?? '')?.[1];
-    const fail = (status: number, type: string, message: string) =>
-      exchange.sendJson(status, JSON.stringify({ message }), { 'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/` });
+    const fail = (status: number, type: string, message: string, headers?: Record<string, string>) =>
+      exchange.sendJson(status, JSON.stringify({ message }), { 'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`, ...headers });
     readRaw(req, (raw) => {
       const problem = this.signatureProblem(req, path, query, raw);
       let body: Record<string, unknown>;
@@ -152,12 +161,18 @@ export class MockCloud {
       const invalid = validate(request);
       if (invalid) return fail(400, 'ValidationException', invalid);
       const directives = directivesFromMessages(request.messages);
-      if (directives.fail !== undefined) return fail(directives.fail, directives.fail === 429 ? 'ThrottlingException' : 'InternalServerException', `Mock failure (${directives.fail}).`);
+      // The credential is the access key id.
+      const fault = faults.meet(record.authorization, directives);
+      if (fault !== undefined && playFault(fault, stream, exchange, (status, headers) => fail(status, bedrockErrorType(status), `Mock failure (${status}).`, headers))) return;
+      if (directives.fail !== undefined) return fail(directives.fail, bedrockErrorType(directives.fail), `Mock failure (${directives.fail}).`);
+      const cutAfter = cutPoint(fault, undefined);
       const plan = planMessage(record.id, request, directives, cacheOf(behaviour), Date.now());
       if (!stream) return exchange.sendJson(200, messageJson(plan), { 'x-amzn-requestid': record.id });
       record.status = 200;
       res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': record.id });
       for (const frame of messageFrames(plan)) {
+        // A `cut` fault: the event stream ends, unterminated, once that many content events are out.
+        if (cutAfter !== undefined && record.contentChunksWritten >= cutAfter && cutsBefore(frame)) return exchange.cut();
         const json = frame.data.slice(frame.data.indexOf('data: ') + 6).trimEnd();
         const event = JSON.parse(json) as { type: string };
         // Like Bedrock: the last event carries the invocation metrics.

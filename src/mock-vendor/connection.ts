@@ -11,3 +11,17 @@ export function endMidBody(res: http.ServerResponse): void {
   socket.end();
   socket.once('finish', () => socket.destroy());
 }
+
+/**
+ * Simulates an upstream that resets the connection before answering: no byte of the response is
+ * written, and the client sees ECONNRESET (a TCP RST where the socket allows one, else a close).
+ */
+export function resetConnection(res: http.ServerResponse): void {
+  const socket = res.socket;
+  if (socket === null) return;
+  try {
+    socket.resetAndDestroy();
+  } catch {
+    socket.destroy(); // not a TCP handle (TLS): a plain close is the nearest thing
+  }
+}

@@ -9,6 +9,14 @@
 // poll_fail=STATUS (every get_result for the task answers that HTTP status). A flag (no_usage,
 // broken_url) may stand alone, meaning `=1`. The video task APIs and the audio APIs read their own
 // keys (video-tasks.ts, audio.ts, through `directivePairs`).
+//
+// Fault keys (faults.ts; the chat and image routes): fault=429|500|502|503|504|529|reset|hang|cut
+// (any status 400..599 is accepted), fault_rate=0..1 (the chance a request meets it, default 1),
+// retry_after=SECONDS (the Retry-After header of a status fault), cut_after=N (with `cut`: content
+// chunks before the cut, default 1) and fault_key=CREDENTIAL (only requests carrying that credential
+// meet the fault).
+
+import type { FaultKind } from './faults.js';
 
 export interface Directives {
   /** Content tokens per choice. */
@@ -41,6 +49,16 @@ export interface Directives {
   taskStatus?: TaskFailure;
   /** BFL: get_result answers this HTTP status (400..599). */
   pollFail?: number;
+  /** A fault to play (faults.ts): an HTTP status (400..599), 'reset', 'hang' or 'cut'. */
+  fault?: FaultKind;
+  /** The chance in [0, 1] that this request meets `fault` (default 1). */
+  faultRate?: number;
+  /** With a status fault: the Retry-After header, seconds. */
+  retryAfter?: number;
+  /** With `fault=cut`: content chunks sent before the cut. */
+  cutAfter?: number;
+  /** `fault` applies only to requests carrying this credential. */
+  faultKey?: string;
 }
 
 export const TASK_FAILURES = ['Error', 'Content Moderated', 'Request Moderated'] as const;
@@ -64,6 +82,18 @@ function errorStatus(value: string): number | undefined {
 
 const flag = (value: string): boolean => value === '1' || value === 'true';
 
+function faultKind(value: string): FaultKind | undefined {
+  if (value === 'reset' || value === 'hang' || value === 'cut') return value;
+  return errorStatus(value);
+}
+
+/** A probability written as a decimal in [0, 1] (`0.3`, `.3`, `1`). */
+function probability(value: string): number | undefined {
+  if (!/^(?:\d{1,9}(?:\.\d{0,9})?|\.\d{1,9})$/.test(value)) return undefined;
+  const rate = Number(value);
+  return rate <= 1 ? rate : undefined;
+}
+
 function applyDirective(into: Directives, key: string, value: string): void {
   switch (key) {
     case 'chunks': into.chunks = nonNegativeInt(value) ?? into.chunks; break;
@@ -85,6 +115,11 @@ function applyDirective(into: Directives, key: string, value: string): void {
       break;
     }
     case 'poll_fail': into.pollFail = errorStatus(value) ?? into.pollFail; break;
+    case 'fault': into.fault = faultKind(value) ?? into.fault; break;
+    case 'fault_rate': into.faultRate = probability(value) ?? into.faultRate; break;
+    case 'retry_after': into.retryAfter = nonNegativeInt(value) ?? into.retryAfter; break;
+    case 'cut_after': into.cutAfter = nonNegativeInt(value) ?? into.cutAfter; break;
+    case 'fault_key': if (value !== '') into.faultKey = value; break;
     default: break; // unknown keys are ignored so callers can annotate freely
   }
 }

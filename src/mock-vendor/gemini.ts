@@ -8,7 +8,8 @@ import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
 import { parseDirectives, DIRECTIVE_MARKER, type Directives } from './directives.js';
 import { randomId } from './ids.js';
-import { endMidBody } from './connection.js';
+import { endMidBody, resetConnection } from './connection.js';
+import { bearerToken, cutPoint, playFault, type FaultBook } from './faults.js';
 import type { MockRequestRecord, RequestLog } from './records.js';
 import { textTokens } from './usage.js';
 import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENT_FRAGMENTS, contentText, reasoningText, wordAt } from './words.js';
@@ -27,10 +28,17 @@ const STATUS_NAMES: Readonly<Record<number, string>> = Object.freeze({
 /** True for the paths this module answers. */
 export const isGeminiPath = (path: string): boolean => PATH.test(path);
 
-interface GeminiError { status: number; message: string }
+interface GeminiError {
+  status: number;
+  message: string;
+  /** Google's RetryInfo detail (a 429 that says when to come back), seconds. */
+  retryDelaySeconds?: number;
+}
 
 export function geminiErrorJson(err: GeminiError): string {
-  return JSON.stringify({ error: { code: err.status, message: err.message, status: STATUS_NAMES[err.status] ?? (err.status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION') } });
+  const status = STATUS_NAMES[err.status] ?? (err.status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION');
+  const details = err.retryDelaySeconds === undefined ? undefined : [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${err.retryDelaySeconds}s` }];
+  return JSON.stringify({ error: { code: err.status, message: err.message, status, ...(details ? { details } : {}) } });
 }
 
 type Part = Record<string, any>;
@@ -188,7 +196,7 @@ function lastUserDirectives(body: Body): Directives {
 const VERTEX_PATH = /^\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/google\/models\//;
 
 /** `vertexToken` says whether an Authorization header holds an access token the mock issued (Vertex paths). */
-export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, vertexToken: (authorization: string | undefined) => boolean = () => false): void {
+export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, vertexToken: (authorization: string | undefined) => boolean = () => false): void {
   // One cache per mock server, and its request log is one per server too.
   let cache = caches.get(log);
   if (!cache) caches.set(log, (cache = new PrefixCache()));
@@ -197,7 +205,8 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
   const model = match[1]!;
   const stream = match[2] === 'streamGenerateContent';
   const vertex = VERTEX_PATH.test(url.pathname);
-  const key = vertex ? req.headers.authorization : req.headers['x-goog-api-key'];
+  // The Gemini API takes its key in a header or, as Google's samples do, in `?key=`.
+  const key = vertex ? req.headers.authorization : req.headers['x-goog-api-key'] ?? url.searchParams.get('key') ?? undefined;
   const record: MockRequestRecord = {
     id: randomId('gemini-', 22), path: url.pathname, authorization: typeof key === 'string' ? key : undefined, body: undefined,
     stream, contentChunksWritten: 0, completed: false, clientAborted: false, status: 0,
@@ -232,16 +241,20 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
     if (stream && url.searchParams.get('alt') !== 'sse') return exchange.sendError({ status: 400, message: 'The mock streams with alt=sse only.' });
     if (!Array.isArray(body.contents) || body.contents.length === 0) return exchange.sendError({ status: 400, message: '* GenerateContentRequest.contents: contents is not specified' });
     const directives = lastUserDirectives(body);
+    const fault = faults.meet(vertex ? bearerToken(record.authorization) : record.authorization, directives);
     const respond = () => {
-      if (directives.fail !== undefined) return exchange.sendError({ status: directives.fail, message: `Mock failure (${directives.fail}).` });
+      if (fault !== undefined && playFault(fault, stream, exchange, (status, headers) => exchange.sendError({ status, message: failureMessage(status), retryDelaySeconds: fault.retryAfterSeconds }, headers))) return;
+      if (directives.fail !== undefined) return exchange.sendError({ status: directives.fail, message: failureMessage(directives.fail) });
       const p = plan(body, directives, behaviour, cache);
       const responseId = randomId('', 22);
       if (!stream) exchange.sendJson(200, responseJson(p, model, responseId));
-      else exchange.stream(frames(p, model, responseId), directives.delayMs ?? behaviour.chunkDelayMs, directives.disconnectAfter);
+      else exchange.stream(frames(p, model, responseId), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
     };
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
   });
 }
+
+const failureMessage = (status: number): string => `Mock failure (${status}).`;
 
 /** One response in progress; stops all work (timers, writes) once the connection closes. */
 class GeminiExchange {
@@ -263,14 +276,20 @@ class GeminiExchange {
     else this.timer = setTimeout(() => { if (!this.closed) next(); }, ms);
   }
 
-  sendJson(status: number, body: string): void {
+  sendJson(status: number, body: string, headers?: Record<string, string>): void {
     if (this.closed) return;
     this.record.status = status;
-    this.res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(body) }).end(body);
+    this.res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(body), ...headers }).end(body);
   }
 
-  sendError(err: GeminiError): void {
-    this.sendJson(err.status, geminiErrorJson(err));
+  sendError(err: GeminiError, headers?: Record<string, string>): void {
+    this.sendJson(err.status, geminiErrorJson(err), headers);
+  }
+
+  /** Destroys the connection before any byte of the answer (a `reset` fault). */
+  reset(): void {
+    this.cutByServer = true;
+    resetConnection(this.res);
   }
 
   stream(events: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void {

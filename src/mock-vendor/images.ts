@@ -11,6 +11,7 @@ import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
 import { parseDirectives, type Directives } from './directives.js';
 import { badJson, hasBearerToken, isRevokedCredential, missingApiKey, simulatedFailure, type MockError } from './errors.js';
+import { bearerToken, playFault, type FaultBook } from './faults.js';
 import { fileUrlPath, type ImageHost } from './files.js';
 import { randomId } from './ids.js';
 import { isGptImage, parseImageRequest, type ImageEndpoint, type ImageRequest } from './image-request.js';
@@ -23,7 +24,9 @@ export interface ImageExchange {
   readonly record: MockRequestRecord;
   after(ms: number, next: () => void): void;
   sendJson(status: number, body: string, headers?: Record<string, string>): void;
-  sendError(err: MockError): void;
+  sendError(err: MockError, headers?: Record<string, string>): void;
+  /** Destroys the connection before any byte of the answer (a `reset` fault). */
+  reset(): void;
 }
 type ReadBody = (req: http.IncomingMessage, done: (err: MockError | undefined, text: string) => void) => void;
 
@@ -43,7 +46,7 @@ const OUTPUT_TOKENS_1024 = { low: 272, medium: 1056, high: 4160 } as const;
 const INPUT_IMAGE_TOKENS = 765;
 const DEFAULT_SIZE = '1024x1024';
 
-export function openaiImages(req: http.IncomingMessage, exchange: ImageExchange, endpoint: ImageEndpoint, behaviour: MockBehaviour, readBody: ReadBody, host: ImageHost): void {
+export function openaiImages(req: http.IncomingMessage, exchange: ImageExchange, endpoint: ImageEndpoint, behaviour: MockBehaviour, faults: FaultBook, readBody: ReadBody, host: ImageHost): void {
   const record = exchange.record;
   record.id = randomId('img_', 24);
   readBody(req, (err, text) => {
@@ -57,7 +60,10 @@ export function openaiImages(req: http.IncomingMessage, exchange: ImageExchange,
     if ('status' in request) return exchange.sendError(request);
     if (request.referenceImages.length > 0) record.referenceImages = request.referenceImages;
     const directives = parseDirectives(request.prompt);
+    const fault = faults.meet(bearerToken(record.authorization), directives);
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, () => {
+      // Not a stream: a `cut` resets the connection.
+      if (fault !== undefined && playFault(fault, false, exchange, (status, headers) => exchange.sendError(simulatedFailure(status), headers))) return;
       if (directives.fail !== undefined) exchange.sendError(simulatedFailure(directives.fail));
       else exchange.sendJson(200, imagesJson(record.id, request, directives, host));
     });

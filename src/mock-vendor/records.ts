@@ -17,6 +17,8 @@ export interface MockRequestRecord {
   clientAborted: boolean;
   /** HTTP status sent; 0 until the response head is written. */
   status: number;
+  /** The fault the request met (faults.ts): its status as text, or reset, hang, cut. */
+  fault?: string;
   /** Image routes: the reference images the request carried (URLs or data URIs), in order. */
   referenceImages?: string[];
 }

@@ -11,18 +11,20 @@ import { BFL_PREFIX, BflTasks, bflRoute, type BflHost } from './bfl.js';
 import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } from './completion.js';
 import { directivesFromMessages } from './directives.js';
 import { geminiRoute, isGeminiPath } from './gemini.js';
-import { endMidBody } from './connection.js';
+import { endMidBody, resetConnection } from './connection.js';
+import { FaultBook, bearerToken, cutPoint, playFault, retryAfterHeader, type FaultCounts, type MockFault, type MockFaults } from './faults.js';
 import { FILES_PREFIX, FileStore, serveFile } from './files.js';
 import { imageEndpoint, openaiImages } from './images.js';
 import { BEDROCK_PATH, MockCloud, TOKEN_PATH, type MockCloudOptions } from './cloud.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
 import { randomId } from './ids.js';
 import { RequestLog, recordBody, type MockRequestRecord } from './records.js';
-import { streamFrames, type Frame } from './stream.js';
+import { cutsBefore, streamFrames, type Frame } from './stream.js';
 import { VideoTasks } from './video-tasks.js';
 
 export type { MockBehaviour } from './completion.js';
 export type { MockRequestRecord } from './records.js';
+export type { FaultCounts, MockFault, MockFaults } from './faults.js';
 
 export interface MockVendor {
   /** Like `http://127.0.0.1:PORT`, no trailing slash. */
@@ -36,6 +38,10 @@ export interface MockVendor {
   audio: AudioVendors;
   requests(): MockRequestRecord[];
   clearRequests(): void;
+  /** Replaces the faults by credential (tests switch a key from failing to healthy). Throws on an invalid map. */
+  setFaults(faults: MockFaults): void;
+  /** How many requests carrying this credential met a fault, and how many were answered as usual. */
+  faultCounts(credential: string): FaultCounts;
   close(): Promise<void>;
 }
 
@@ -54,6 +60,8 @@ export interface MockVendorOptions {
   videoJobMs?: number;
   /** How long a MiniMax async speech task runs unless its text says `[[mock job_ms=N]]` (default 800 ms). */
   audioJobMs?: number;
+  /** Faults to play, by the credential a request carries (see faults.ts). Throws on an invalid map. */
+  faults?: Readonly<Record<string, MockFault>>;
 }
 
 const DEFAULT_BEHAVIOUR: MockBehaviour = { latencyMs: 0, chunks: 16, chunkDelayMs: 0 };
@@ -68,7 +76,8 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const images: BflHost = { url: '', files: new FileStore(), tasks: new BflTasks() };
   const videos = new VideoTasks(opts.videoJobMs ?? 1500);
   const audio = new AudioVendors(opts.audioJobMs ?? 800);
-  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, log, cloud, images, videos, audio);
+  const faults = new FaultBook(opts.faults);
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, faults, log, cloud, images, videos, audio);
   const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
   server.keepAliveTimeout = 65_000;
@@ -96,6 +105,8 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
     audio,
     requests: () => log.list(),
     clearRequests: () => log.clear(),
+    setFaults: (next) => faults.set(next),
+    faultCounts: (credential) => faults.countsOf(credential),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));
@@ -113,7 +124,7 @@ function urlHost(host: string): string {
 
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, audio: AudioVendors): void {
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, audio: AudioVendors): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -122,7 +133,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
     return;
   }
   if (path.startsWith(FILES_PREFIX)) return serveFile(req, res, path, images.files);
-  if (isGeminiPath(path)) return geminiRoute(req, res, behaviour, log, (authorization) => cloud.tokenValid(authorization));
+  if (isGeminiPath(path)) return geminiRoute(req, res, behaviour, faults, log, (authorization) => cloud.tokenValid(authorization));
   const record: MockRequestRecord = {
     id: randomId('chatcmpl-', 29),
     path,
@@ -140,10 +151,10 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
-  if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, readBody, images);
-  if (req.method === 'POST' && path.endsWith(ANTHROPIC_MESSAGES_SUFFIX)) return anthropicMessages(req, exchange, behaviour, readBody);
+  if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, faults, readBody, images);
+  if (req.method === 'POST' && path.endsWith(ANTHROPIC_MESSAGES_SUFFIX)) return anthropicMessages(req, exchange, behaviour, faults, readBody);
   if (req.method === 'POST' && path === TOKEN_PATH) return cloud.token(req, exchange, readBody);
-  if (req.method === 'POST' && BEDROCK_PATH.test(path)) return cloud.bedrock(req, res, exchange, behaviour, path, query === -1 ? '' : url.slice(query));
+  if (req.method === 'POST' && BEDROCK_PATH.test(path)) return cloud.bedrock(req, res, exchange, behaviour, faults, path, query === -1 ? '' : url.slice(query));
   const azure = req.method === 'POST' ? AZURE_PATH.exec(path) : null;
   if (azure) {
     // Azure OpenAI: the deployment is the model, the key comes in `api-key`, api-version is required.
@@ -153,7 +164,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
     readBody(req, (err, text) => {
       if (err) return exchange.sendError(err);
       if (!version) return exchange.sendError({ status: 404, message: 'Resource not found', type: 'invalid_request_error', code: '404' });
-      chatCompletion(exchange, text, behaviour, decodeURIComponent(azure[1]!));
+      chatCompletion(exchange, text, behaviour, faults, decodeURIComponent(azure[1]!));
     });
     return;
   }
@@ -167,7 +178,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
       exchange.sendError(err);
       return;
     }
-    chatCompletion(exchange, text, behaviour);
+    chatCompletion(exchange, text, behaviour, faults);
   });
 }
 
@@ -202,7 +213,7 @@ function readBody(req: http.IncomingMessage, done: (err: MockError | undefined, 
   req.on('error', () => {});
 }
 
-function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehaviour, azureDeployment?: string): void {
+function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehaviour, faults: FaultBook, azureDeployment?: string): void {
   const record = exchange.record;
   const parseError = recordBody(record, text);
   // Like OpenAI: authentication is checked before the body is looked at (Azure: an `api-key`).
@@ -227,11 +238,14 @@ function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehavio
   record.stream = request.stream;
   const directives = directivesFromMessages(request.messages);
   const fail = directives.fail;
+  // Azure's `api-key` is the credential itself; elsewhere it is the bearer token.
+  const fault = faults.meet(azureDeployment === undefined ? bearerToken(record.authorization) : record.authorization, directives);
   const plan = fail === undefined ? planCompletion(record.id, request, directives, behaviour) : undefined;
   const respond = (): void => {
+    if (fault !== undefined && playFault(fault, request.stream, exchange, (status, headers) => exchange.sendError(simulatedFailure(status), headers))) return;
     if (plan === undefined) exchange.sendError(simulatedFailure(fail as number));
     else if (!request.stream) exchange.sendJson(200, completionJson(plan));
-    else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, directives.disconnectAfter);
+    else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
   };
   exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
 }
@@ -277,9 +291,15 @@ class Exchange {
     this.res.end(body);
   }
 
-  sendError(err: MockError): void {
-    // Real vendors tell rate-limited clients when to come back.
-    this.sendJson(err.status, errorJson(err), err.status === 429 ? { 'retry-after': '1' } : undefined);
+  /** The error in OpenAI's shape; a 429 says Retry-After: 1 unless `headers` say otherwise. */
+  sendError(err: MockError, headers = retryAfterHeader(err.status, undefined)): void {
+    this.sendJson(err.status, errorJson(err), headers);
+  }
+
+  /** Destroys the connection before any byte of the answer (a `reset` fault). */
+  reset(): void {
+    this.cutByServer = true;
+    resetConnection(this.res);
   }
 
   /**
@@ -323,13 +343,9 @@ class Exchange {
     pump();
   }
 
-  private cut(): void {
+  /** Ends the answer mid-body, as an upstream that dies mid-stream (not a client abort). */
+  cut(): void {
     this.cutByServer = true;
     endMidBody(this.res);
   }
-}
-
-/** Frames a disconnect_after cut happens before: everything from the content phase on. */
-function cutsBefore(frame: Frame): boolean {
-  return frame.kind !== 'head' && frame.kind !== 'reasoning';
 }

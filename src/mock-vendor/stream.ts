@@ -23,6 +23,11 @@ const CONTENT_JSON = CONTENT_WORDS.map((w) => JSON.stringify(w));
 const REASONING_JSON = REASONING_WORDS.map((w) => JSON.stringify(w));
 const ARGUMENT_JSON = TOOL_ARGUMENT_FRAGMENTS.map((f) => JSON.stringify(f));
 
+/** Frames a cut (disconnect_after, a `cut` fault) happens before: everything from the content phase on. */
+export function cutsBefore(frame: Frame): boolean {
+  return frame.kind !== 'head' && frame.kind !== 'reasoning';
+}
+
 const DONE_FRAME: Frame = { kind: 'done', data: 'data: [DONE]\n\n' };
 
 function toolCallJson(id: string, name: string): string {
