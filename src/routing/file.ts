@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
-import { LineCounter, parseDocument, type Document } from 'yaml';
+import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document } from 'yaml';
 import type { UpstreamCloud } from '../providers/family.js';
 import { MAX_TARGETS_PER_ROUTE, byPriority, type RouteTarget, type RoutingTable } from './targets.js';
 
@@ -136,12 +136,17 @@ function cloudOf(cloud: v.InferOutput<typeof CloudSchema>, model: string | undef
   });
 }
 
-/** The 1-based line of the node at `path`, or of its nearest ancestor the document has. */
+/** The 1-based line of the entry at `path` (a mapping's key, a list's item), or of its nearest ancestor the document has. */
 function lineOf(doc: Document, lines: LineCounter, path: Path): number {
-  for (let length = path.length; length >= 0; length--) {
-    const node = length === 0 ? doc.contents : doc.getIn(path.slice(0, length), true);
+  for (let length = path.length; length > 0; length--) {
+    const parent = length === 1 ? doc.contents : doc.getIn(path.slice(0, length - 1), true);
+    const entry = path[length - 1];
+    let node: unknown;
+    if (isMap(parent)) node = parent.items.find((pair) => isScalar(pair.key) && String(pair.key.value) === String(entry))?.key;
+    else if (isSeq(parent)) node = parent.items[Number(entry)];
     const offset = (node as { range?: [number, number, number] } | null | undefined)?.range?.[0];
     if (offset !== undefined) return lines.linePos(offset).line;
   }
-  return 1;
+  const offset = doc.contents?.range?.[0];
+  return offset === undefined ? 1 : lines.linePos(offset).line;
 }
