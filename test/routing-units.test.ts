@@ -1,5 +1,5 @@
 import t from 'tap';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Breakers, breakerMemory } from '../src/routing/breakers.js';
@@ -191,4 +191,13 @@ t.test('ROUTING_FILE in the configuration', async (t) => {
   t.ok(error instanceof ConfigError);
   t.match(error?.message, /^invalid ROUTING_FILE: .*routing\.yaml:5: .*POOL_KEY/);
   t.throws(() => loadConfig({ ROUTING_FILE: join(dir, 'missing.yaml') }), /invalid ROUTING_FILE: .*cannot be read \(ENOENT\)/);
+});
+
+t.test('deploy/routing.example.yaml is a valid routing file', async (t) => {
+  const text = readFileSync(new URL('../../deploy/routing.example.yaml', import.meta.url), 'utf8');
+  const env = new Proxy({}, { get: (_, name) => `value-of-${String(name)}` }) as Record<string, string>;
+  const table = parseRoutingFile(text, 'routing.example.yaml', { ...VENDORS, deepseek: { baseUrl: 'https://api.deepseek.com/v1', apiKey: '' } }, env);
+  t.same(table.vendors.openai!.map((x) => x.name), ['openai-org-a', 'openai-org-b']);
+  t.equal(table.models['openai/gpt-4o-mini']![1]!.cloud?.kind, 'azure');
+  t.equal(table.models['anthropic/claude-sonnet-4-5']![1]!.baseUrl, 'https://bedrock-runtime.us-east-1.amazonaws.com');
 });
