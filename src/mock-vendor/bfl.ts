@@ -9,6 +9,7 @@ import { bflCost, isBflModel, jsonDecodeError, parseBflRequest } from './bfl-req
 import type { MockBehaviour } from './completion.js';
 import { parseDirectives, type TaskFailure } from './directives.js';
 import { isRevokedCredential, type MockError } from './errors.js';
+import { playFault, retryAfterHeader, type FaultBook } from './faults.js';
 import { fileUrlPath, type ImageHost } from './files.js';
 import { randomId } from './ids.js';
 import type { ImageExchange } from './images.js';
@@ -68,17 +69,17 @@ const FAILURE_REASONS: Readonly<Record<TaskFailure, string>> = {
   'Request Moderated': 'The prompt or input image was flagged by moderation (mock).',
 };
 
-function sendDetail(exchange: ImageExchange, status: number, detail: unknown): void {
-  exchange.sendJson(status, JSON.stringify({ detail }), status === 429 ? { 'retry-after': '1' } : undefined);
+function sendDetail(exchange: ImageExchange, status: number, detail: unknown, headers = retryAfterHeader(status, undefined)): void {
+  exchange.sendJson(status, JSON.stringify({ detail }), headers);
 }
 
-/** What the `fail=` and `poll_fail=` directives answer: the status with BFL's error body. */
-function sendFailure(exchange: ImageExchange, status: number): void {
+/** What the `fail=` and `poll_fail=` directives (and a status fault) answer: the status with BFL's error body. */
+function sendFailure(exchange: ImageExchange, status: number, headers?: Record<string, string>): void {
   const detail = status === 422 ? [{ loc: ['body'], msg: 'Mock validation failure', type: 'value_error' }] : FAILURE_DETAILS[status] ?? `Mock failure (${status}).`;
-  sendDetail(exchange, status, detail);
+  sendDetail(exchange, status, detail, headers);
 }
 
-export function bflRoute(req: http.IncomingMessage, exchange: ImageExchange, path: string, query: string, behaviour: MockBehaviour, readBody: ReadBody, host: BflHost): void {
+export function bflRoute(req: http.IncomingMessage, exchange: ImageExchange, path: string, query: string, behaviour: MockBehaviour, faults: FaultBook, readBody: ReadBody, host: BflHost): void {
   const record = exchange.record;
   const key = req.headers['x-key'];
   record.authorization = typeof key === 'string' ? key : undefined;
@@ -109,7 +110,10 @@ export function bflRoute(req: http.IncomingMessage, exchange: ImageExchange, pat
     if (Array.isArray(request)) return sendDetail(exchange, 422, request);
     if (request.inputImages.length > 0) record.referenceImages = request.inputImages;
     const directives = parseDirectives(request.prompt);
+    // Faults play on the submit only (a poll is not a new call upstream).
+    const fault = faults.meet(record.authorization, directives);
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, () => {
+      if (fault !== undefined && playFault(fault, false, exchange, (status, headers) => sendFailure(exchange, status, headers))) return;
       if (directives.fail !== undefined) return sendFailure(exchange, directives.fail);
       const polls = directives.polls ?? DEFAULT_POLLS;
       host.tasks.add({

@@ -46,13 +46,13 @@ export const invalidParam = (param: string, message: string): MockError => ({
   param,
 });
 
-/** The error a real vendor sends for this status, used by the `fail=STATUS` directive. */
-export function simulatedFailure(status: number): MockError {
+/** The error a real vendor sends for this status, used by the `fail=STATUS` directive and status faults (a 429 names its retry delay). */
+export function simulatedFailure(status: number, retryAfterSeconds = 1): MockError {
   switch (status) {
     case 401: return { ...missingApiKey, message: 'Incorrect API key provided.' };
     case 403: return { status, message: 'You are not allowed to sample from this model.', type: 'invalid_request_error', code: 'permission_denied' };
     case 404: return { status, message: 'The model does not exist or you do not have access to it.', type: 'invalid_request_error', code: 'model_not_found' };
-    case 429: return { status, message: 'Rate limit reached for requests (mock). Please try again in 1s.', type: 'requests', code: 'rate_limit_exceeded' };
+    case 429: return { status, message: `Rate limit reached for requests (mock). Please try again in ${retryAfterSeconds}s.`, type: 'requests', code: 'rate_limit_exceeded' };
     case 500: return { status, message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', code: null };
     case 503: return { status, message: 'The engine is currently overloaded, please try again later.', type: 'server_error', code: null };
     default:

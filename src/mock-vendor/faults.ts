@@ -54,13 +54,15 @@ const faultSchema = v.strictObject(
   'must be an object with kind and optionally rate, retryAfterSeconds, afterChunks (no other keys)',
 );
 
+const NOT_A_MAP = 'must be an object of credential -> fault';
 const faultsSchema = v.pipe(
-  v.record(v.pipe(v.string(), v.minLength(1, 'a credential must not be empty')), faultSchema, 'must be an object of credential -> fault'),
+  v.record(v.pipe(v.string(), v.minLength(1, 'a credential must not be empty')), faultSchema, NOT_A_MAP),
   v.check((faults) => Object.keys(faults).length <= MAX_FAULTS, `must name at most ${MAX_FAULTS} credentials`),
 );
 
 /** Checks a faults map (the settings, `setFaults`, `MOCK_FAULTS`); throws an Error naming the first problem's place. */
 export function checkFaults(value: unknown): MockFaults {
+  if (Array.isArray(value)) throw new Error(`the faults ${NOT_A_MAP}`);
   const result = v.safeParse(faultsSchema, value);
   if (result.success) return Object.freeze({ ...result.output }) as MockFaults;
   const issue = result.issues[0];
@@ -93,15 +95,16 @@ function directiveFault(directives: Directives, credential: string | undefined):
 
 /** The mock's faults (replaceable at run time) and, per credential, how many requests met one. */
 export class FaultBook {
-  private faults: MockFaults;
+  /** A Map, not the object: a credential such as `constructor` must not find Object's own keys. */
+  private faults: ReadonlyMap<string, MockFault>;
   private readonly counts = new Map<string, FaultCounts>();
 
   constructor(faults: MockFaults = {}) {
-    this.faults = checkFaults(faults);
+    this.faults = new Map(Object.entries(checkFaults(faults)));
   }
 
   set(faults: MockFaults): void {
-    this.faults = checkFaults(faults);
+    this.faults = new Map(Object.entries(checkFaults(faults)));
   }
 
   countsOf(credential: string): FaultCounts {
@@ -115,7 +118,7 @@ export class FaultBook {
    * per request.
    */
   meet(credential: string | undefined, directives: Directives): MockFault | undefined {
-    const candidate = directiveFault(directives, credential) ?? (credential === undefined ? undefined : this.faults[credential]);
+    const candidate = directiveFault(directives, credential) ?? (credential === undefined ? undefined : this.faults.get(credential));
     const rate = candidate?.rate ?? 1;
     const fault = candidate !== undefined && (rate >= 1 || Math.random() < rate) ? candidate : undefined;
     if (credential !== undefined) this.count(credential, fault !== undefined);

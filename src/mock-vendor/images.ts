@@ -63,7 +63,7 @@ export function openaiImages(req: http.IncomingMessage, exchange: ImageExchange,
     const fault = faults.meet(bearerToken(record.authorization), directives);
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, () => {
       // Not a stream: a `cut` resets the connection.
-      if (fault !== undefined && playFault(fault, false, exchange, (status, headers) => exchange.sendError(simulatedFailure(status), headers))) return;
+      if (fault !== undefined && playFault(fault, false, exchange, (status, headers) => exchange.sendError(simulatedFailure(status, fault.retryAfterSeconds), headers))) return;
       if (directives.fail !== undefined) exchange.sendError(simulatedFailure(directives.fail));
       else exchange.sendJson(200, imagesJson(record.id, request, directives, host));
     });

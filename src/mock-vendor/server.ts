@@ -1,7 +1,7 @@
 // The mock upstream vendor: an OpenAI Chat Completions endpoint on node:http (the other wire
-// formats live in their own files), steered per request by `[[mock ...]]` directives. Built to be
-// cheap per request (the benchmark runs it next to the gateway on a small machine): no logging, no
-// per-chunk JSON.stringify, keep-alive on.
+// formats live in their own files), steered per request by `[[mock ...]]` directives and per
+// credential by its faults (faults.ts). Built to be cheap per request (the benchmark runs it next
+// to the gateway on a small machine): no logging, no per-chunk JSON.stringify, keep-alive on.
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -147,9 +147,9 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   };
   log.add(record);
   const exchange = new Exchange(res, record);
-  if (VideoTasks.handles(path)) return videos.route(req, res, exchange, path, readBody);
+  if (VideoTasks.handles(path)) return videos.route(req, res, exchange, faults, path, readBody);
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, path, query === -1 ? '' : url.slice(query + 1), readBody);
-  if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, readBody, images);
+  if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
   if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, faults, readBody, images);
   if (req.method === 'POST' && path.endsWith(ANTHROPIC_MESSAGES_SUFFIX)) return anthropicMessages(req, exchange, behaviour, faults, readBody);
@@ -242,7 +242,7 @@ function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehavio
   const fault = faults.meet(azureDeployment === undefined ? bearerToken(record.authorization) : record.authorization, directives);
   const plan = fail === undefined ? planCompletion(record.id, request, directives, behaviour) : undefined;
   const respond = (): void => {
-    if (fault !== undefined && playFault(fault, request.stream, exchange, (status, headers) => exchange.sendError(simulatedFailure(status), headers))) return;
+    if (fault !== undefined && playFault(fault, request.stream, exchange, (status, headers) => exchange.sendError(simulatedFailure(status, fault.retryAfterSeconds), headers))) return;
     if (plan === undefined) exchange.sendError(simulatedFailure(fail as number));
     else if (!request.stream) exchange.sendJson(200, completionJson(plan));
     else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));

@@ -6,10 +6,12 @@
 // the vendor's own spellings; results are small MP4s served at `/__mock/videos/…` until their URL
 // expires. Steered by `[[mock …]]` keys in the prompt: job_ms, task_fail=CODE, submit_fail=STATUS,
 // poll_fail=STATUS (poll_fail_times=K: only the first K polls), url_ttl_ms, broken_url,
-// unknown_status=K (K polls after the end report a status no adapter knows).
+// unknown_status=K (K polls after the end report a status no adapter knows). A submit also meets
+// the mock's faults (faults.ts): by its credential from the settings, or `fault=…` in the prompt.
 import { createHmac, randomInt, randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { directivePairs } from './directives.js';
+import { directivePairs, parseDirectives } from './directives.js';
+import { bearerToken, playFault, type FaultBook } from './faults.js';
 import { mockMp4 } from './mp4.js';
 import { recordBody, type MockRequestRecord } from './records.js';
 import type { MockError } from './errors.js';
@@ -41,6 +43,8 @@ interface VideoTask {
 export interface VideoExchange {
   readonly record: MockRequestRecord;
   sendJson(status: number, body: string, headers?: Record<string, string>): void;
+  /** Destroys the connection before any byte of the answer (a `reset` fault). */
+  reset(): void;
 }
 
 type ReadBody = (req: http.IncomingMessage, done: (err: MockError | undefined, text: string) => void) => void;
@@ -186,7 +190,7 @@ export class VideoTasks {
     return [...this.tasks.values()].filter((task) => task.vendor.prefix === `/${vendor}/v1/`).map(({ id, model, cancelled }) => ({ id, model, cancelled }));
   }
 
-  route(req: http.IncomingMessage, res: http.ServerResponse, exchange: VideoExchange, path: string, readBody: ReadBody): void {
+  route(req: http.IncomingMessage, res: http.ServerResponse, exchange: VideoExchange, faults: FaultBook, path: string, readBody: ReadBody): void {
     if (path.startsWith(VIDEO_FILES_PREFIX)) return this.serveFile(req, res, path);
     const dialect = DIALECTS.find((candidate) => path.startsWith(candidate.prefix))!;
     const send = (status: number, body: unknown) => exchange.sendJson(status, JSON.stringify(body));
@@ -206,6 +210,11 @@ export class VideoTasks {
         const keys = directivePairs(fields.prompt);
         const submitFail = Number(keys.get('submit_fail'));
         if (submitFail >= 400 && submitFail <= 599) return send(submitFail, dialect.error(submitFail, errorCodeFor(submitFail), `Mock failure (${submitFail}).`));
+        // Faults play on the submit only (a poll is not a new call upstream); a submit is never a stream.
+        const fault = faults.meet(bearerToken(exchange.record.authorization), parseDirectives(fields.prompt));
+        const sendStatus = (status: number, headers: Record<string, string> | undefined) =>
+          exchange.sendJson(status, JSON.stringify(dialect.error(status, errorCodeFor(status), `Mock failure (${status}).`)), headers);
+        if (fault !== undefined && playFault(fault, false, exchange, sendStatus)) return;
         const task = this.add(dialect, fields, keys);
         const callbackUrl = (body as Record<string, unknown>).callback_url;
         if (dialect !== DASHSCOPE && typeof callbackUrl === 'string') this.callBack(task, callbackUrl, exchange.record.authorization ?? '');
