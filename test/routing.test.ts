@@ -80,7 +80,7 @@ async function heal(): Promise<void> {
 
 t.test('a pool where one key answers 429 every time: every call served by the other, the first cooled down', async (t) => {
   const { key } = await gateway.user('routing-429', '5');
-  mock.setFaults({ 'pool-a-key': { kind: 429, retryAfterSeconds: 2 } });
+  mock.setFaults({ 'pool-a-key': { kind: 429, retryAfterSeconds: 5 } });
   const before = { a: counts('pool-a-key'), b: counts('pool-b-key') };
   const results = await many(40, 4, () => postChat(gateway, key, chatBody('hello')));
   t.same(results.map((r) => r.status), results.map(() => 200), 'every call answered 200');
@@ -168,6 +168,22 @@ t.test('an Anthropic model served by its second deployment when the first answer
   t.equal(counts('claude-first-key').faulted >= 1, true);
   t.equal(counts('claude-second-key').served, second + 1, 'the second deployment served');
   mock.setFaults({});
+});
+
+t.test('the Responses endpoint takes the same attempts', async (t) => {
+  const { key } = await gateway.user('routing-responses', '5');
+  mock.setFaults({ 'claude-first-key': { kind: 503 } });
+  const second = counts('claude-second-key').served;
+  const response = await fetch(`${gateway.v1}/responses`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: CLAUDE, input: 'hi' }),
+  });
+  mock.setFaults({});
+  const text = await response.text();
+  t.equal(response.status, 200, text);
+  t.equal(response.headers.get('x-gateway-attempts'), '2');
+  t.equal(parseJson(text).object, 'response');
+  t.equal(counts('claude-second-key').served, second + 1);
 });
 
 t.test('a non-retryable answer is returned at once', async (t) => {
