@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
-import { chargeOf, chatBody, eventually, leasesClosed, moneyView, parseJson, postChat, sseData, usdToNano } from './helpers/billing-checks.js';
+import { chargeOf, chatBody, eventually, leasesClosed, parseJson, postChat, sampleAvailable, sseData, usdToNano } from './helpers/billing-checks.js';
 
 const COOLDOWN_MS = 1000;
 const CLAUDE = 'anthropic/claude-haiku-4-5';
@@ -140,6 +140,27 @@ t.test('one target failing 30 % of the time: at least 99.9 % of 2,000 calls serv
   t.ok(money.credits >= 0n);
   const check = await gateway.cli('ledger', 'check');
   t.match(check, /^ledger check: ok /, 'gateway ledger check passes (cli throws on a non-zero exit)');
+});
+
+t.test('a small balance spent through a pool with a target failing 30 % of the time: no overspend, no double charge', async (t) => {
+  const user = 'routing-small';
+  const { key } = await gateway.user(user, '0.001');
+  await heal();
+  mock.setFaults({ 'pool-a-key': { kind: 503, rate: 0.3 } });
+  const sampler = sampleAvailable(gateway, user);
+  const results = await many(200, 16, () => postChat(gateway, key, chatBody('small', { max_tokens: 50 })));
+  const seen = await sampler.stop();
+  mock.setFaults({});
+  const ok = results.filter((r) => r.status === 200);
+  t.ok(ok.length > 0 && ok.length < 200, `the balance ran out part way (${ok.length} served)`);
+  t.same([...new Set(results.filter((r) => r.status !== 200).map((r) => r.status))], [402], 'the others were refused for credit, not failed upstream');
+  t.ok(seen.min >= 0n, `the available balance never went below zero (${seen.min} over ${seen.samples} samples)`);
+  const charged = ok.reduce((sum, r) => sum + chargeOf(r.text), 0n);
+  await gateway.ledgerSettled(user, 30_000);
+  const money = await leasesClosed(gateway, user, 10_000);
+  t.equal(money.usageTransactions, ok.length, 'one charge per served call');
+  t.equal(usdToNano(0.001) - money.ledgerSum, charged, 'exactly the charges of the answers');
+  t.ok(money.credits >= 0n);
 });
 
 t.test('a stream that fails after its first chunk is not retried', async (t) => {
