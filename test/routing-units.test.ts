@@ -6,7 +6,7 @@ import { Breakers, breakerMemory } from '../src/routing/breakers.js';
 import { dueSoonest, nextTarget } from '../src/routing/choice.js';
 import { parseRoutingFile, RoutingFileError } from '../src/routing/file.js';
 import { retryableAnswer, retryAfterMs } from '../src/routing/retryable.js';
-import { exhausted } from '../src/routing/routing.js';
+import { Routing, exhausted } from '../src/routing/routing.js';
 import type { RouteTarget } from '../src/routing/targets.js';
 import { ApiError } from '../src/http/errors.js';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -200,4 +200,30 @@ t.test('deploy/routing.example.yaml is a valid routing file', async (t) => {
   t.same(table.vendors.openai!.map((x) => x.name), ['openai-org-a', 'openai-org-b']);
   t.equal(table.models['openai/gpt-4o-mini']![1]!.cloud?.kind, 'azure');
   t.equal(table.models['anthropic/claude-sonnet-4-5']![1]!.baseUrl, 'https://bedrock-runtime.us-east-1.amazonaws.com');
+});
+
+t.test('Routing: the first target is chosen without taking it; a half-open probe goes to one call only', async (t) => {
+  let now = 0;
+  const table = parseRoutingFile('vendors:\n  openai:\n    targets:\n      - { name: a, priority: 1 }\n      - { name: b }\n', 'f', VENDORS, {});
+  const config = { table, maxAttempts: 3, deadlineMs: 1000, breakerFailures: 1, breakerCooldownMs: 100 };
+  const events: string[] = [];
+  const routing = new Routing(config, VENDORS, breakerMemory(table.slots), {
+    attempt: () => {}, retry: () => {}, breaker: (target, to) => events.push(`${target}:${to}`),
+  }, () => now, () => 0);
+  const targets = routing.targetsOf({ id: 'openai/gpt-4o-mini', upstreamVendor: 'openai' })!;
+  t.same(targets.map((x) => x.name), ['a', 'b']);
+  t.equal(routing.targetsOf({ id: 'anthropic/claude-haiku-4-5', upstreamVendor: 'anthropic' })![0]!.apiKey, 'sk-ant', 'a vendor without a pool: its one target');
+  t.equal(routing.first(targets), 0, 'the higher priority');
+  routing.failed(targets[0]!, 'm', 1, new ApiError(502, 'upstream_error', 'down'));
+  t.equal(routing.first(targets), 1, 'a cooled-down target is skipped');
+  now = 100;
+  t.equal(routing.first(targets), 0, 'due again: half-open');
+  t.equal(routing.first(targets), 0, 'choosing does not take the probe (a call refused at admission holds nothing)');
+  t.equal(routing.take(targets, 0), 0, 'the first call to send takes the probe');
+  t.equal(routing.take(targets, 0), 1, 'another call goes to the other target meanwhile');
+  routing.failed(targets[1]!, 'm', 1, new ApiError(502, 'upstream_error', 'down'));
+  t.equal(routing.first(targets), 0, 'neither may take a call (a\'s probe is out, b cooled down): the one due soonest');
+  routing.answered(targets[0]!);
+  t.equal(routing.first(targets), 0, 'the probe succeeded: closed again');
+  t.same(events, ['a:open', 'a:half_open', 'b:open', 'a:closed']);
 });

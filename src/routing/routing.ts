@@ -59,31 +59,50 @@ export class Routing {
     return this.defaults.get(model.upstreamVendor);
   }
 
-  /** The first target of a call: decided synchronously, and with no allocation for a one-target route. */
+  /**
+   * The first target of a call, decided synchronously (no allocation for a one-target route). Not
+   * taken yet: the call takes it with `take` when it sends, after admission (a call refused there
+   * must not hold a half-open target's probe).
+   */
   first(targets: readonly RouteTarget[]): number {
-    return targets.length === 1 ? 0 : this.pick(targets, 0, true);
+    if (targets.length === 1) return 0;
+    const breakers = this.breakers;
+    if (!breakers) return nextTarget(targets, 0, () => true, this.random);
+    const index = nextTarget(targets, 0, (target) => target.slot < 0 || breakers.available(target.slot), this.random);
+    // Never refused only because every breaker is open: the target due soonest gets the call.
+    return index >= 0 ? index : dueSoonest(targets, 0, (target) => target.slot < 0 ? 0 : breakers.dueAt(target.slot));
   }
 
   /**
-   * The next target (its index) for a call that has tried the targets in `tried`: one that may take
-   * a call; when none may and this is the call's first, the one due soonest. -1: none left.
+   * Takes the call's first target as it is sent: the index of the target the call goes to, `index`
+   * itself when it may take the call (closed, or its probe won) or when no other may take it.
    */
-  pick(targets: readonly RouteTarget[], tried: number, firstOfCall: boolean): number {
+  take(targets: readonly RouteTarget[], index: number): number {
+    const slot = targets[index]!.slot;
+    const breakers = this.breakers;
+    if (slot < 0 || !breakers || breakers.claim(slot)) return index;
+    const other = this.pick(targets, 1 << index);
+    if (other >= 0) return other;
+    breakers.claim(slot, true);
+    return index;
+  }
+
+  /**
+   * The next target (its index) for a call that has tried the targets in `tried`: the one of the
+   * highest priority, drawn by weight, that may take a call (a half-open one only when this call
+   * wins its probe). -1: none left.
+   */
+  pick(targets: readonly RouteTarget[], tried: number): number {
     const breakers = this.breakers;
     if (!breakers) return nextTarget(targets, tried, () => true, this.random);
     const available = (target: RouteTarget) => target.slot < 0 || breakers.available(target.slot);
     for (;;) {
       const index = nextTarget(targets, tried, available, this.random);
-      if (index < 0) break;
+      if (index < 0) return -1;
       const slot = targets[index]!.slot;
       if (slot < 0 || breakers.claim(slot)) return index;
       tried |= 1 << index; // another call took its probe meanwhile
     }
-    if (!firstOfCall) return -1;
-    // Never refused only because every breaker is open: the target due soonest gets the call.
-    const index = dueSoonest(targets, tried, (target) => target.slot < 0 ? 0 : breakers.dueAt(target.slot));
-    if (index >= 0) breakers.claim(targets[index]!.slot, true);
-    return index;
   }
 
   /** An attempt on `target` got an answer (success, or an error another target would repeat). */

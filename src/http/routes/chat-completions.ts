@@ -377,6 +377,15 @@ export function chatCompletions(services: Services) {
       let headers: Record<string, string> | undefined;
       for (let attempt = 1; ; attempt++) {
         checkRevoked();
+        if (attempt === 1 && targets.length > 1) {
+          const taken = routing.take(targets, index);
+          if (taken !== index) {
+            // Its probe went to another call meanwhile: another target, as if this one were cooled down.
+            index = taken;
+            target = targets[index]!;
+            upstreamRequest = family.request(request, upstreamModels.of(model, target), stream, target, cache);
+          }
+        }
         const started = process.hrtime.bigint();
         const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true);
         options ??= answerOptions(call, request);
@@ -401,7 +410,7 @@ export function chatCompletions(services: Services) {
         }
         routing.failed(target, model.id, attempt, failure);
         tried |= 1 << index;
-        const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried, false) : -1;
+        const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried) : -1;
         if (next < 0) throw withAttempts(exhausted(failure, attempt, targets.length > 1), attempt);
         routing.retried(model.id);
         index = next;
