@@ -8,7 +8,7 @@ import type { RouteTarget } from './targets.js';
 
 /** What the routing layer reports, by target name (never a credential). */
 export interface RoutingEvents {
-  /** One attempt ended: `served` (answered, whatever it said), `retryable` (failed, another may serve), `exhausted` (failed, last). */
+  /** One attempt ended: `served` (the target answered, whatever it said) or `failed` (a retryable failure). */
   attempt(target: string, outcome: 'served' | 'failed'): void;
   /** An attempt after a call's first. */
   retry(model: string): void;
