@@ -133,6 +133,7 @@ vendors:
         api_key: sk-inline
         base_url: https://proxy.example/v1/
         priority: 10
+        head_timeout_ms: 2500
 models:
   anthropic/claude-sonnet-4.5:
     targets:
@@ -148,6 +149,8 @@ models:
     ['org-b', 'sk-inline', 'https://proxy.example/v1', 10, 1],
     ['org-a', 'sk-from-env', 'https://api.openai.com/v1', 0, 3],
   ], 'sorted by priority; defaults from the vendor');
+  t.equal(table.vendors.openai![0]!.headTimeoutMs, 2500);
+  t.equal(table.vendors.openai![1]!.headTimeoutMs, undefined);
   const [direct, bedrock] = table.models['anthropic/claude-sonnet-4.5']!;
   t.equal(direct!.apiKey, 'sk-ant');
   t.equal(bedrock!.baseUrl, 'https://bedrock-runtime.us-east-1.amazonaws.com');

@@ -11,6 +11,7 @@ import { chargeOf, chatBody, eventually, leasesClosed, parseJson, postChat, samp
 
 const COOLDOWN_MS = 1000;
 const CLAUDE = 'anthropic/claude-haiku-4-5';
+const SLOW = 'openai/gpt-4.1';
 let mock: MockVendor;
 let gateway: Gateway;
 /** The key whose calls close breakers between tests (its own user: the tests' money stays theirs). */
@@ -31,6 +32,10 @@ models:
     targets:
       - { name: claude-first, vendor: anthropic, api_key: claude-first-key, priority: 1 }
       - { name: claude-second, vendor: anthropic, api_key: claude-second-key }
+  ${SLOW}:
+    targets:
+      - { name: slow-first, vendor: openai, api_key: slow-first-key, priority: 1, head_timeout_ms: 300 }
+      - { name: slow-second, vendor: openai, api_key: slow-second-key }
 `);
   gateway = await startGateway({
     mock,
@@ -205,6 +210,21 @@ t.test('the Responses endpoint takes the same attempts', async (t) => {
   t.equal(response.headers.get('x-gateway-attempts'), '2');
   t.equal(parseJson(text).object, 'response');
   t.equal(counts('claude-second-key').served, second + 1);
+});
+
+t.test('a target that sends no response head within its head_timeout_ms is left for the next', async (t) => {
+  const { key } = await gateway.user('routing-hang', '5');
+  mock.setFaults({ 'slow-first-key': { kind: 'hang' } });
+  const second = counts('slow-second-key').served;
+  for (const stream of [false, true]) {
+    const response = await postChat(gateway, key, JSON.stringify({ model: SLOW, stream, messages: [{ role: 'user', content: 'hi' }] }));
+    t.equal(response.status, 200, response.text.slice(0, 300));
+    t.equal(response.headers.get('x-gateway-attempts'), '2', `stream ${stream}: the second attempt served`);
+  }
+  mock.setFaults({});
+  t.equal(counts('slow-first-key').faulted, 2, 'the first target got both calls and never answered');
+  t.equal(counts('slow-second-key').served, second + 2);
+  t.match(gateway.output, /upstream attempt failed.*slow-first.*no response head within 300 ms/);
 });
 
 t.test('a non-retryable answer is returned at once', async (t) => {

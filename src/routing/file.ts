@@ -41,6 +41,7 @@ const targetEntries = {
   model: v.optional(TEXT),
   priority: v.optional(int(-1000, 1000)),
   weight: v.optional(int(1, 1_000_000)),
+  head_timeout_ms: v.optional(int(100, 3_600_000)),
   cloud: v.optional(CloudSchema),
 };
 
@@ -108,6 +109,7 @@ export function parseRoutingFile(text: string, source: string, vendors: Readonly
       ...(cloud ? { cloud } : {}),
       ...(target.model !== undefined ? { model: target.model } : {}),
       priority: target.priority ?? 0, weight: target.weight ?? 1, slot: slot++,
+      ...(target.head_timeout_ms !== undefined ? { headTimeoutMs: target.head_timeout_ms } : {}),
     });
   };
   const table = { vendors: {} as Record<string, readonly RouteTarget[]>, models: {} as Record<string, readonly RouteTarget[]> };

@@ -19,6 +19,8 @@ export interface RouteTarget {
   readonly priority: number;
   /** Share of the calls among targets of the same priority. */
   readonly weight: number;
+  /** An attempt with no response head within this is abandoned (a retryable failure); unset: the upstream timeouts only. */
+  readonly headTimeoutMs?: number;
   /** Its breaker's slot in the process's shared breaker memory. */
   readonly slot: number;
 }

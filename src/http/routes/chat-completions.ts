@@ -253,11 +253,14 @@ export function chatCompletions(services: Services) {
   class UpstreamSession {
     current: MeteredCall | undefined;
     private readonly abort = new UpstreamAbort();
+    /** The abort of an attempt with a head timeout of its own (a routing target's `head_timeout_ms`). */
+    private attemptAbort: UpstreamAbort | undefined;
 
     constructor(ctx: RequestContext) {
       ctx.reply.onAbort(() => {
         if (this.current) this.current.clientAborted = true;
         this.abort.abort();
+        this.attemptAbort?.abort();
       });
     }
 
@@ -265,15 +268,29 @@ export function chatCompletions(services: Services) {
      * Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or
      * 499). `guarded`: the target is an address a user chose (see upstreamUnreachable).
      */
-    async send(call: MeteredCall, upstreamRequest: UpstreamRequest, guarded: boolean): Promise<UpstreamResponse> {
+    async send(call: MeteredCall, upstreamRequest: UpstreamRequest, guarded: boolean, headTimeoutMs?: number): Promise<UpstreamResponse> {
       this.current = call;
       const { model } = call.identity;
+      let abort = this.abort;
+      let timer: NodeJS.Timeout | undefined;
+      if (headTimeoutMs !== undefined) {
+        // Its own abort, so giving up on this attempt leaves the next one free to start.
+        abort = this.attemptAbort = new UpstreamAbort();
+        if (this.abort.aborted) abort.abort();
+        timer = setTimeout(() => abort.abort(), headTimeoutMs);
+      }
       try {
-        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, this.abort);
+        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, abort);
       } catch (error) {
         if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
+        if (timer !== undefined && abort.aborted) {
+          metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'head_timeout' });
+          throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${model.upstreamVendor} sent no response head within ${headTimeoutMs} ms.`);
+        }
         metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
         throw upstreamUnreachable(error, model.upstreamVendor, guarded);
+      } finally {
+        if (timer !== undefined) clearTimeout(timer);
       }
     }
   }
@@ -387,7 +404,7 @@ export function chatCompletions(services: Services) {
           }
         }
         const started = process.hrtime.bigint();
-        const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true);
+        const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
         options ??= answerOptions(call, request);
         headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
         let response: UpstreamResponse | ApiError;
