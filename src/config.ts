@@ -5,6 +5,8 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { parseRedisUrl } from './store/redis-url.js';
 import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets.js';
+import { RoutingFileError, readRoutingFile } from './routing/file.js';
+import type { RoutingTable } from './routing/targets.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
 export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs'] as const;
@@ -155,6 +157,12 @@ export const EnvSchema = v.object({
   IDEMPOTENCY_RETENTION_SECONDS: v.optional(intFrom(60, 7 * 86400), '86400'),
   IDEMPOTENCY_MAX_ENTRY_BYTES: v.optional(intFrom(1024, 64 * 1024 * 1024), String(1024 * 1024)),
   IDEMPOTENCY_WAIT_MS: v.optional(intFrom(0, 600_000), '10000'),
+  // Routing (docs/routing.md): the file of targets, and the bounds of the attempts before a call's first byte.
+  ROUTING_FILE: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1))),
+  ROUTING_MAX_ATTEMPTS: v.optional(intFrom(1, 32), '3'),
+  ROUTING_DEADLINE_MS: v.optional(intFrom(100, 3_600_000), '30000'),
+  ROUTING_BREAKER_FAILURES: v.optional(intFrom(1, 1000), '5'),
+  ROUTING_BREAKER_COOLDOWN_MS: v.optional(intFrom(100, 3_600_000), '30000'),
 });
 
 export interface VendorConfig {
@@ -236,6 +244,7 @@ export interface Config {
   readonly byok: ByokConfig;
   readonly metrics: MetricsAccessConfig;
   readonly auth: AuthConfig;
+  readonly routing: RoutingConfig;
   readonly idempotency: IdempotencyConfig;
 }
 
@@ -337,6 +346,20 @@ export interface MediaConfig {
   readonly userQuotaBytes: number;
 }
 
+/** Targets beyond each vendor's one credential, and how calls move between them (docs/routing.md). */
+export interface RoutingConfig {
+  /** The ROUTING_FILE's targets; undefined without one (each vendor is its one `<VENDOR>_API_KEY` target). */
+  readonly table: RoutingTable | undefined;
+  /** Most attempts of one call before its first byte, each on another target. */
+  readonly maxAttempts: number;
+  /** No attempt starts later than this after the call began. */
+  readonly deadlineMs: number;
+  /** Consecutive retryable failures that cool a target down. */
+  readonly breakerFailures: number;
+  /** How long a target that kept failing is skipped before one probe call. */
+  readonly breakerCooldownMs: number;
+}
+
 export class ConfigError extends Error {}
 
 /** Parses the environment once; a bad value throws ConfigError with one line naming the variable. */
@@ -374,6 +397,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       mocked,
       served: Boolean(apiKey || baseUrl) || mocked,
     });
+  }
+
+  let table: RoutingTable | undefined;
+  if (e.ROUTING_FILE !== undefined) {
+    try {
+      table = readRoutingFile(e.ROUTING_FILE, vendors, env);
+    } catch (error) {
+      if (error instanceof RoutingFileError) throw new ConfigError(`invalid ROUTING_FILE: ${error.message}`);
+      throw error;
+    }
+    // A vendor the file gives credentials is served even without `<VENDOR>_API_KEY`.
+    for (const name of Object.keys(table.vendors) as VendorName[]) vendors[name] = Object.freeze({ ...vendors[name], served: true });
   }
 
   const storage = e.MEDIA_STORAGE ?? (e.MEDIA_S3_BUCKET ? 's3' : 'local');
@@ -459,6 +494,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       maxAudioBytes: e.MEDIA_MAX_AUDIO_BYTES,
       generateTimeoutMs: e.TASK_GENERATE_TIMEOUT_MS,
       publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
+    }),
+    routing: Object.freeze({
+      table, maxAttempts: e.ROUTING_MAX_ATTEMPTS, deadlineMs: e.ROUTING_DEADLINE_MS,
+      breakerFailures: e.ROUTING_BREAKER_FAILURES, breakerCooldownMs: e.ROUTING_BREAKER_COOLDOWN_MS,
     }),
     metrics: Object.freeze({ token: e.METRICS_TOKEN, port: e.METRICS_PORT, host: e.METRICS_HOST }),
     auth: Object.freeze({

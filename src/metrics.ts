@@ -322,3 +322,43 @@ export function usageRecorder(metrics: Metrics) {
     costOf(modelId).inc(nanoToUsd(chargedNano));
   };
 }
+
+/**
+ * The routing layer's metrics (docs/routing.md), by target name: attempts by outcome, retries by
+ * model, each breaker's state (read from the process's shared breaker memory, so every thread reports
+ * the same value: `aggregator: 'first'`) and its transitions.
+ */
+export function createRoutingMetrics(registry: Registry, breakerStates: () => Iterable<readonly [target: string, state: 'closed' | 'open' | 'half_open']>) {
+  const registers = [registry];
+  const attempts = new Counter({ name: 'gateway_routing_attempts_total', help: 'Platform upstream attempts of chat calls, by target (its name in the routing file, or the vendor) and outcome (served: answered; failed: a retryable failure).', labelNames: ['target', 'outcome'], registers });
+  const retries = new Counter({ name: 'gateway_routing_retries_total', help: 'Attempts after a call\'s first (another target after a retryable failure), by model.', labelNames: ['model'], registers });
+  const transitions = new Counter({ name: 'gateway_routing_breaker_transitions_total', help: 'Breaker state changes of routing targets, by target and new state (open, half_open, closed).', labelNames: ['target', 'state'], registers });
+  const STATE_VALUES = { closed: 0, half_open: 1, open: 2 } as const;
+  new Gauge({
+    name: 'gateway_routing_breaker_state', help: 'Breaker state of each routing-file target: 0 closed, 1 half-open (due for a probe), 2 open (cooled down).',
+    labelNames: ['target'], registers, aggregator: 'first',
+    collect() {
+      this.reset();
+      for (const [target, state] of breakerStates()) this.set({ target }, STATE_VALUES[state]);
+    },
+  });
+  // Children looked up once per target: the served count is on every call's path.
+  const served = new Map<string, Counter.Internal>();
+  const failed = new Map<string, Counter.Internal>();
+  const childOf = (cache: Map<string, Counter.Internal>, target: string, outcome: string) => {
+    let child = cache.get(target);
+    if (child === undefined) cache.set(target, child = attempts.labels(target, outcome));
+    return child;
+  };
+  return {
+    attempt(target: string, outcome: 'served' | 'failed'): void {
+      childOf(outcome === 'served' ? served : failed, target, outcome).inc();
+    },
+    retry(model: string): void {
+      retries.labels(model).inc();
+    },
+    breaker(target: string, to: 'closed' | 'open' | 'half_open'): void {
+      transitions.labels(target, to).inc();
+    },
+  };
+}

@@ -12,6 +12,7 @@ import type { Family } from './catalog/model.js';
 import type { Metrics } from './metrics.js';
 import type { ByokCredentials } from './providers/byok-credentials.js';
 import type { MediaStore } from './media/store.js';
+import type { Routing } from './routing/routing.js';
 
 /** Everything a request handler of one HTTP thread may use. */
 export interface Services {
@@ -26,6 +27,8 @@ export interface Services {
   readonly upstream: UpstreamClient;
   /** The platform credential and base URL of each vendor, by name (the catalog's `upstreamVendor`). */
   readonly vendors: Readonly<Record<string, UpstreamTarget | undefined>>;
+  /** The platform targets of each model (routing file, else `vendors`) and the choice among them. */
+  readonly routing: Routing;
   /** Users' own upstream credentials (BYOK), as the call path reads them. */
   readonly byok: ByokCredentials;
   /** The wire families this gateway speaks. */

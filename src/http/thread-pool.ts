@@ -5,6 +5,7 @@ import type { MainToThread, MetricsJson, ThreadToMain } from './thread-messages.
 import { log } from '../log.js';
 import { WorkerUtilization, type LoopThread } from '../worker-pool.js';
 import type { TokenCounterPorts } from '../billing/token-count.js';
+import { breakerMemory } from '../routing/breakers.js';
 
 const METRICS_TIMEOUT_MS = 2000;
 const EXIT_GRACE_MS = 5000;
@@ -38,16 +39,18 @@ export class HttpThreadPool {
     const pool = new HttpThreadPool(mainRegistry, events);
     // One token counter per process, in http-0: a port to it for each other thread (src/billing/token-count.ts).
     const counter = Array.from({ length: config.httpThreads - 1 }, () => new MessageChannel());
-    await Promise.all(Array.from({ length: config.httpThreads }, (_, index) => pool.spawn(config, `http-${index}`, index === 0
+    // The routing targets' breakers, shared by every thread (src/routing/breakers.ts).
+    const breakers = breakerMemory(config.routing.table?.slots ?? 0);
+    await Promise.all(Array.from({ length: config.httpThreads }, (_, index) => pool.spawn(config, `http-${index}`, breakers, index === 0
       ? { tokenCounterClients: counter.map((channel) => channel.port1) }
       : { tokenCounter: counter[index - 1]!.port2 })));
     return pool;
   }
 
-  private spawn(config: Config, name: string, ports: TokenCounterPorts): Promise<void> {
+  private spawn(config: Config, name: string, breakers: SharedArrayBuffer, ports: TokenCounterPorts): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const transferList = ports.tokenCounter ? [ports.tokenCounter] : [...ports.tokenCounterClients ?? []];
-      const thread = new Worker(new URL('./thread.js', import.meta.url), { workerData: { config, name, ...ports }, transferList, name });
+      const thread = new Worker(new URL('./thread.js', import.meta.url), { workerData: { config, name, breakers, ...ports }, transferList, name });
       this.running.add(thread);
       this.names.set(thread, name);
       let onDrained: () => void = () => {};

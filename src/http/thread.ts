@@ -26,7 +26,8 @@ import { CHAT_FAMILIES } from '../providers/families.js';
 import { ByokCredentials } from '../providers/byok-credentials.js';
 import { ServiceAccountTokens } from '../providers/cloud/google-token.js';
 import { SealedBox } from '../auth/sealed-box.js';
-import { createMetrics } from '../metrics.js';
+import { createMetrics, createRoutingMetrics } from '../metrics.js';
+import { Routing } from '../routing/routing.js';
 import { OnDemandWorkerPool } from '../worker-pool.js';
 import { configureLog, log } from '../log.js';
 import { collectWhenIdle } from '../idle-gc.js';
@@ -42,7 +43,7 @@ import { MediaStore } from '../media/store.js';
 const READY_CHECK_MS = 2_000;
 const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
-const { config, name: threadName = `http-${threadId}` } = workerData as { config: Config; name?: string };
+const { config, name: threadName = `http-${threadId}`, breakers: breakerMemory } = workerData as { config: Config; name?: string; breakers?: SharedArrayBuffer };
 configureLog(config.logLevel, { thread: threadName });
 collectWhenIdle(); // an idle thread gives back what its last busy spell left (src/idle-gc.ts)
 
@@ -81,6 +82,12 @@ const catalog = await LiveCatalog.open(sql, (error) => log.warn('catalog refresh
 const vendors: Record<string, UpstreamTarget> = {};
 for (const vendor of Object.values(config.vendors)) vendors[vendor.name] = Object.freeze({ baseUrl: vendor.baseUrl, apiKey: vendor.apiKey });
 
+// The breakers' memory is the process's (thread-pool.ts): every thread skips a target another found failing.
+const routing: Routing = new Routing(config.routing, vendors, breakerMemory, createRoutingMetrics(metrics.registry, function* () {
+  const breakers = routing.breakers;
+  if (breakers) for (const target of routing.targets) yield [target.name, breakers.state(target.slot)] as const;
+}));
+
 const upstream = new UpstreamClient(upstreamOptionsOf(config));
 const byok = new ByokCredentials(sql, new SealedBox(config.keySecret), vendors, new ServiceAccountTokens(upstream), { allowLoopback: config.fetch.allowLoopback, maxAttempts: config.byok.maxAttemptsPerCall });
 
@@ -92,6 +99,7 @@ const services: Services = {
   catalog: catalog.current,
   upstream,
   vendors,
+  routing,
   families: CHAT_FAMILIES,
   inflight: { count: 0 },
 };

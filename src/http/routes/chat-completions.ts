@@ -18,6 +18,8 @@ import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../p
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
+import { UpstreamModels, exhausted } from '../../routing/routing.js';
+import { retryableAnswer } from '../../routing/retryable.js';
 
 /**
  * What an endpoint served by the chat pipeline makes of it: how its body becomes a chat request,
@@ -146,13 +148,22 @@ function promptCachePartitions(secret: string): (userId: string, callerKey: stri
   };
 }
 
+/** The response header that says how many platform attempts a call took (1 when the first target served). */
+const ATTEMPTS_HEADER = 'x-gateway-attempts';
+
+/** An error answer of a routed call, with the attempts it took. */
+function withAttempts(error: ApiError, attempts: number): ApiError {
+  return new ApiError(error.status, error.code, error.message, error.param, { ...error.headers, [ATTEMPTS_HEADER]: String(attempts) });
+}
+
 /**
  * The chat pipeline (auth, validation, admission, BYOK, the families, settlement, streaming) for
  * every model whose wire family this gateway speaks: POST /v1/chat/completions as it is, and any
  * endpoint that translates to it through a `ChatOutput` (POST /v1/responses).
  */
 export function chatCompletions(services: Services) {
-  const { admission, auth, metrics, upstream } = services;
+  const { admission, auth, metrics, upstream, routing } = services;
+  const upstreamModels = new UpstreamModels();
   const ttfbOf = children((vendor) => metrics.upstreamTtfb.labels(vendor));
   const recordUsage = usageRecorder(metrics);
   const cachePartition = promptCachePartitions(services.config.keySecret);
@@ -242,11 +253,14 @@ export function chatCompletions(services: Services) {
   class UpstreamSession {
     current: MeteredCall | undefined;
     private readonly abort = new UpstreamAbort();
+    /** The abort of an attempt with a head timeout of its own (a routing target's `head_timeout_ms`). */
+    private attemptAbort: UpstreamAbort | undefined;
 
     constructor(ctx: RequestContext) {
       ctx.reply.onAbort(() => {
         if (this.current) this.current.clientAborted = true;
         this.abort.abort();
+        this.attemptAbort?.abort();
       });
     }
 
@@ -254,15 +268,29 @@ export function chatCompletions(services: Services) {
      * Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or
      * 499). `guarded`: the target is an address a user chose (see upstreamUnreachable).
      */
-    async send(call: MeteredCall, upstreamRequest: UpstreamRequest, guarded: boolean): Promise<UpstreamResponse> {
+    async send(call: MeteredCall, upstreamRequest: UpstreamRequest, guarded: boolean, headTimeoutMs?: number): Promise<UpstreamResponse> {
       this.current = call;
       const { model } = call.identity;
+      let abort = this.abort;
+      let timer: NodeJS.Timeout | undefined;
+      if (headTimeoutMs !== undefined) {
+        // Its own abort, so giving up on this attempt leaves the next one free to start.
+        abort = this.attemptAbort = new UpstreamAbort();
+        if (this.abort.aborted) abort.abort();
+        timer = setTimeout(() => abort.abort(), headTimeoutMs);
+      }
       try {
-        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, this.abort);
+        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, abort);
       } catch (error) {
         if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
+        if (timer !== undefined && abort.aborted) {
+          metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'head_timeout' });
+          throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${model.upstreamVendor} sent no response head within ${headTimeoutMs} ms.`);
+        }
         metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
         throw upstreamUnreachable(error, model.upstreamVendor, guarded);
+      } finally {
+        if (timer !== undefined) clearTimeout(timer);
       }
     }
   }
@@ -300,16 +328,20 @@ export function chatCompletions(services: Services) {
     const model = services.catalog().get(request.model);
     if (!model) throw modelNotFound(request.model);
     const family = services.families[model.family];
-    const target = services.vendors[model.upstreamVendor];
-    if (!family || !target) {
+    const targets = routing.targetsOf(model);
+    if (!family || !targets) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} wire family, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
     const imageParts = output.fieldNames ? withFieldNames(output.fieldNames, () => checkCapabilities(request, model)) : checkCapabilities(request, model);
     const stream = request.stream === true;
     const cache = { partition: cachePartition(key.userId, request.prompt_cache_key) };
+    // The platform target of the first attempt, chosen now (synchronously) so its request sizes the reservation.
+    const firstIndex = routing.first(targets);
+    const firstTarget = targets[firstIndex]!;
+    const firstModel = upstreamModels.of(model, firstTarget);
     const platformRequest = output.fieldNames
-      ? withFieldNames(output.fieldNames, () => family.request(request, model, stream, target, cache))
-      : family.request(request, model, stream, target, cache);
+      ? withFieldNames(output.fieldNames, () => family.request(request, firstModel, stream, firstTarget, cache))
+      : family.request(request, firstModel, stream, firstTarget, cache);
     // For the credit reservation, the caller's body bounds the prompt's tokens, plus any prompt text the
     // family added (a cache salt, an instruction) and the items the body named by reference.
     const addedBytes = (platformRequest.addedPromptBytes ?? 0) + (output.addedPromptBytes?.(request) ?? 0);
@@ -352,14 +384,56 @@ export function chatCompletions(services: Services) {
     const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
     await call.run(async () => {
-      checkRevoked();
-      const started = process.hrtime.bigint();
-      const responding = session.send(call, platformRequest, platformRequest.guarded === true);
-      const options = answerOptions(call, request);
-      const headers = { ...admitted.headers, 'x-request-id': platformIdentity.callId };
-      const response = await responding;
-      if (response.status !== 200) throw await refused(call, response);
-      await serve(ctx, call, family, request, response, options, started, headers, target, output);
+      // Attempts on the route's targets until one answers, all within one admission and one metered
+      // call: only the attempt that served is charged. Never once a byte has reached the client.
+      let index = firstIndex;
+      let target = firstTarget;
+      let upstreamRequest = platformRequest;
+      let tried = 0;
+      let options: AnswerOptions | undefined;
+      let headers: Record<string, string> | undefined;
+      for (let attempt = 1; ; attempt++) {
+        checkRevoked();
+        if (attempt === 1 && targets.length > 1) {
+          const taken = routing.take(targets, index);
+          if (taken !== index) {
+            // Its probe went to another call meanwhile: another target, as if this one were cooled down.
+            index = taken;
+            target = targets[index]!;
+            upstreamRequest = family.request(request, upstreamModels.of(model, target), stream, target, cache);
+          }
+        }
+        const started = process.hrtime.bigint();
+        const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
+        options ??= answerOptions(call, request);
+        headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
+        let response: UpstreamResponse | ApiError;
+        try {
+          response = await responding;
+        } catch (error) {
+          if (call.clientAborted || !(error instanceof ApiError)) throw error;
+          response = error; // no answer (refused, reset, no head in time): another target may give one
+        }
+        if (!(response instanceof ApiError) && response.status === 200) {
+          routing.answered(target);
+          if (attempt > 1) headers[ATTEMPTS_HEADER] = String(attempt);
+          await serve(ctx, call, family, request, response, options, started, headers, target, output);
+          return;
+        }
+        const failure = response instanceof ApiError ? response : await refused(call, response);
+        if (!(response instanceof ApiError) && !retryableAnswer(response.status, failure)) {
+          routing.answered(target);
+          throw withAttempts(failure, attempt);
+        }
+        routing.failed(target, model.id, attempt, failure);
+        tried |= 1 << index;
+        const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried) : -1;
+        if (next < 0) throw withAttempts(exhausted(failure, attempt, targets.length > 1), attempt);
+        routing.retried(model.id);
+        index = next;
+        target = targets[next]!;
+        upstreamRequest = family.request(request, upstreamModels.of(model, target), stream, target, cache);
+      }
     });
   };
 }
