@@ -15,6 +15,8 @@
 // replicas per primary, 0 by default) and stops at the end, while A stays on the single-node Redis
 // (redis://127.0.0.1:6379): with this checkout as the other one, B/A is the cluster's cost:
 //   AB_B_CLUSTER=1 node dist/bench/ab.js .
+// AB_A_CLUSTER=1 with it puts A on that same cluster too (each gateway on a prefix of its own), to
+// compare two builds on a cluster: AB_A_CLUSTER=1 AB_B_CLUSTER=1 node dist/bench/ab.js <other checkout>.
 // (AB_B_ENV cannot carry a cluster URL, whose node list has commas.)
 
 import path from 'node:path';
@@ -77,6 +79,8 @@ async function main(): Promise<number> {
 
   const onCluster = process.env.AB_B_CLUSTER === '1';
   if (onCluster && floor) throw new Error('AB_B_CLUSTER: the bare proxy (--floor) uses no Redis');
+  const bothOnCluster = process.env.AB_A_CLUSTER === '1';
+  if (bothOnCluster && !onCluster) throw new Error('AB_A_CLUSTER: only with AB_B_CLUSTER=1 (A joins B\'s cluster)');
   let clusterUrl: string | undefined;
   if (onCluster) {
     const replicasPerPrimary = Number(process.env.AB_B_CLUSTER_REPLICAS || '0');
@@ -90,7 +94,9 @@ async function main(): Promise<number> {
 
   const mock = await startMockProcess();
   const nodeArgs = (name: string) => (process.env[name] ?? '').split(/\s+/).filter(Boolean);
-  const a = await startGatewayProcess({ mockUrl: mock.url, threads, env: envOption('AB_A_ENV'), nodeArgs: nodeArgs('AB_A_NODE_ARGS') });
+  const a = await startGatewayProcess({
+    mockUrl: mock.url, threads, env: { ...envOption('AB_A_ENV'), ...(bothOnCluster && clusterUrl ? { REDIS_URL: clusterUrl } : {}) }, nodeArgs: nodeArgs('AB_A_NODE_ARGS'),
+  });
   const b = floor
     ? { ...(await startBareProxyProcess(mock.url, threads)), apiKey: 'bench' }
     : await startGatewayProcess({
@@ -104,7 +110,7 @@ async function main(): Promise<number> {
   };
   const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
   const described = floor ? 'the bare proxy' : `${other}${clusterUrl ? ' on the Redis Cluster' : ''} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
-  note(`mock ${mock.url}, A (this build ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}`);
+  note(`mock ${mock.url}, A (this build${bothOnCluster ? ' on the Redis Cluster' : ''} ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}`);
   const warmupErrors = await warmUpServers(Object.values(targets), 1);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 
@@ -133,7 +139,7 @@ async function main(): Promise<number> {
     const f = Object.fromEntries(sides.map((s) => [s, figures(results[s], scenario.unit)])) as Record<SideName, Record<string, number>>;
     const cpuKey = `server_cpu_us_per_${scenario.unit}`;
     process.stdout.write(`${JSON.stringify({
-      scenario: name, rounds, b_is: floor ? 'bare proxy' : clusterUrl ? `${other} on a Redis Cluster (A: single-node Redis)` : other, direct: f.D, a: f.A, b: f.B,
+      scenario: name, rounds, b_is: floor ? 'bare proxy' : clusterUrl ? `${other} on a Redis Cluster (A: ${bothOnCluster ? 'this build on the same cluster' : 'single-node Redis'})` : other, direct: f.D, a: f.A, b: f.B,
       added_p50_ms: { a: round(f.A.p50_ms! - f.D.p50_ms!), b: round(f.B.p50_ms! - f.D.p50_ms!) },
       added_ttfb_p50_ms: { a: round(f.A.ttfb_p50_ms! - f.D.ttfb_p50_ms!), b: round(f.B.ttfb_p50_ms! - f.D.ttfb_p50_ms!) },
       per_s_vs_direct: { a: round(f.A.per_s! / f.D.per_s!, 4), b: round(f.B.per_s! / f.D.per_s!, 4) },

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { installSignalHandlers, onCleanup, runCleanup } from './cleanup.js';
 import { dropDatabase, deleteKeysWithPrefix } from './namespaces.js';
 import { RedisKeys } from '../src/admission/keys.js';
+import { dirtyMarks } from '../src/ledger/dirty-set.js';
 import { LedgerWriter } from '../src/ledger/writer.js';
 import type { LedgerEvent } from '../src/ledger/event.js';
 import { connect } from '../src/store/db.js';
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
       };
       pipeline.xadd(keys.ledger(user), '*', 'r', randomUUID(), 'c', '13350', 'e', JSON.stringify(event));
     }
-    pipeline.sadd(keys.ledgerDirty(), ...users);
+    for (const [key, marked] of dirtyMarks(keys, users)) pipeline.sadd(key, ...marked);
     await pipeline.exec();
   };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** `gateway`: the operator's command line (migrate, token, account set-email, coupon create, topup, catalog sync, ledger check). */
 import { parseArgs } from 'node:util';
-import { connectRedis } from './store/redis-connect.js';
+import { connectRedis, isRedisUnreachable } from './store/redis-connect.js';
 import { ConfigError, loadConfig } from './config.js';
 import { prepareDatabase } from './bootstrap.js';
 import { parseTtl, signJwt, USER_ID_PATTERN } from './auth/jwt.js';
@@ -25,6 +25,9 @@ const USAGE = `usage:
   gateway ledger check [--user <id>] [--json]`;
 
 class UsageError extends Error {}
+
+/** Longest `ledger check` waits for one Redis command (a user's read is one). */
+const LEDGER_CHECK_COMMAND_TIMEOUT_MS = 10_000;
 
 /** A positive USD amount, rounded down to nano-USD as every amount is (src/billing/usd.ts). */
 function usdArgument(name: string, value: string | undefined): bigint {
@@ -115,10 +118,16 @@ async function run(argv: string[]): Promise<void> {
       }
       case 'ledger check': {
         const user = values.user === undefined ? undefined : userArgument(values.user);
-        const redis = connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 });
+        // Every command bounded: a Redis that stops answering (a paused node) ends the check with an error, not a hang.
+        const redis = connectRedis(config.redisUrl, { maxRetriesPerRequest: 2, commandTimeout: LEDGER_CHECK_COMMAND_TIMEOUT_MS });
         try {
-          await redis.ping();
-          const result = await checkLedger(sql, redis, new RedisKeys(config.redisPrefix), user === undefined ? {} : { userId: user });
+          const result = await (async () => {
+            await redis.ping();
+            return await checkLedger(sql, redis, new RedisKeys(config.redisPrefix), user === undefined ? {} : { userId: user });
+          })().catch((error: unknown) => {
+            if (!isRedisUnreachable(error)) throw error;
+            throw new Error(`Redis did not answer (${(error as Error).message}; each command waits at most ${LEDGER_CHECK_COMMAND_TIMEOUT_MS / 1000} s): nothing was checked`);
+          });
           const lines = result.differences.map((d) => (values.json ? JSON.stringify(differenceJson(d)) : `ledger check: ${describeDifference(d)}`));
           if (lines.length === 0) {
             lines.push(values.json

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { pipelineAcrossSlots, type RedisClient } from './store/redis-connect.js';
 import type { NormalizedUsage } from './providers/usage.js';
 import type { RedisKeys } from './admission/keys.js';
+import { DIRTY_SHARDS } from './ledger/dirty-set.js';
 import { nanoToUsd } from './billing/pricing.js';
 import { LoopDelaySampler, selfUtilization, type LoopDelay, type LoopThread } from './worker-pool.js';
 
@@ -223,9 +224,20 @@ export function createLedgerLagMetrics(registry: Registry, redis: RedisClient, k
   const registers = [registry];
   let read: Promise<{ users: number; lagSeconds: number } | undefined> | undefined;
   const measure = async () => {
-    const replies = await redis.multi().scard(keys.ledgerDirty()).srandmember(keys.ledgerDirty(), LEDGER_LAG_SAMPLE).time().exec();
-    if (!replies) return undefined;
-    const [[, users], [, sample], [, time]] = replies as [[unknown, number], [unknown, string[]], [unknown, [string, string]]];
+    // The dirty sets live in slots of their own (ledger/dirty-set.ts): one pipeline per node, and a sample from each.
+    const [counts, time] = await Promise.all([
+      pipelineAcrossSlots(redis, DIRTY_SHARDS, (shard) => keys.ledgerDirty(shard),
+        (pipeline, shard) => pipeline.scard(keys.ledgerDirty(shard)).srandmember(keys.ledgerDirty(shard), Math.ceil(LEDGER_LAG_SAMPLE / DIRTY_SHARDS.length))),
+      redis.time() as Promise<unknown> as Promise<[string, string]>,
+    ]);
+    let users = 0;
+    const sample: string[] = [];
+    for (const [error, reply] of counts) {
+      if (error) throw error;
+      if (typeof reply === 'number') users += reply;
+      else sample.push(...(reply as string[]));
+    }
+    sample.splice(LEDGER_LAG_SAMPLE);
     const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
     let oldestMs = nowMs;
     if (sample.length) {

@@ -331,7 +331,7 @@ t.test('Lua scripts against Redis', async (t) => {
     t.same(await bal(user), { credits: 960n, held: 100n, deposits: 1000n });
     t.same(await redis.hgetall(keys.reservations(user)), { b2: '100' }, 'the failed call reserved nothing');
     t.equal(await used(user), 2, 'the failed call took no window slot');
-    t.ok(await redis.sismember(keys.ledgerDirty(), user), 'the settled user is marked for the ledger writer');
+    t.ok(await redis.sismember(keys.ledgerDirtyOf(user), user), 'the settled user is marked for the ledger writer');
   });
 
   t.test('settle: a batch charges each call (capped at what the lease holds) and appends one ledger entry per call', async (t) => {
@@ -350,7 +350,7 @@ t.test('Lua scripts against Redis', async (t) => {
       ['r', 'c2', 'c', '1000', 'e', '{"n":2}'],
       ['r', 'c0', 'c', '0', 'e', '{"n":0}'],
     ], 'one ledger entry per call, in order');
-    t.ok(await redis.sismember(keys.ledgerDirty(), user), 'the user is marked for the ledger writer');
+    t.ok(await redis.sismember(keys.ledgerDirtyOf(user), user), 'the user is marked for the ledger writer');
 
     t.same(await scripts.settle(settleInput(user, 'L', 2, [['c3', 5000n, '{"n":3}']])), { kind: 'applied', chargedNano: 2700n },
       'a charge above what the lease holds is capped at it');

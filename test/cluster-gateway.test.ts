@@ -13,6 +13,7 @@ import { MODEL, costNano, leasesClosed, parseJson, sseData } from './helpers/bil
 import { keySlot } from '../src/store/cluster-slot.js';
 import { primaries, scanKeys } from '../src/store/redis-connect.js';
 import { RedisKeys } from '../src/admission/keys.js';
+import { dirtyMarks } from '../src/ledger/dirty-set.js';
 import { createLedgerLagMetrics } from '../src/metrics.js';
 import { Registry } from 'prom-client';
 import type { Cluster } from 'ioredis';
@@ -161,7 +162,7 @@ t.test('the ledger lag gauges read users on every primary', async (t) => {
   createLedgerLagMetrics(registry, gateway.redis, keys, 2000);
   const [seconds] = await gateway.redis.time();
   await Promise.all(users.map((user, i) => gateway.redis.xadd(keys.ledger(user), `${(Number(seconds) - 30 - i) * 1000}-0`, 'r', 'x', 'c', '0', 'e', '{}')));
-  await gateway.redis.sadd(keys.ledgerDirty(), ...users);
+  await Promise.all([...dirtyMarks(keys, users)].map(([key, marked]) => gateway.redis.sadd(key, ...marked)));
   const metrics = await registry.getMetricsAsJSON();
   const value = (name: string) => metrics.find((metric) => metric.name === name)?.values[0]?.value;
   t.equal(value('gateway_ledger_pending_users'), users.length, 'every user counted');

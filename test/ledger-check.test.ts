@@ -70,7 +70,7 @@ t.test('a charge still pending in the ledger stream is counted', async (t) => {
     .exec();
   t.equal((await ledgerCheck()).code, 0, 'pending: Redis credits = Postgres sum - pending charges');
   // The writer drains it (the dirty set tells it where): still consistent, now from Postgres alone.
-  await gateway.redis.sadd(`${gateway.prefix}ledger:dirty`, 'alice');
+  await gateway.redis.sadd(new RedisKeys(gateway.prefix).ledgerDirtyOf('alice'), 'alice');
   await gateway.ledgerSettled('alice');
   const [row] = await gateway.sql<{ credits_nano: bigint }[]>`select credits_nano from transactions where id = ${id}`;
   t.equal(row?.credits_nano, -750n, 'the writer committed it');

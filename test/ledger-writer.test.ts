@@ -2,6 +2,7 @@ import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { sleep } from './helpers/http-tools.js';
+import { RedisKeys } from '../src/admission/keys.js';
 
 let gateway: Gateway;
 t.before(async () => { gateway = await startGateway(); });
@@ -13,7 +14,7 @@ t.test('an unreadable ledger event keeps its charge and does not stop the writer
   const poisonId = randomUUID();
   // As settle.lua would have appended it, but with an event that is not JSON.
   await gateway.redis.xadd(`${gateway.prefix}{u:${user}}:ledger`, '*', 'r', poisonId, 'c', '123', 'e', '{not json');
-  await gateway.redis.sadd(`${gateway.prefix}ledger:dirty`, user);
+  await gateway.redis.sadd(new RedisKeys(gateway.prefix).ledgerDirtyOf(user), user);
   const response = await postJson(`${gateway.v1}/chat/completions`, key, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi [[mock chunks=2]]' }] });
   t.equal(response.status, 200);
   await gateway.ledgerSettled(user);
@@ -37,7 +38,7 @@ t.test('an idle ledger writer slows down, and the first settlement after a quiet
   const appendElsewhere = async () => {
     const id = randomUUID();
     await quiet.redis.xadd(stream, '*', 'r', id, 'c', '123', 'e', '{not json');
-    await quiet.redis.sadd(`${quiet.prefix}ledger:dirty`, user);
+    await quiet.redis.sadd(new RedisKeys(quiet.prefix).ledgerDirtyOf(user), user);
     return id;
   };
   const first = await appendElsewhere();

@@ -11,6 +11,7 @@ import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { createDependencyMetrics, createLedgerLagMetrics } from '../src/metrics.js';
 import { LoopDelaySampler } from '../src/worker-pool.js';
 import { RedisKeys } from '../src/admission/keys.js';
+import { DIRTY_SHARDS, dirtyMarks } from '../src/ledger/dirty-set.js';
 import { TEST_JWT_SECRET, eventually, fastUser, parsePrometheus, type Sample } from './helpers/http-tools.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url)); // dist/test/ -> the repository
@@ -244,12 +245,12 @@ t.test('the ledger lag reads the oldest event waiting in Redis; a dependency tha
   await gateway.redis.multi()
     .xadd(keys.ledger('old'), `${(Number(seconds) - 30) * 1000}-0`, 'r', 'x', 'c', '0', 'e', '{}')
     .xadd(keys.ledger('new'), '*', 'r', 'y', 'c', '0', 'e', '{}')
-    .sadd(keys.ledgerDirty(), 'old', 'new', 'drained')
     .exec();
+  for (const [key, marked] of dirtyMarks(keys, ['old', 'new', 'drained'])) await gateway.redis.sadd(key, ...marked);
   const waiting = await read();
   t.equal(waiting.users, 3, 'three users marked');
   t.ok(waiting.lag! >= 29.5 && waiting.lag! < 40, `the oldest event's age (${waiting.lag} s)`);
-  await gateway.redis.del(keys.ledger('old'), keys.ledger('new'), keys.ledgerDirty());
+  await gateway.redis.del(keys.ledger('old'), keys.ledger('new'), ...DIRTY_SHARDS.map((shard) => keys.ledgerDirty(shard)));
   t.same(await read(), { lag: 0, users: 0 }, 'drained: lag 0 again');
 
   const deps = new Registry();

@@ -152,5 +152,5 @@ t.test('scripts Redis has not cached run by their source, once', async (t) => {
   t.same(settled, { kind: 'applied', chargedNano: 40n });
   t.same(await redis.hmget(keys.balance(user), 'credits', 'held'), ['960', '0'], 'charged once, the rest released');
   t.same(await redis.script('EXISTS', loadScript('admit').sha, loadScript('settle').sha), [1, 1], 'cached again');
-  t.ok(await redis.sismember(keys.ledgerDirty(), user), 'the user is marked for the ledger writer after the retried settlement');
+  t.ok(await redis.sismember(keys.ledgerDirtyOf(user), user), 'the user is marked for the ledger writer after the retried settlement');
 });

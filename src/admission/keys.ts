@@ -1,3 +1,6 @@
+import { keySlot } from '../store/cluster-slot.js';
+import { dirtyShardOfSlot, dirtyShardTag } from '../ledger/dirty-set.js';
+
 /**
  * Every Redis key the gateway uses, built in one place. A user's keys share the hash tag
  * `{u:<user id>}`, so each Lua script touches one Cluster slot.
@@ -73,9 +76,16 @@ export class RedisKeys {
   expiredLeases(userId: string): string {
     return `${this.user(userId)}:lexp`;
   }
-  /** Users whose ledger stream has undrained events (a hint; a periodic scan backs it up). */
-  ledgerDirty(): string {
-    return `${this.prefix}ledger:dirty`;
+  /**
+   * One of the sets of users whose ledger stream has undrained events (a hint; a periodic scan backs
+   * it up). The sets are spread over the Cluster's slots: see ledger/dirty-set.ts.
+   */
+  ledgerDirty(shard: number): string {
+    return `${this.prefix}ledger:dirty:{${dirtyShardTag(shard)}}`;
+  }
+  /** The dirty set a user is marked in: the one whose slot range holds the user's slot. */
+  ledgerDirtyOf(userId: string): string {
+    return this.ledgerDirty(dirtyShardOfSlot(keySlot(this.balance(userId))));
   }
   ledgerScanPattern(): string {
     return `${this.prefix}{u:*}:ledger`;

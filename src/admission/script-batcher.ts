@@ -1,4 +1,5 @@
 import type { RedisKeys } from './keys.js';
+import { dirtyMarks } from '../ledger/dirty-set.js';
 import { RespError, type RedisPipe, type RespCommand, type RespValue } from '../store/redis-pipe.js';
 import { admitResultOf, loadScript, settleResultOf, type AdmitInput, type AdmitResult, type LuaScript, type Reply, type SettleInput, type SettleResult } from './scripts.js';
 
@@ -92,7 +93,9 @@ export class ScriptBatcher {
     const batch = this.queue;
     this.queue = [];
     const commands = batch.map(evalsha);
-    const markDirty: RespCommand[] = this.dirtyUsers.size > 0 ? [['SADD', this.keys.ledgerDirty(), ...this.dirtyUsers]] : [];
+    // One SADD per dirty set the batch's users fall in (see ledger/dirty-set.ts).
+    const markDirty: RespCommand[] = [];
+    if (this.dirtyUsers.size > 0) for (const [key, users] of dirtyMarks(this.keys, this.dirtyUsers)) markDirty.push(['SADD', key, ...users]);
     this.dirtyUsers.clear();
     // One node runs a batch in order, so the mark rides behind the scripts; a cluster's nodes do not
     // (the mark's node might run it first): there it leaves once the scripts have answered.

@@ -4,9 +4,12 @@ import type { RedisKeys } from '../admission/keys.js';
 import type { LedgerEvent } from './event.js';
 import { UsageRecords, insertUsageRecords } from '../store/usage-records.js';
 import { lockLedgers } from './locks.js';
+import { DIRTY_SHARDS, dirtyMarks } from './dirty-set.js';
 
 /** Events read per user per pass; a user with more is marked dirty again for the next pass. */
 const PER_USER = 1000;
+/** Users popped from each dirty set per pass; the rest wait for the next pass. */
+const PER_DIRTY_SET = 1000;
 
 type StreamEntry = [id: string, fields: string[]];
 
@@ -57,7 +60,8 @@ class EpochChanged extends Error {
  * Drains the users' ledger streams into Postgres. Idempotent: a usage transaction's id is the
  * reservation id and request logs are keyed by it, so a replayed event inserts nothing. Entries are
  * deleted from Redis only after their Postgres transaction committed, so a crash or a Postgres
- * outage loses nothing; the dirty set is a hint, and a periodic scan finds streams it missed.
+ * outage loses nothing; the dirty sets (ledger/dirty-set.ts) are a hint, and a periodic scan finds
+ * streams they missed. Writers of several processes share the work: SPOP hands each marked user to one.
  * Passes run at a fixed pace while events come, so under load one transaction carries many events;
  * an idle writer slows down to one Redis round trip per `idleIntervalMs`, and `nudge` wakes it.
  *
@@ -138,7 +142,7 @@ export class LedgerWriter {
 
   /** One pass over the dirty users (and, when `sweep`, every ledger stream). Returns events written. */
   async drainAll(sweep = false): Promise<number> {
-    const users = new Set<string>((await this.redis.spop(this.keys.ledgerDirty(), 10_000)) ?? []);
+    const users = new Set<string>(await this.popDirty());
     if (sweep) {
       this.lastSweep = Date.now();
       for (const userId of await this.scanLedgerUsers()) users.add(userId);
@@ -174,22 +178,47 @@ export class LedgerWriter {
         // Nothing was written or trimmed; the streams now hold the new data's entries only, read next pass.
         this.options.onEpochChanged?.(changed);
         this.nudged = true;
-        await this.redis.sadd(this.keys.ledgerDirty(), ...userIds);
+        await this.markDirty(userIds);
         return 0;
       }
       this.options.onUsersWritten?.([...epochs.keys()]);
-      // The dirty set is in a slot of its own: not in the trims' pipelines on a cluster.
+      // The dirty sets are in slots of their own: not in the trims' pipelines on a cluster.
       await Promise.all([
         pipelineAcrossSlots(this.redis, trims, ({ userId }) => this.keys.balance(userId),
           (pipeline, { userId, epoch, minId }) => (pipeline as unknown as TrimPipeline).ledgerTrim(this.keys.balance(userId), this.keys.ledger(userId), epoch, minId)),
-        again.length > 0 ? this.redis.sadd(this.keys.ledgerDirty(), ...again) : undefined,
+        this.markDirty(again),
       ]);
       this.options.onWritten?.(entries.length);
       return entries.length;
     } catch (error) {
-      await this.redis.sadd(this.keys.ledgerDirty(), ...userIds).catch(() => {}); // the periodic scan covers a failure here too
+      await this.markDirty(userIds).catch(() => {}); // the periodic scan covers a failure here too
       throw error;
     }
+  }
+
+  /**
+   * Users popped from every dirty set, one pipeline per node. When a set's node fails, the users
+   * popped from the others are marked again and the pass fails (the periodic scan covers a failure
+   * of that mark too).
+   */
+  private async popDirty(): Promise<string[]> {
+    const replies = await pipelineAcrossSlots(this.redis, DIRTY_SHARDS, (shard) => this.keys.ledgerDirty(shard),
+      (pipeline, shard) => pipeline.spop(this.keys.ledgerDirty(shard), PER_DIRTY_SET));
+    const users = replies.flatMap(([error, found]) => (error ? [] : (found as string[] | null) ?? []));
+    const failed = replies.find(([error]) => error);
+    if (failed) {
+      await this.markDirty(users).catch(() => {});
+      throw failed[0];
+    }
+    return users;
+  }
+
+  /** Marks `userIds` in their dirty sets (one SADD per set, one pipeline per node). */
+  private async markDirty(userIds: Iterable<string>): Promise<void> {
+    const marks = [...dirtyMarks(this.keys, userIds)];
+    if (marks.length === 0) return;
+    const replies = await pipelineAcrossSlots(this.redis, marks, ([key]) => key, (pipeline, [key, users]) => pipeline.sadd(key, ...users));
+    for (const [error] of replies) if (error) throw error;
   }
 
   private async scanLedgerUsers(): Promise<string[]> {

@@ -21,8 +21,8 @@ export function connectRedis(url: string, options: RedisOptions = {}): RedisClie
     // Reads go to primaries, never replicas: a replica may lag, and money is read and written in the same breath.
     scaleReads: 'master',
     slotsRefreshTimeout: 2000,
-    // Slot moves are also learnt from MOVED replies; this catches failovers nobody asked about yet.
-    slotsRefreshInterval: 5000,
+    // FailFastCluster refreshes the slot map itself (see SLOTS_REFRESH_MS).
+    slotsRefreshInterval: 0,
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 200,
   };
@@ -48,6 +48,11 @@ export function connectRedis(url: string, options: RedisOptions = {}): RedisClie
 const ROUNDS_BEFORE_FAILING = 3;
 /** Pause between the rounds of a cluster that gave up, while every node is still out of reach. */
 const RECONNECT_AFTER_FAILING_MS = 1000;
+/**
+ * Period of the slot map's refresh. Slot moves are also learnt from MOVED replies; this catches
+ * failovers nobody asked about yet.
+ */
+const SLOTS_REFRESH_MS = 5000;
 
 /**
  * A Cluster that fails fast when every node is lost. ioredis would queue commands for as long as it
@@ -59,6 +64,13 @@ const RECONNECT_AFTER_FAILING_MS = 1000;
  */
 class FailFastCluster extends Cluster {
   private closing = false;
+  /**
+   * ioredis's own periodic refresh (`slotsRefreshInterval`) arms its next round when a refresh ends,
+   * even one that was under way when the client was closed, and then for ever: a process that closed
+   * its client at that moment never exited (a `gateway ledger check` that hung). This timer is
+   * stopped by closing and never keeps a process alive.
+   */
+  private readonly slotsRefresh: NodeJS.Timeout;
 
   constructor(nodes: { host: string; port: number }[], options: ClusterOptions) {
     super(nodes, { ...options, clusterRetryStrategy: (times) => (times > ROUNDS_BEFORE_FAILING ? null : Math.min(100 * times, 300)) });
@@ -66,16 +78,22 @@ class FailFastCluster extends Cluster {
       if (this.closing) return;
       setTimeout(() => { if (!this.closing) this.connect().catch(() => {}); }, RECONNECT_AFTER_FAILING_MS).unref();
     });
+    this.slotsRefresh = setInterval(() => { if (this.status === 'ready') this.refreshSlotsCache(); }, SLOTS_REFRESH_MS).unref();
   }
 
   override quit(...args: Parameters<Cluster['quit']>): ReturnType<Cluster['quit']> {
-    this.closing = true;
+    this.stopForGood();
     return super.quit(...args);
   }
 
   override disconnect(reconnect?: boolean): void {
-    if (!reconnect) this.closing = true;
+    if (!reconnect) this.stopForGood();
     super.disconnect(reconnect);
+  }
+
+  private stopForGood(): void {
+    this.closing = true;
+    clearInterval(this.slotsRefresh);
   }
 }
 
