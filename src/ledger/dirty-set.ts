@@ -8,7 +8,6 @@
  * gateway process builds the same keys.
  */
 import { SLOT_COUNT, keySlot } from '../store/cluster-slot.js';
-import type { RedisKeys } from '../admission/keys.js';
 
 export const LEDGER_DIRTY_SHARDS = 16;
 
@@ -38,8 +37,8 @@ export function dirtyShardTag(shard: number): string {
 /** Every shard number, in order (what a writer pass drains). */
 export const DIRTY_SHARDS: readonly number[] = Array.from({ length: LEDGER_DIRTY_SHARDS }, (_, shard) => shard);
 
-/** `userIds` grouped by the dirty set each is marked in: set key -> users. */
-export function dirtyMarks(keys: RedisKeys, userIds: Iterable<string>): Map<string, string[]> {
+/** `userIds` grouped by the dirty set each is marked in (`keys` is a RedisKeys; keys.ts imports this module): set key -> users. */
+export function dirtyMarks(keys: { ledgerDirtyOf(userId: string): string }, userIds: Iterable<string>): Map<string, string[]> {
   const marks = new Map<string, string[]>();
   for (const userId of userIds) {
     const key = keys.ledgerDirtyOf(userId);

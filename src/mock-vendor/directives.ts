@@ -16,7 +16,8 @@
 // chunks before the cut, default 1) and fault_key=CREDENTIAL (only requests carrying that credential
 // meet the fault).
 
-import type { FaultKind } from './faults.js';
+/** An HTTP status (400..599), or a fault that is not an answer: 'reset', 'hang', 'cut' (see faults.ts). */
+export type FaultKind = number | 'reset' | 'hang' | 'cut';
 
 export interface Directives {
   /** Content tokens per choice. */

@@ -5,11 +5,8 @@
 // request's own directives (`fault=…`, see directives.ts). Each route renders a status fault in its
 // vendor's own error shape; this module decides which requests meet a fault and counts them.
 import * as v from 'valibot';
-import type { Directives } from './directives.js';
+import type { Directives, FaultKind } from './directives.js';
 import type { MockRequestRecord } from './records.js';
-
-/** An HTTP status (400..599), or a fault that is not an answer: 'reset', 'hang', 'cut'. */
-export type FaultKind = number | 'reset' | 'hang' | 'cut';
 
 export interface MockFault {
   /** 429 | 500 | 502 | 503 | 504 | 529 (an HTTP status), 'reset' (socket destroyed before any byte), 'hang' (no head until the client leaves), 'cut' (stream cut after `afterChunks` content chunks; non-stream: reset). */
