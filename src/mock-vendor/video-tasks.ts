@@ -269,7 +269,8 @@ export class VideoTasks {
    */
   private callBack(task: VideoTask, url: string, authorization: string): void {
     const deliver = (final: boolean, attempt: number) => {
-      const phase = this.phaseOf(task, false);
+      // The final delivery says how the task ended: its timer may fire a millisecond before Date.now() has moved jobMs on.
+      const phase = final && !task.cancelled ? outcomeOf(task) : this.phaseOf(task, false);
       const body = JSON.stringify(task.vendor.polled(task, phase, phase === 'succeeded' ? this.resultUrl(task) : undefined));
       const headers = task.vendor === VIDU ? viduSignedHeaders(url, authorization.replace(/^Token /, '')) : {};
       fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(5000) })
@@ -294,7 +295,7 @@ export class VideoTasks {
       task.unknownLeft--;
       return 'unknown';
     }
-    return task.failCode === undefined ? 'succeeded' : 'failed';
+    return outcomeOf(task);
   }
 
   private resultUrl(task: VideoTask): string {
@@ -318,4 +319,9 @@ export class VideoTasks {
     }
     res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': file.bytes.length }).end(file.bytes);
   }
+}
+
+/** How a task that ran to its end ended. */
+function outcomeOf(task: VideoTask): Phase {
+  return task.failCode === undefined ? 'succeeded' : 'failed';
 }
