@@ -62,44 +62,48 @@ async function usageOf(user: string) {
 
 const chars = (text: string) => [...text].length;
 
-/** Each served model: its body, the seconds the mock makes, and its price from what was delivered (nano-USD). */
+/**
+ * Each served model: its body, the seconds the mock makes, and its price from what was delivered
+ * (nano-USD). latency_ms keeps each task running while the test reads its hold (a fast vendor's task
+ * could end before that read).
+ */
 const MODELS = [
   {
     model: 'openai/tts-1-hd', kind: 'speech', vendor: '/openai/v1/audio/speech', format: 'wav',
-    body: { input: 'Hello from the gateway. [[mock audio_ms=1500]]', voice: 'alloy', response_format: 'wav' },
+    body: { input: 'Hello from the gateway. [[mock latency_ms=500 audio_ms=1500]]', voice: 'alloy', response_format: 'wav' },
     price: (body: { input: string }) => BigInt(chars(body.input)) * 30_000n,
   },
   {
     model: 'openai/gpt-4o-mini-tts', kind: 'speech', vendor: '/openai/v1/audio/speech', format: 'mp3',
-    body: { input: 'Speak softly. [[mock audio_ms=2000]]', voice: 'marin', instructions: 'Whisper.' },
+    body: { input: 'Speak softly. [[mock latency_ms=500 audio_ms=2000]]', voice: 'marin', instructions: 'Whisper.' },
     // Input tokens (text and instructions) at 0.60 per 1M; 20 audio tokens a second of speech at 12.00 per 1M.
     price: (body: { input: string; instructions: string }, seconds: number) =>
       BigInt(countTokens(body.input) + countTokens(body.instructions)) * 600n + BigInt(Math.ceil(seconds * 20)) * 12_000n,
   },
   {
     model: 'elevenlabs/eleven-v3', kind: 'speech', vendor: '/elevenlabs/v1/text-to-speech/', format: 'mp3',
-    body: { input: 'An expressive line. [[mock audio_ms=1200]]', voice: 'JBFqnCBsd6RMkjVDRZzb' },
+    body: { input: 'An expressive line. [[mock latency_ms=500 audio_ms=1200]]', voice: 'JBFqnCBsd6RMkjVDRZzb' },
     price: (body: { input: string }) => BigInt(chars(body.input)) * 100_000n,
   },
   {
     model: 'elevenlabs/eleven-flash-v2.5', kind: 'speech', vendor: '/elevenlabs/v1/text-to-speech/', format: 'mp3',
-    body: { input: 'Fast. [[mock audio_ms=800]]' },
+    body: { input: 'Fast. [[mock latency_ms=500 audio_ms=800]]' },
     price: (body: { input: string }) => BigInt(chars(body.input)) * 50_000n,
   },
   {
     model: 'minimax/speech-2.6-hd', kind: 'speech', vendor: '/minimax/v1/t2a_async_v2', format: 'mp3',
-    body: { input: 'A long chapter, read aloud. [[mock audio_ms=2500 job_ms=150]]', voice: 'English_expressive_narrator' },
+    body: { input: 'A long chapter, read aloud. [[mock latency_ms=500 audio_ms=2500 job_ms=150]]', voice: 'English_expressive_narrator' },
     price: (body: { input: string }) => BigInt(chars(body.input)) * 100_000n,
   },
   {
     model: 'elevenlabs/eleven-music', kind: 'music', vendor: '/elevenlabs/v1/music', format: 'mp3',
-    body: { prompt: 'A calm piano piece [[mock audio_ms=6000]]', duration: 10, instrumental: true },
+    body: { prompt: 'A calm piano piece [[mock latency_ms=500 audio_ms=6000]]', duration: 10, instrumental: true },
     // 0.005 a second of the measured length, at most the 10 seconds asked for.
     price: (_body: unknown, seconds: number) => BigInt(Math.round(Math.min(seconds, 10) * 1000)) * 5_000n,
   },
   {
     model: 'minimax/music-2.5', kind: 'music', vendor: '/minimax/v1/music_generation', format: 'wav',
-    body: { prompt: 'Indie folk, warm [[mock audio_ms=4000]]', lyrics: '[Verse]\nWalking home', format: 'wav' },
+    body: { prompt: 'Indie folk, warm [[mock latency_ms=500 audio_ms=4000]]', lyrics: '[Verse]\nWalking home', format: 'wav' },
     price: () => 150_000_000n,
   },
 ] as const;

@@ -87,7 +87,9 @@ t.test('1,000 concurrent calls from 5 keys of one user against $5: available nev
   const refused = results.filter((r) => r.status === 402);
   const statuses = [...new Set(results.map((r) => r.status))].sort();
   t.comment(`1,000 calls in ${elapsedMs} ms: ${ok.length} admitted, ${refused.length} refused with 402; ${samples} samples of available, min ${min}, max held ${maxHeld}`);
-  t.notOk(results.some((r) => r.status >= 500), 'no 5xx');
+  // The answers themselves, so a rare 5xx names its code and message in the failure.
+  const serverErrors = [...new Set(results.filter((r) => r.status >= 500).map((r) => `${r.status} ${r.text.slice(0, 300)}`))];
+  t.same(serverErrors, [], 'no 5xx');
   t.same(statuses.filter((s) => s !== 200 && s !== 402), [], `only 200 and 402 (statuses: ${statuses.join(', ')})`);
   t.ok(ok.length > 0, 'some calls were admitted');
   t.ok(refused.length > 0, 'the balance did not cover the burst: some calls were refused');
