@@ -29,6 +29,8 @@ interface RoutedModel {
 export class Routing {
   readonly breakers: Breakers | undefined;
   private readonly defaults = new Map<string, readonly RouteTarget[]>();
+  /** Each route's targets without its cloud forms (media calls), made once per route. */
+  private readonly plain = new WeakMap<readonly RouteTarget[], readonly RouteTarget[]>();
   /** Every target of the file by breaker slot (for the breaker gauge and events). */
   readonly targets: readonly RouteTarget[];
 
@@ -47,6 +49,26 @@ export class Routing {
         events.breaker(name, to);
         log.info('routing target breaker', { target: name, state: to });
       }) : undefined;
+  }
+
+  /**
+   * The model's targets that speak its vendor's own API (no cloud form, which serves chat only): what
+   * image, video and audio calls may use, highest priority first. Undefined when none is left.
+   */
+  mediaTargetsOf(model: RoutedModel): readonly RouteTarget[] | undefined {
+    const targets = this.targetsOf(model);
+    if (!targets || targets.every((target) => target.cloud === undefined)) return targets;
+    let plain = this.plain.get(targets);
+    if (plain === undefined) this.plain.set(targets, plain = Object.freeze(targets.filter((target) => target.cloud === undefined)));
+    return plain.length > 0 ? plain : undefined;
+  }
+
+  /**
+   * The media target named `name` among the model's (the one that accepted a task, which polls and
+   * cancels it); undefined when the routing file no longer has it.
+   */
+  mediaTargetNamed(model: RoutedModel, name: string): RouteTarget | undefined {
+    return this.mediaTargetsOf(model)?.find((target) => target.name === name);
   }
 
   /** The model's targets, highest priority first; undefined when its vendor is not configured. */
@@ -122,6 +144,14 @@ export class Routing {
   retried(model: string): void {
     this.events.retry(model);
   }
+}
+
+/** The response header that says how many platform attempts a call took (1 when the first target served). */
+export const ATTEMPTS_HEADER = 'x-gateway-attempts';
+
+/** An error answer of a routed call, with the attempts it took. */
+export function withAttempts(error: ApiError, attempts: number): ApiError {
+  return new ApiError(error.status, error.code, error.message, error.param, { ...error.headers, [ATTEMPTS_HEADER]: String(attempts) });
 }
 
 /**

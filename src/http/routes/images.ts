@@ -7,7 +7,7 @@ import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { ImageRequestSchema } from '../schemas/images.js';
 import { imageCallOf, imageJobOf, type ImageIo, type ImageJob, type ImageResult } from '../../providers/image-family.js';
 import { IMAGE_FAMILIES } from '../../providers/image-families.js';
-import { UpstreamError, endpointFor, endpointOf, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { UpstreamAbort, UpstreamError, endpointFor, endpointOf, type UpstreamResponse } from '../../providers/upstream-client.js';
 import type { UpstreamTarget } from '../../providers/family.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { upstreamErrorAsIs, upstreamFailure } from '../../providers/upstream-errors.js';
@@ -19,6 +19,8 @@ import { nanoToUsd } from '../../billing/pricing.js';
 import { hostInputImage, hostResultImage, isLoopbackUrl, mediaTransitOf } from '../../media/rehost.js';
 import { mediaModelFor } from './media-model.js';
 import { children } from '../../metrics.js';
+import { ATTEMPTS_HEADER, UpstreamModels, exhausted, withAttempts } from '../../routing/routing.js';
+import { retryableAnswer } from '../../routing/retryable.js';
 
 /** Pricing fields as the caller named them. */
 const PRICED_FIELDS: Readonly<Record<string, string>> = { images: 'n', inputImages: 'image_urls' };
@@ -52,12 +54,26 @@ function chargeOf(sheet: PriceSheet, job: ImageJob, result: ImageResult, deliver
 }
 
 /**
+ * What one platform attempt learnt before its vendor took the job: whether it did (a 200 to the
+ * submit), and the error that another target may be asked instead (no answer, or a retryable one, to
+ * the submit). Once a vendor has the job, a failure is the call's: another target would make and
+ * bill the images again.
+ */
+interface AttemptState {
+  accepted: boolean;
+  retryable: ApiError | undefined;
+}
+
+/**
  * `POST /v1/images/generations`: synchronous whatever the vendor (a submit-and-poll vendor is polled
  * until its task ends). Admission reserves `n` images at the dearest tier the request allows; the
  * charge is for the images delivered, settled before the results are rehosted; a failure releases all.
+ * A platform call goes through the model's routing targets (docs/routing.md): a submit that fails
+ * retryably is sent to the next target, within one admission, and only the attempt that served is charged.
  */
 export function imageGenerations(services: Services) {
-  const { admission, auth, metrics, upstream, config } = services;
+  const { admission, auth, metrics, upstream, config, routing } = services;
+  const upstreamModels = new UpstreamModels();
   const costOf = children((model) => metrics.cost.labels(model));
   const imagesOf = children((model, hosted) => metrics.images.labels(model, hosted));
   const transit = mediaTransitOf(config, services.media);
@@ -67,26 +83,49 @@ export function imageGenerations(services: Services) {
    * the call's deadline, and the vendor's error answers as `failure` makes them (ours, or as-is on the
    * caller's own key). A target at an address a user chose is guarded: each connection is vetted and
    * pinned, and a transport failure there is told by its kind only (never the socket's own words).
+   * `attempt` (platform calls): what decides whether another target may be tried; `headTimeoutMs`
+   * (a routing target's `head_timeout_ms`): a submit with no response head by then is abandoned.
    */
-  function ioFor(model: MediaModel, target: UpstreamTarget, deadlineMs: number, failure: (response: UpstreamResponse, vendor: string) => Promise<ApiError>): ImageIo {
+  function ioFor(model: MediaModel, target: UpstreamTarget, deadlineMs: number, failure: (response: UpstreamResponse, vendor: string) => Promise<ApiError>,
+    attempt?: AttemptState, headTimeoutMs?: number): ImageIo {
     const vendor = model.upstreamVendor;
     const guarded = target.guarded === true;
-    const reached = async (exchange: Promise<UpstreamResponse>) => {
+    const reached = async (exchange: Promise<UpstreamResponse>, submit: boolean, timedOut?: UpstreamAbort) => {
+      let response: UpstreamResponse;
       try {
-        return await exchange;
+        response = await exchange;
       } catch (error) {
-        metrics.upstreamErrors.inc({ vendor, reason: 'connect' });
-        const detail = !guarded ? `: ${(error as Error).message}` : error instanceof UpstreamError ? ` (${error.reason})` : '';
-        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} could not be reached${detail}`);
+        let failed: ApiError;
+        if (timedOut?.aborted) {
+          metrics.upstreamErrors.inc({ vendor, reason: 'head_timeout' });
+          failed = new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} sent no response head within ${headTimeoutMs} ms.`);
+        } else {
+          metrics.upstreamErrors.inc({ vendor, reason: 'connect' });
+          const detail = !guarded ? `: ${(error as Error).message}` : error instanceof UpstreamError ? ` (${error.reason})` : '';
+          failed = new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} could not be reached${detail}`);
+        }
+        // No answer to the submit: the vendor did not take the job.
+        if (attempt && submit && !attempt.accepted) attempt.retryable = failed;
+        throw failed;
       }
+      if (attempt && submit && response.status === 200) attempt.accepted = true;
+      return response;
+    };
+    const post = (url: string, headers: Readonly<Record<string, string>>, body: string) => {
+      if (headTimeoutMs === undefined) return reached(upstream.post(endpointFor(url, guarded), headers, body), true);
+      const abort = new UpstreamAbort();
+      const timer = setTimeout(() => abort.abort(), headTimeoutMs);
+      return reached(upstream.post(endpointFor(url, guarded), headers, body, abort), true, abort).finally(() => clearTimeout(timer));
     };
     return {
-      post: (url, headers, body) => reached(upstream.post(endpointFor(url, guarded), headers, body)),
+      post,
       // Poll addresses hold task ids: parsed per call, not cached.
-      get: (url, headers) => reached(upstream.get(endpointOf(url, '', guarded), headers)),
-      refused: (response) => {
+      get: (url, headers) => reached(upstream.get(endpointOf(url, '', guarded), headers), false),
+      refused: async (response) => {
         metrics.upstreamErrors.inc({ vendor, reason: String(response.status) });
-        return failure(response, vendor);
+        const error = await failure(response, vendor);
+        if (attempt && !attempt.accepted && retryableAnswer(response.status, error)) attempt.retryable = error;
+        return error;
       },
       wait: async () => {
         const left = deadlineMs - Date.now();
@@ -119,8 +158,8 @@ export function imageGenerations(services: Services) {
     const model = mediaModelFor(services, request.model, 'image');
     const asked = imageJobOf(request, model);
     const family = IMAGE_FAMILIES[model.family];
-    const target = services.vendors[model.upstreamVendor];
-    if (!family || !target) {
+    const targets = routing.mediaTargetsOf(model);
+    if (!family || !targets) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} image API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
     const imageUrls = request.image_urls ?? [];
@@ -156,10 +195,41 @@ export function imageGenerations(services: Services) {
     const { admitted, identity: platformIdentity } = platform;
     const call = new MeteredCall<MediaModel>(admission, admitted, NO_RECORDER, platformIdentity);
     await call.run(async () => {
-      checkRevoked();
+      // The caller's images first: a bad one is the caller's 400, not an attempt.
       const platformJob = await jobOf();
-      const result = await family.generate(platformJob, target, ioFor(model, target, deadlineMs, upstreamFailure));
-      await answer(ctx, call, platformJob, result, target, { ...admitted.headers, 'x-request-id': platformIdentity.callId });
+      const headers: Record<string, string> = { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
+      // Taken now, after admission: a call refused there must not hold a half-open target's probe.
+      let index = targets.length === 1 ? 0 : routing.take(targets, routing.first(targets));
+      let tried = 0;
+      for (let attempt = 1; ; attempt++) {
+        checkRevoked();
+        const target = targets[index]!;
+        const served = upstreamModels.of(model, target);
+        const job = served === platformJob.model ? platformJob : { ...platformJob, model: served };
+        const state: AttemptState = { accepted: false, retryable: undefined };
+        let result: ImageResult;
+        try {
+          result = await family.generate(job, target, ioFor(model, target, deadlineMs, upstreamFailure, state, target.headTimeoutMs));
+        } catch (error) {
+          if (!(error instanceof ApiError)) throw error;
+          if (error !== state.retryable) {
+            // The vendor refused the request itself, or failed a job it had taken: its answer, from this attempt.
+            routing.answered(target);
+            throw withAttempts(error, attempt);
+          }
+          routing.failed(target, model.id, attempt, error);
+          tried |= 1 << index;
+          const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried) : -1;
+          if (next < 0) throw withAttempts(exhausted(error, attempt, targets.length > 1), attempt);
+          routing.retried(model.id);
+          index = next;
+          continue;
+        }
+        routing.answered(target);
+        if (attempt > 1) headers[ATTEMPTS_HEADER] = String(attempt);
+        await answer(ctx, call, job, result, target, headers);
+        return;
+      }
     });
   };
 }
