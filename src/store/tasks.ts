@@ -26,6 +26,8 @@ export interface TaskRow {
   charged_nano: bigint | null;
   upstream_vendor: string;
   upstream_id: string | null;
+  /** The routing target that accepted the task (migrations/0010); null before, or for a task accepted before targets were recorded. */
+  upstream_target: string | null;
   upstream_status: string | null;
   poll_count: number;
   fence: bigint;
@@ -142,10 +144,13 @@ export async function unmarkSubmitting(sql: AnySql, id: string, fence: bigint): 
     where id = ${id} and status = 'pending' and upstream_id is null and fence <= ${fence.toString()}`;
 }
 
-/** Records the vendor's task id; false when the row is no longer this writer's to change. */
-export async function markStarted(sql: AnySql, id: string, fence: bigint, upstreamId: string, upstreamStatus: string | null): Promise<boolean> {
+/**
+ * Records the vendor's task id and the routing target that accepted it (its polls and cancel use that
+ * target); false when the row is no longer this writer's to change.
+ */
+export async function markStarted(sql: AnySql, id: string, fence: bigint, upstreamId: string, upstreamStatus: string | null, target: string | null = null): Promise<boolean> {
   const rows = await sql`
-    update tasks set upstream_id = ${upstreamId}, upstream_status = ${upstreamStatus}, started_at = now(), fence = ${fence.toString()}, updated_at = now()
+    update tasks set upstream_id = ${upstreamId}, upstream_status = ${upstreamStatus}, upstream_target = ${target}, started_at = now(), fence = ${fence.toString()}, updated_at = now()
     where id = ${id} and status = 'pending' and upstream_id is null and fence <= ${fence.toString()}
     returning id`;
   return rows.length === 1;

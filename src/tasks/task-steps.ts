@@ -26,6 +26,12 @@ import { audioCallOf, audioOutcomeOf, type AudioJob } from './audio-job.js';
 import { AUDIO_ADAPTERS } from '../providers/audio/index.js';
 import type { TaskJob } from './task-apis.js';
 import type { GenerateAudioOutput } from '../../workers/generate-audio.js';
+import type { SubmitTaskOutput } from '../../workers/submit-task.js';
+import type { MediaModel } from '../catalog/model.js';
+import { Routing, type RoutingEvents } from '../routing/routing.js';
+import { breakerMemory } from '../routing/breakers.js';
+import type { RouteTarget } from '../routing/targets.js';
+import { acceptedTarget, jobFor, movesOn, refusalError, vendorTargetOf } from './task-target.js';
 
 /** What a timer or message asks of a task: advance it (start, poll, settle), deliver its callback, or pass its cancel on (`x`). */
 export type StepKind = 'a' | 'c' | 'x';
@@ -45,6 +51,8 @@ export interface TaskStepDeps {
   readonly workers: TaskWorkers;
   readonly catalog: () => CatalogSnapshot;
   readonly vendors: Readonly<Record<string, VendorTarget>>;
+  /** The models' targets for submits (default: the routing file's, with breakers of this runtime's own). */
+  readonly routing?: Routing;
   readonly box: SealedBox;
   readonly metrics: TaskMetrics;
   /** Schedules a step of the task `delayMs` from now (a timer on its shard; one per task and kind). */
@@ -53,6 +61,11 @@ export interface TaskStepDeps {
   readonly onEnded: (row: TaskRow) => void;
   /** Work that outlives its step (a result being made at once): stopping waits for it. */
   readonly track: (work: Promise<void>) => void;
+}
+
+/** A task whose model the catalog no longer serves, or serves through no target. */
+function unavailable(row: TaskRow): { code: string; message: string; httpStatus: number } {
+  return { code: 'model_unavailable', message: `The model '${row.model}' is no longer served; nothing was charged.`, httpStatus: 503 };
 }
 
 /** What was delivered, on the media host (or the vendor's URL with storage off). */
@@ -79,13 +92,18 @@ export class TaskSteps {
   private readonly durationOf;
   private readonly costOf;
   private readonly stepsOf;
+  private readonly routing: Routing;
 
   constructor(private readonly deps: TaskStepDeps) {
-    const { metrics } = deps;
+    const { metrics, config } = deps;
     this.endedOf = children((model, status) => metrics.ended.labels(model, status));
     this.durationOf = children((model, status) => metrics.duration.labels(model, status));
     this.costOf = children((model) => metrics.cost.labels(model));
     this.stepsOf = children((kind, outcome) => metrics.steps.labels(kind, outcome));
+    // Routing logs each failed attempt and breaker change itself; a submit sent on to another target is a step outcome.
+    const events: RoutingEvents = { attempt: () => {}, retry: () => this.stepsOf('start', 'next_target').inc(), breaker: () => {} };
+    const table = config.routing.table;
+    this.routing = deps.routing ?? new Routing(config.routing, deps.vendors, table ? breakerMemory(table.slots) : undefined, events);
   }
 
   /** A task not yet submitted to its vendor: it takes one of the user's slots when it starts. */
@@ -119,9 +137,9 @@ export class TaskSteps {
     if (!(await this.pinHold(row))) {
       return this.fail(row, lease, { code: 'submission_interrupted', message: 'The task was not completely submitted (the gateway stopped meanwhile); nothing was charged. Submit it again.', httpStatus: 500 });
     }
-    const route = this.route(row);
+    const route = this.targets(row);
     if ('code' in route) return this.fail(row, lease, route);
-    if (this.madeAtOnce(row, route.family)) {
+    if (this.madeAtOnce(row, route.model.family)) {
       if (!(await markStarted(this.deps.sql, row.id, lease.token, MADE_AT_ONCE, null))) return;
       this.stepsOf('start', 'ok').inc();
       return this.make({ ...row, upstream_id: MADE_AT_ONCE, fence: lease.token }, lease);
@@ -129,19 +147,48 @@ export class TaskSteps {
     const { publicUrl } = config.tasks;
     // From here a cancel cannot be free: the vendor may accept the job before its id is recorded.
     if (!(await markSubmitting(this.deps.sql, row.id, lease.token))) return;
-    const submitted = await workers.submit({
-      family: route.family, job: row.job as unknown as TaskJob, target: route.target, timeoutMs: config.fetch.timeoutMs,
-      vendorCallbackUrl: publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id),
-    });
+    const vendorCallbackUrl = publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id);
+    const { output: submitted, target } = await this.routed<SubmitTaskOutput>(route.model, route.targets, (candidate) => workers.submit({
+      family: route.model.family, job: jobFor(row.job as unknown as TaskJob, candidate), target: vendorTargetOf(candidate), timeoutMs: config.fetch.timeoutMs, vendorCallbackUrl,
+    }));
     if (submitted.kind === 'refused') {
       if (submitted.retryable) await unmarkSubmitting(this.deps.sql, row.id, lease.token);
       return this.refused(row, lease, submitted, 'start');
     }
     this.retries.delete(row.id);
-    if (!(await markStarted(this.deps.sql, row.id, lease.token, submitted.upstreamId, null))) return;
+    // The target is recorded with the vendor's id: every later call about the task goes to it.
+    if (!(await markStarted(this.deps.sql, row.id, lease.token, submitted.upstreamId, null, target.name))) return;
     this.stepsOf('start', 'ok').inc();
-    log.info('task accepted by its vendor', { task: row.id, vendor: row.upstream_vendor });
+    log.info('task accepted by its vendor', { task: row.id, vendor: row.upstream_vendor, target: target.name });
     await this.deps.schedule(lease, 'a', row, config.tasks.pollMs);
+  }
+
+  /**
+   * Sends a job to the model's targets in routing order (priority, weight, breakers): a refusal that
+   * says the vendor did not take it (`movesOn`) goes on to the next target, within the routing file's
+   * attempts and deadline. The last answer, and the target that gave it.
+   */
+  private async routed<T extends { readonly kind: string }>(model: MediaModel, targets: readonly RouteTarget[], send: (target: RouteTarget) => Promise<T>): Promise<{ output: T; target: RouteTarget }> {
+    const { routing } = this;
+    const began = Date.now();
+    let index = targets.length === 1 ? 0 : routing.take(targets, routing.first(targets));
+    let tried = 0;
+    for (let attempt = 1; ; attempt++) {
+      const target = targets[index]!;
+      const output = await send(target);
+      const refusal = output.kind === 'refused' ? output as unknown as VendorRefusal : undefined;
+      if (!refusal || !movesOn(refusal)) {
+        routing.answered(target);
+        return { output, target };
+      }
+      routing.failed(target, model.id, attempt, refusalError(refusal));
+      tried |= 1 << index;
+      const next = attempt < routing.config.maxAttempts && Date.now() - began < routing.config.deadlineMs ? routing.pick(targets, tried) : -1;
+      // Every target refused: the task tries again later (TaskSteps.refused), from the targets' order again.
+      if (next < 0) return { output, target };
+      routing.retried(model.id);
+      index = next;
+    }
   }
 
   /**
@@ -168,11 +215,21 @@ export class TaskSteps {
     return false;
   }
 
+  /** The model of a task not accepted yet and the targets that may take it. */
+  private targets(row: TaskRow): { model: MediaModel; targets: readonly RouteTarget[] } | { code: string; message: string; httpStatus: number } {
+    const model = this.deps.catalog().media(row.model);
+    const targets = model && this.routing.mediaTargetsOf(model);
+    if (!model || !targets) return unavailable(row);
+    return { model, targets };
+  }
+
+  /** The family of a task its vendor accepted and the target that accepted it (polls, downloads). */
   private route(row: TaskRow): { family: string; target: VendorTarget } | { code: string; message: string; httpStatus: number } {
     const model = this.deps.catalog().media(row.model);
-    const target = this.deps.vendors[row.upstream_vendor];
-    if (!model || !target) {
-      return { code: 'model_unavailable', message: `The model '${row.model}' is no longer served; nothing was charged.`, httpStatus: 503 };
+    if (!model) return unavailable(row);
+    const target = acceptedTarget(this.routing, this.deps.vendors, model, row);
+    if (!target) {
+      return { code: 'target_unavailable', message: `The routing target '${row.upstream_target}' that accepted the task is no longer configured; nothing was charged.`, httpStatus: 503 };
     }
     return { family: model.family, target };
   }
@@ -195,16 +252,17 @@ export class TaskSteps {
   private async make(row: TaskRow, lease: StepLease): Promise<void> {
     if (this.making.has(row.id)) return;
     if (row.fence < lease.token && !(await recordPoll(this.deps.sql, row.id, lease.token, 'making'))) return;
-    const route = this.route(row);
+    const route = this.targets(row);
     if ('code' in route) return this.fail(row, lease, route);
     const { config, workers } = this.deps;
     this.making.add(row.id);
-    const made = workers.generate({
-      family: route.family, job: row.job as unknown as AudioJob, target: route.target, timeoutMs: config.tasks.generateTimeoutMs,
-      media: config.media, maxBytes: config.tasks.maxAudioBytes, allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(route.target.baseUrl),
-    });
+    // Made at once, nothing to poll: any target may make it, the next one when a target refuses it.
+    const made = this.routed<GenerateAudioOutput>(route.model, route.targets, (target) => workers.generate({
+      family: route.model.family, job: jobFor(row.job as unknown as AudioJob, target), target: vendorTargetOf(target), timeoutMs: config.tasks.generateTimeoutMs,
+      media: config.media, maxBytes: config.tasks.maxAudioBytes, allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl),
+    }));
     this.deps.track(made
-      .then((output) => this.made(row, lease, output))
+      .then(({ output }) => this.made(row, lease, output))
       .catch((error) => {
         log.error('making a task result failed; tried again', { task: row.id, error });
         return this.deps.schedule(lease, 'a', row, config.tasks.retryMs);

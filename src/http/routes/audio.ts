@@ -33,7 +33,7 @@ export function audioRoutes(services: Services) {
     if (made !== task) {
       throw badRequest(`The model '${model.id}' makes ${made}: use ${ENDPOINT[made]}.`, 'model', 'model_not_supported');
     }
-    if (!Object.hasOwn(AUDIO_ADAPTERS, model.family) || !services.vendors[model.upstreamVendor]) {
+    if (!Object.hasOwn(AUDIO_ADAPTERS, model.family) || !services.routing.mediaTargetsOf(model)) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} audio API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
     return model;

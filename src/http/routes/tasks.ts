@@ -17,6 +17,7 @@ import {
   MADE_AT_ONCE, cancelTask, deleteUnstartedTask, getUserTask, holdIdOf, insertTask, listUserTasks, type CancelTerms, type TaskKind, type TaskRow,
 } from '../../store/tasks.js';
 import { cancelAtVendor } from '../../tasks/vendor-cancel.js';
+import { acceptedTarget } from '../../tasks/task-target.js';
 import { shardOf } from '../../tasks/shards.js';
 import { taskObject } from '../../tasks/task-object.js';
 import { children } from '../../metrics.js';
@@ -103,7 +104,8 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
       started: true, upstreamId, chargeNano: task.hold_nano, message: `Cancelled by its owner after its vendor accepted it; ${why}, so its price was charged.`,
     });
     const model = services.catalog().media(task.model);
-    const target = services.vendors[task.upstream_vendor];
+    // The target that accepted the task: a vendor cancels only a task of the account asking.
+    const target = model && acceptedTarget(services.routing, services.vendors, model, task);
     if (upstreamId === MADE_AT_ONCE || !model || !target) return charged('the vendor makes it to its end');
     const answer = await cancelAtVendor({ family: model.family, upstreamId, target, timeoutMs: config.fetch.timeoutMs });
     if (answer.kind === 'no_cancel') return charged('the vendor has no cancel and runs it to its end');

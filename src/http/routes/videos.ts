@@ -43,7 +43,7 @@ export function videoRoutes(services: Services) {
     if (typeof body.model !== 'string' || body.model === '') throw badRequest("'model' is required and must be a string.", 'model');
     const model = mediaModelFor(services, body.model, 'video');
     const job = parseVideoRequest(body, model);
-    if (!VIDEO_ADAPTERS[model.family] || !services.vendors[model.upstreamVendor]) {
+    if (!VIDEO_ADAPTERS[model.family] || !services.routing.mediaTargetsOf(model)) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} task API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
     const callbackUrl = await callbackUrlOf(body, config.fetch.allowLoopback);
