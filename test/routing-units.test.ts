@@ -211,7 +211,7 @@ t.test('Routing: the first target is chosen without taking it; a half-open probe
   const config = { table, maxAttempts: 3, deadlineMs: 1000, breakerFailures: 1, breakerCooldownMs: 100 };
   const events: string[] = [];
   const routing = new Routing(config, VENDORS, breakerMemory(table.slots), {
-    attempt: () => {}, retry: () => {}, breaker: (target, to) => events.push(`${target}:${to}`),
+    attempt: () => {}, retry: () => {}, fallback: () => {}, breaker: (target, to) => events.push(`${target}:${to}`),
   }, () => now, () => 0);
   const targets = routing.targetsOf({ id: 'openai/gpt-4o-mini', upstreamVendor: 'openai' })!;
   t.same(targets.map((x) => x.name), ['a', 'b']);

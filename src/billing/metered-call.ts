@@ -44,7 +44,19 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
   private failed = false;
   private settled = false;
 
-  constructor(private readonly admission: Admission, private readonly admitted: Admitted, private readonly recordUsage: UsageRecorder, readonly identity: CallIdentity<M>) {}
+  constructor(private readonly admission: Admission, private readonly admitted: Admitted, private readonly recordUsage: UsageRecorder, private who: CallIdentity<M>) {}
+
+  get identity(): CallIdentity<M> {
+    return this.who;
+  }
+
+  /**
+   * The call goes on with another model (a fallback, docs/routing.md): it is answered, charged,
+   * logged and metered as that model. Its reservation stays as admitted (it covers the dearest).
+   */
+  serveAs(model: M): void {
+    this.who = { ...this.who, model };
+  }
 
   /** The upstream failed (or the call never reached it): nothing is charged. */
   fail(status: number, errorCode: string): void {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document } from 'yaml';
 import type { UpstreamCloud } from '../providers/family.js';
-import { MAX_TARGETS_PER_ROUTE, byPriority, type RouteTarget, type RoutingTable } from './targets.js';
+import { MAX_MODELS_PER_CALL, MAX_TARGETS_PER_ROUTE, byPriority, type RouteTarget, type RoutingTable, type VirtualModel } from './targets.js';
 
 /** The routing file is read whole at start-up: an operator's file, bounded all the same. */
 const MAX_FILE_BYTES = 1024 * 1024;
@@ -48,12 +48,24 @@ const targetEntries = {
 const targets = <T extends v.GenericSchema>(target: T) =>
   v.pipe(v.array(target, 'must be a list'), v.minLength(1, 'must list at least one target'), v.maxLength(MAX_TARGETS_PER_ROUTE, `must list at most ${MAX_TARGETS_PER_ROUTE} targets`));
 
+/**
+ * A virtual model's name: no `/`, so it never takes a catalog id (`vendor/model`); it may shadow an
+ * alias of the catalog's (`chat_generate.x`), which the operator then means to replace.
+ */
+const VIRTUAL_NAME = v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/, 'must be 1 to 64 letters, digits, dots, colons, dashes or underscores, without /'));
+
+const VirtualModelSchema = v.strictObject({
+  models: v.pipe(v.array(TEXT, 'must be a list of catalog model ids'), v.minLength(1, 'must list at least one model'), v.maxLength(MAX_MODELS_PER_CALL, `must list at most ${MAX_MODELS_PER_CALL} models`)),
+  description: v.optional(v.pipe(v.string(), v.maxLength(500, 'is too long'))),
+});
+
 function fileSchema(vendors: readonly string[]) {
   const vendor = v.picklist(vendors, `must be one of ${vendors.join(', ')}`);
   return v.strictObject({
     vendors: v.optional(v.record(vendor, v.strictObject({ targets: targets(v.strictObject(targetEntries)) }))),
     models: v.optional(v.record(TEXT, v.strictObject({ targets: targets(v.strictObject({ ...targetEntries, vendor })) }))),
-  }, 'must be a mapping with vendors and/or models');
+    virtual_models: v.optional(v.record(VIRTUAL_NAME, VirtualModelSchema)),
+  }, 'must be a mapping with vendors, models and/or virtual_models');
 }
 
 type FileTarget = v.InferOutput<ReturnType<typeof v.strictObject<typeof targetEntries, undefined>>> & { vendor?: string };
@@ -119,7 +131,17 @@ export function parseRoutingFile(text: string, source: string, vendors: Readonly
   for (const [model, route] of Object.entries(result.output.models ?? {})) {
     table.models[model] = byPriority(route.targets.map((target, i) => build(target, target.vendor, ['models', model, 'targets', i], model)));
   }
-  return Object.freeze({ vendors: Object.freeze(table.vendors), models: Object.freeze(table.models), slots: slot });
+  const virtualModels: Record<string, VirtualModel> = {};
+  const virtualEntries = Object.entries(result.output.virtual_models ?? {});
+  for (const [name, entry] of virtualEntries) {
+    entry.models.forEach((model, i) => {
+      // One level only: a chain is what the file says, never a graph to walk at call time.
+      if (result.output.virtual_models?.[model]) throw new RoutingFileError(`${at(['virtual_models', name, 'models', i])}: '${model}' is a virtual model; a virtual model lists catalog models only`);
+      if (entry.models.indexOf(model) !== i) throw new RoutingFileError(`${at(['virtual_models', name, 'models', i])}: '${model}' is listed twice`);
+    });
+    virtualModels[name] = Object.freeze({ models: Object.freeze([...entry.models]), ...(entry.description !== undefined ? { description: entry.description } : {}) });
+  }
+  return Object.freeze({ vendors: Object.freeze(table.vendors), models: Object.freeze(table.models), virtualModels: Object.freeze(virtualModels), slots: slot });
 }
 
 type Secret = (value: string | undefined, envName: string | undefined, field: string) => string | undefined;

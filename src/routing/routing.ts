@@ -4,7 +4,7 @@ import { log } from '../log.js';
 import { Breakers, type BreakerState } from './breakers.js';
 import { dueSoonest, nextTarget } from './choice.js';
 import { retryAfterMs } from './retryable.js';
-import type { RouteTarget } from './targets.js';
+import type { RouteTarget, VirtualModel } from './targets.js';
 
 /** What the routing layer reports, by target name (never a credential). */
 export interface RoutingEvents {
@@ -12,6 +12,8 @@ export interface RoutingEvents {
   attempt(target: string, outcome: 'served' | 'failed'): void;
   /** An attempt after a call's first. */
   retry(model: string): void;
+  /** A call went on from one model to the next of its chain (`models`, a virtual model). */
+  fallback(from: string, to: string): void;
   breaker(target: string, to: BreakerState): void;
 }
 
@@ -121,6 +123,17 @@ export class Routing {
   /** A call goes on to its next attempt. */
   retried(model: string): void {
     this.events.retry(model);
+  }
+
+  /** A call goes on from model `from`, whose targets all failed retryably, to `to`. */
+  fellBack(from: string, to: string): void {
+    this.events.fallback(from, to);
+    log.info('routing fell back to the next model', { from, to });
+  }
+
+  /** The routing file's virtual models by name (none without a file). */
+  get virtualModels(): Readonly<Record<string, VirtualModel>> | undefined {
+    return this.config.table?.virtualModels;
   }
 }
 

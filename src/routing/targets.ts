@@ -25,16 +25,26 @@ export interface RouteTarget {
   readonly slot: number;
 }
 
-/** The routing file as the gateway uses it: targets by vendor (key pools) and by catalog model id. */
+/** A name of the operator's that stands for an ordered list of catalog models (tried in order, as a request's `models`). */
+export interface VirtualModel {
+  readonly models: readonly string[];
+  readonly description?: string;
+}
+
+/** The routing file as the gateway uses it: targets by vendor (key pools) and by catalog model id, and virtual models by name. */
 export interface RoutingTable {
   readonly vendors: Readonly<Record<string, readonly RouteTarget[]>>;
   readonly models: Readonly<Record<string, readonly RouteTarget[]>>;
+  readonly virtualModels: Readonly<Record<string, VirtualModel>>;
   /** Breaker slots in use (every target of the file has one). */
   readonly slots: number;
 }
 
 /** Targets of one route at most (a call's tried targets are a bit set). */
 export const MAX_TARGETS_PER_ROUTE = 32;
+
+/** Models one call may try at most: a request's `model` and `models` together, virtual models expanded. */
+export const MAX_MODELS_PER_CALL = 8;
 
 /** Targets by priority, highest first; the order of the file within a priority (stable sort). */
 export function byPriority(targets: readonly RouteTarget[]): readonly RouteTarget[] {
