@@ -59,6 +59,8 @@ t.test('breaker: opens after consecutive failures, half-open after the cooldown,
   t.equal(breakers.state(0), 'closed', 'a success resets the count');
   breakers.failed(0);
   t.equal(breakers.state(0), 'open');
+  breakers.succeeded(0);
+  t.equal(breakers.state(0), 'open', 'an answer to an attempt sent before it opened does not close it');
   t.notOk(breakers.available(0));
   t.notOk(breakers.claim(0));
   t.equal(breakers.state(1), 'closed', 'slots are independent');

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document } from 'yaml';
 import type { UpstreamCloud } from '../providers/family.js';
-import { MAX_MODELS_PER_CALL, MAX_TARGETS_PER_ROUTE, byPriority, type RouteTarget, type RoutingTable, type VirtualModel } from './targets.js';
+import { MAX_MODELS_PER_CALL } from './limits.js';
+import { MAX_TARGETS_PER_ROUTE, byPriority, type RouteTarget, type RoutingTable, type VirtualModel } from './targets.js';
 
 /** The routing file is read whole at start-up: an operator's file, bounded all the same. */
 const MAX_FILE_BYTES = 1024 * 1024;

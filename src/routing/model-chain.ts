@@ -1,5 +1,6 @@
 import { ApiError, badRequest, modelNotFound } from '../http/errors.js';
-import { MAX_MODELS_PER_CALL, type VirtualModel } from './targets.js';
+import { MAX_MODELS_PER_CALL } from './limits.js';
+import type { VirtualModel } from './targets.js';
 
 /** A catalog model as a chain needs it: its id (an alias resolves to its model). */
 interface ChainModel {

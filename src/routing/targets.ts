@@ -43,9 +43,6 @@ export interface RoutingTable {
 /** Targets of one route at most (a call's tried targets are a bit set). */
 export const MAX_TARGETS_PER_ROUTE = 32;
 
-/** Models one call may try at most: a request's `model` and `models` together, virtual models expanded. */
-export const MAX_MODELS_PER_CALL = 8;
-
 /** Targets by priority, highest first; the order of the file within a priority (stable sort). */
 export function byPriority(targets: readonly RouteTarget[]): readonly RouteTarget[] {
   return Object.freeze([...targets].sort((a, b) => b.priority - a.priority));

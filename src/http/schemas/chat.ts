@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { textPassesThrough } from './text.js';
-import { MAX_MODELS_PER_CALL } from '../../routing/targets.js';
+import { MAX_MODELS_PER_CALL } from '../../routing/limits.js';
 
 export const MAX_CHOICES = 8;
 export const MAX_STOP_SEQUENCES = 4;
