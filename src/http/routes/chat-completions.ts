@@ -148,7 +148,7 @@ function promptCachePartitions(secret: string): (userId: string, callerKey: stri
   };
 }
 
-/** The response header that says how many platform attempts a call took (1 when the first target served). */
+/** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
 const ATTEMPTS_HEADER = 'x-gateway-attempts';
 
 /** An error answer of a routed call, with the attempts it took. */
@@ -360,7 +360,7 @@ export function chatCompletions(services: Services) {
     const checkRevoked = () => auth.requireNotRevoked(key);
 
     const admitting = admitOwnCredentialsFirst({
-      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
+      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked, attemptsHeader: ATTEMPTS_HEADER,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
         const ownRequest = family.request(request, model, stream, candidate.target, cache);
@@ -381,7 +381,7 @@ export function chatCompletions(services: Services) {
     const platform = admitting instanceof Promise ? await admitting : admitting;
     ctx.inferenceKey = undefined; // counted in its window by admission
     if (!platform) return;
-    const { admitted, identity: platformIdentity } = platform;
+    const { admitted, identity: platformIdentity, ownAttempts } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
     await call.run(async () => {
       // Attempts on the route's targets until one answers, all within one admission and one metered
@@ -403,10 +403,11 @@ export function chatCompletions(services: Services) {
             upstreamRequest = family.request(request, upstreamModels.of(model, target), stream, target, cache);
           }
         }
+        call.attempts = ownAttempts + attempt;
         const started = process.hrtime.bigint();
         const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
         options ??= answerOptions(call, request);
-        headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
+        headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: String(call.attempts) };
         let response: UpstreamResponse | ApiError;
         try {
           response = await responding;
@@ -416,19 +417,19 @@ export function chatCompletions(services: Services) {
         }
         if (!(response instanceof ApiError) && response.status === 200) {
           routing.answered(target);
-          if (attempt > 1) headers[ATTEMPTS_HEADER] = String(attempt);
+          if (attempt > 1) headers[ATTEMPTS_HEADER] = String(call.attempts);
           await serve(ctx, call, family, request, response, options, started, headers, target, output);
           return;
         }
         const failure = response instanceof ApiError ? response : await refused(call, response);
         if (!(response instanceof ApiError) && !retryableAnswer(response.status, failure)) {
           routing.answered(target);
-          throw withAttempts(failure, attempt);
+          throw withAttempts(failure, call.attempts);
         }
         routing.failed(target, model.id, attempt, failure);
         tried |= 1 << index;
         const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried) : -1;
-        if (next < 0) throw withAttempts(exhausted(failure, attempt, targets.length > 1), attempt);
+        if (next < 0) throw withAttempts(exhausted(failure, attempt, targets.length > 1), call.attempts);
         routing.retried(model.id);
         index = next;
         target = targets[next]!;
