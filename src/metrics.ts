@@ -378,3 +378,31 @@ export function createRoutingMetrics(registry: Registry, breakerStates: () => It
     },
   };
 }
+
+/**
+ * `Idempotency-Key` repeats (docs/routing.md "Idempotency-Key"), by route: those answered from the
+ * store (neither run nor charged again) and those refused, by the refusal's error code. A request
+ * without the header, or the first with its key, counts in neither.
+ */
+export function createIdempotencyMetrics(registry: Registry) {
+  const registers = [registry];
+  const replays = new Counter({
+    name: 'gateway_idempotency_replays_total', help: 'Repeats of an Idempotency-Key answered with the kept answer of its first request (not run, not charged), by route.',
+    labelNames: ['route'], registers,
+  });
+  const refusals = new Counter({
+    name: 'gateway_idempotency_refusals_total',
+    help: 'Repeats of an Idempotency-Key refused, by route and code (idempotency_in_progress: its first request still ran; idempotency_key_reused: another body; idempotency_replay_too_large: its answer was not kept).',
+    labelNames: ['route', 'code'], registers,
+  });
+  const replayOf = children((route) => replays.labels(route));
+  const refusalOf = children((route, code) => refusals.labels(route, code));
+  return {
+    replayed(route: string): void {
+      replayOf(route).inc();
+    },
+    refused(route: string, code: string): void {
+      refusalOf(route, code).inc();
+    },
+  };
+}

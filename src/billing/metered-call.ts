@@ -40,6 +40,8 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
   errorCode: string | null = null;
   clientAborted = false;
   ttfbMs: number | null = null;
+  /** Upstream attempts the call made, its caller's own credentials' first (its request log's `attempts`). */
+  attempts = 1;
   readonly startedAtMs = Date.now();
   private failed = false;
   private settled = false;
@@ -117,7 +119,7 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
       keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
       promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
-      durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,
+      durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted, attempts: this.attempts,
     };
     const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, reservedTokens, charge, tokens, JSON.stringify(event));
     if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });

@@ -161,7 +161,7 @@ interface RouteLeg {
   readonly upstreamRequest: UpstreamRequest;
 }
 
-/** The response header that says how many platform attempts a call took (1 when the first target served). */
+/** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
 const ATTEMPTS_HEADER = 'x-gateway-attempts';
 
 /** An error answer of a routed call, with the attempts it took. */
@@ -412,7 +412,7 @@ export function chatCompletions(services: Services) {
     const checkRevoked = () => auth.requireNotRevoked(key);
 
     const admitting = admitOwnCredentialsFirst({
-      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
+      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked, attemptsHeader: ATTEMPTS_HEADER,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
         const ownRequest = family.request(request, model, stream, candidate.target, cache);
@@ -433,7 +433,7 @@ export function chatCompletions(services: Services) {
     const platform = admitting instanceof Promise ? await admitting : admitting;
     ctx.inferenceKey = undefined; // counted in its window by admission
     if (!platform) return;
-    const { admitted, identity: platformIdentity } = platform;
+    const { admitted, identity: platformIdentity, ownAttempts } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
     await call.run(async () => {
       // Attempts on each model's targets in turn until one answers, all within one admission and one
@@ -467,10 +467,11 @@ export function chatCompletions(services: Services) {
             }
           }
           if (++attempts > 1) routing.retried(leg.model.id);
+          call.attempts = ownAttempts + attempts;
           const started = process.hrtime.bigint();
           const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
           options ??= answerOptions(call, request);
-          headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
+          headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: String(call.attempts) };
           let response: UpstreamResponse | ApiError;
           try {
             response = await responding;
@@ -480,14 +481,14 @@ export function chatCompletions(services: Services) {
           }
           if (!(response instanceof ApiError) && response.status === 200) {
             routing.answered(target);
-            if (attempts > 1) headers[ATTEMPTS_HEADER] = String(attempts);
+            if (attempts > 1) headers[ATTEMPTS_HEADER] = String(call.attempts);
             await serve(ctx, call, leg.family, request, response, options, started, headers, target, output);
             return;
           }
           const failure = response instanceof ApiError ? response : await refused(call, response);
           if (!(response instanceof ApiError) && !retryableAnswer(response.status, failure)) {
             routing.answered(target);
-            throw withAttempts(failure, attempts);
+            throw withAttempts(failure, call.attempts);
           }
           routing.failed(target, leg.model.id, attempts, failure);
           last = failure;
@@ -500,7 +501,7 @@ export function chatCompletions(services: Services) {
           upstreamRequest = leg.family.request(request, upstreamModels.of(leg.model, target), stream, target, cache);
         }
       }
-      throw withAttempts(exhausted(last!, attempts, routed), attempts);
+      throw withAttempts(exhausted(last!, attempts, routed), call.attempts);
     });
   };
 }
