@@ -1,6 +1,7 @@
 import type { RoutingConfig } from '../config.js';
 import { ApiError } from '../http/errors.js';
 import { log } from '../log.js';
+import { callableTargets } from './access-tokens.js';
 import { Breakers, type BreakerState } from './breakers.js';
 import { dueSoonest, nextTarget } from './choice.js';
 import { retryAfterMs } from './retryable.js';
@@ -51,12 +52,12 @@ export class Routing {
       }) : undefined;
   }
 
-  /** The model's targets, highest priority first; undefined when its vendor is not configured. */
+  /** The model's targets that can be called now (callableTargets), highest priority first; undefined when its vendor is not configured. */
   targetsOf(model: RoutedModel): readonly RouteTarget[] | undefined {
     const table = this.config.table;
     if (table) {
       const route = table.models[model.id] ?? table.vendors[model.upstreamVendor];
-      if (route) return route;
+      if (route) return callableTargets(route);
     }
     return this.defaults.get(model.upstreamVendor);
   }
