@@ -9,7 +9,8 @@
 // scenario's start and end); progress goes to stderr.
 // With `--floor` instead of a checkout, B is bench/bare-proxy.ts: the same uWS front end and upstream
 // client with nothing in between, so A's figures above B's are what the gateway's own work adds.
-// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS,
+// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), AB_SCALE
+// (1: multiplies the blocks and the warm-up, so a busy machine fits more, shorter rounds), BENCH_THREADS,
 // AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
 // the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
 // AB_B_CLUSTER=1: B runs on a Redis Cluster of three primaries that this run starts on spare local
@@ -88,6 +89,8 @@ async function main(): Promise<number> {
   const scenarios = (process.env.AB_SCENARIOS || Object.keys(SCENARIOS).join(',')).split(',').filter(Boolean);
   for (const name of scenarios) if (!SCENARIOS[name]) throw new Error(`AB_SCENARIOS: unknown ${name}`);
   const rounds = Number(process.env.AB_ROUNDS || '6');
+  const scale = Number(process.env.AB_SCALE || '1');
+  if (!Number.isFinite(scale) || scale <= 0) throw new Error(`AB_SCALE must be a positive number, got ${process.env.AB_SCALE}`);
   const threads = Number(process.env.BENCH_THREADS || '2');
 
   const onCluster = process.env.AB_B_CLUSTER === '1';
@@ -124,12 +127,16 @@ async function main(): Promise<number> {
   const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
   const described = floor ? 'the bare proxy' : `${other}${clusterUrl ? ' on the Redis Cluster' : ''} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
   note(`mock ${mock.url}, A (this build${bothOnCluster ? ' on the Redis Cluster' : ''} ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}`);
-  const warmupErrors = await warmUpServers(Object.values(targets), 1);
+  const warmupErrors = await warmUpServers(Object.values(targets), scale);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 
   let failed = false;
   for (const name of scenarios) {
-    const scenario = SCENARIOS[name]!;
+    const base = SCENARIOS[name]!;
+    const scenario: AbScenario = {
+      ...base,
+      block: { ...base.block, requests: Math.max(10, Math.round(base.block.requests * scale)), ...(base.block.durationMs === undefined ? {} : { durationMs: base.block.durationMs * scale }) },
+    };
     const sides: SideName[] = ['D', 'A', 'B'];
     const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targets[s], scenario.block.concurrency)]));
     const results = Object.fromEntries(sides.map((s) => [s, new SideResult()])) as Record<SideName, SideResult>;

@@ -350,7 +350,8 @@ async function routingFaulty(ctx: ScenarioContext): Promise<ScenarioReport> {
   const target = (name: string) => ({
     attempts_served: moved(`gateway_routing_attempts_total{target="${name}",outcome="served"}`),
     attempts_failed: moved(`gateway_routing_attempts_total{target="${name}",outcome="failed"}`),
-    breaker_opened: moved(`gateway_routing_breaker_transitions_total{target="${name}",state="open"}`),
+    // How a breaker closed again: after a probe (half_open), or by an answer to an attempt begun before it opened.
+    breaker_transitions: Object.fromEntries(['open', 'half_open', 'closed'].map((state) => [state, moved(`gateway_routing_breaker_transitions_total{target="${name}",state="${state}"}`)])),
   });
   const side = (s: SideResult) => {
     const cpuUs = Math.max(0, s.serverCpuUs - (ctx.gatewayIdleCpuUsPerS * c.settleMs) / 1000);
