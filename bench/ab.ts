@@ -4,10 +4,13 @@
 // rotated every round, so the machine's drift (±30 % over minutes here) hits all three alike: a change
 // smaller than the drift between two separate `npm run bench` runs still shows. Prints one JSON line
 // per scenario (A and B figures and B/A ratios: per_s_b_over_a, throughput; cpu_b_over_a, the gateway
-// process's CPU per request or chunk, its Redis not counted); progress goes to stderr.
+// process's CPU per request or chunk, its Redis not counted; cpu_a_minus_b_us_per_req (or _chunk), the
+// same as a difference, with the spread of that difference over the rounds; the load average at the
+// scenario's start and end); progress goes to stderr.
 // With `--floor` instead of a checkout, B is bench/bare-proxy.ts: the same uWS front end and upstream
 // client with nothing in between, so A's figures above B's are what the gateway's own work adds.
-// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), BENCH_THREADS,
+// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), AB_SCALE
+// (1: multiplies the blocks and the warm-up, so a busy machine fits more, shorter rounds), BENCH_THREADS,
 // AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
 // the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
 // AB_B_CLUSTER=1: B runs on a Redis Cluster of three primaries that this run starts on spare local
@@ -19,6 +22,7 @@
 // compare two builds on a cluster: AB_A_CLUSTER=1 AB_B_CLUSTER=1 node dist/bench/ab.js <other checkout>.
 // (AB_B_ENV cannot carry a cluster URL, whose node list has commas.)
 
+import { loadavg } from 'node:os';
 import path from 'node:path';
 import { onCleanup, runMain, trackChild } from './cleanup.js';
 import { startRedisCluster } from '../test/helpers/redis-cluster.js';
@@ -27,6 +31,7 @@ import { SETTLE_MS } from './compare.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { connect, runLoad, SideResult, type Call, type LoadPlan, type Target } from './load.js';
 import { startMockProcess } from './mock-process.js';
+import { envPairs } from './options.js';
 import { startBareProxyProcess } from './bare-proxy-process.js';
 import { processCpuMicros } from './proc-cpu.js';
 import { percentile, round } from './stats.js';
@@ -47,19 +52,28 @@ const SCENARIOS: Record<string, AbScenario> = {
 };
 
 /** "NAME=value,NAME=value" from the environment variable `name`. */
-function envOption(name: string): Record<string, string> {
-  const pairs = (process.env[name] ?? '').split(',').filter(Boolean).map((pair) => pair.split('=', 2) as [string, string | undefined]);
-  for (const [key, value] of pairs) if (value === undefined) throw new Error(`${name}: "${key}" is not NAME=value`);
-  return Object.fromEntries(pairs) as Record<string, string>;
-}
+const envOption = (name: string): Record<string, string> => envPairs(name, process.env[name]);
 
 const note = (message: string) => process.stderr.write(`ab: ${message}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type SideName = 'D' | 'A' | 'B';
 
+const unitsOf = (side: SideResult, unit: 'req' | 'chunk'): number => (unit === 'req' ? side.requests : side.events);
+
+/** The spread of per-round figures: median, mean, its standard error, min and max (what one round's noise is). */
+function spread(values: readonly number[]): Record<string, number> {
+  const n = values.length;
+  const mean = values.reduce((sum, v) => sum + v, 0) / n;
+  const variance = n > 1 ? values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (n - 1) : NaN;
+  return {
+    median: round(percentile(values, 50), 2), mean: round(mean, 2), stderr: round(Math.sqrt(variance / n), 2),
+    min: round(Math.min(...values), 2), max: round(Math.max(...values), 2),
+  };
+}
+
 function figures(side: SideResult, unit: 'req' | 'chunk'): Record<string, number> {
-  const units = unit === 'req' ? side.requests : side.events;
+  const units = unitsOf(side, unit);
   return {
     p50_ms: round(percentile(side.latenciesMs, 50)),
     ttfb_p50_ms: round(percentile(side.ttfbMs, 50)),
@@ -75,6 +89,8 @@ async function main(): Promise<number> {
   const scenarios = (process.env.AB_SCENARIOS || Object.keys(SCENARIOS).join(',')).split(',').filter(Boolean);
   for (const name of scenarios) if (!SCENARIOS[name]) throw new Error(`AB_SCENARIOS: unknown ${name}`);
   const rounds = Number(process.env.AB_ROUNDS || '6');
+  const scale = Number(process.env.AB_SCALE || '1');
+  if (!Number.isFinite(scale) || scale <= 0) throw new Error(`AB_SCALE must be a positive number, got ${process.env.AB_SCALE}`);
   const threads = Number(process.env.BENCH_THREADS || '2');
 
   const onCluster = process.env.AB_B_CLUSTER === '1';
@@ -111,15 +127,22 @@ async function main(): Promise<number> {
   const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
   const described = floor ? 'the bare proxy' : `${other}${clusterUrl ? ' on the Redis Cluster' : ''} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
   note(`mock ${mock.url}, A (this build${bothOnCluster ? ' on the Redis Cluster' : ''} ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}`);
-  const warmupErrors = await warmUpServers(Object.values(targets), 1);
+  const warmupErrors = await warmUpServers(Object.values(targets), scale);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 
   let failed = false;
   for (const name of scenarios) {
-    const scenario = SCENARIOS[name]!;
+    const base = SCENARIOS[name]!;
+    const scenario: AbScenario = {
+      ...base,
+      block: { ...base.block, requests: Math.max(10, Math.round(base.block.requests * scale)), ...(base.block.durationMs === undefined ? {} : { durationMs: base.block.durationMs * scale }) },
+    };
     const sides: SideName[] = ['D', 'A', 'B'];
     const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targets[s], scenario.block.concurrency)]));
     const results = Object.fromEntries(sides.map((s) => [s, new SideResult()])) as Record<SideName, SideResult>;
+    /** Each side's CPU per unit, round by round: how far A's less B's strays between rounds is the run's noise. */
+    const roundCpu: Record<SideName, number[]> = { D: [], A: [], B: [] };
+    const loadStart = loadavg()[0] ?? NaN;
     // The bare proxy relays the body as it is: it gets what the mock is sent directly.
     const call = (s: SideName) => scenario.calls[s === 'D' || (s === 'B' && floor) ? 'direct' : 'gateway'];
     for (const s of sides) await runLoad(dispatchers[s]!, targets[s], call(s), { ...scenario.block, requests: Math.min(scenario.block.requests, 2000), durationMs: 1000 });
@@ -132,6 +155,7 @@ async function main(): Promise<number> {
         const result = await runLoad(dispatchers[s]!, targets[s], call(s), scenario.block);
         if (s !== 'D') await sleep(SETTLE_MS); // settlement and the ledger writer finish inside the gateway's figure
         result.serverCpuUs = processCpuMicros(pids[s]) - before;
+        roundCpu[s].push(result.serverCpuUs / unitsOf(result, scenario.unit));
         results[s].merge(result);
       }
     }
@@ -145,6 +169,9 @@ async function main(): Promise<number> {
       per_s_vs_direct: { a: round(f.A.per_s! / f.D.per_s!, 4), b: round(f.B.per_s! / f.D.per_s!, 4) },
       per_s_b_over_a: round(f.B.per_s! / f.A.per_s!, 4),
       cpu_b_over_a: round(f.B[cpuKey]! / f.A[cpuKey]!, 4),
+      [`cpu_a_minus_b_us_per_${scenario.unit}`]: round(f.A[cpuKey]! - f.B[cpuKey]!, 2),
+      cpu_a_minus_b_by_round: spread(roundCpu.A.map((a, r) => a - roundCpu.B[r]!)),
+      loadavg_1m: { start: round(loadStart, 2), end: round(loadavg()[0] ?? NaN, 2) },
       errors: { D: results.D.errors, A: results.A.errors, B: results.B.errors },
     })}\n`);
     const children = { D: mock.child, A: a.child, B: b.child };

@@ -54,3 +54,19 @@ export function responsesCalls(options: ChatCallOptions & { readonly model: stri
     },
   };
 }
+
+/**
+ * The same chat call to the gateway's pooled model twice: as `direct`, every attempt served (the
+ * directive's rate is 0); as `gateway`, each attempt on the faulty target's key answered `status`
+ * with probability `faultRate` (the mock's fault directives, docs/mock-vendor.md). The two bodies
+ * differ only in that rate, so the mock and the gateway parse the same bytes on both sides.
+ */
+export function pooledCalls(options: ChatCallOptions & { readonly model: string; readonly faultyKey: string; readonly status: number; readonly faultRate: number }): { direct: Call; gateway: Call } {
+  const body = (rate: number) => JSON.stringify({
+    model: options.model,
+    messages: [{ role: 'user', content: `${options.prompt} [[mock fault=${options.status} fault_rate=${rate} fault_key=${options.faultyKey}]]` }],
+    max_tokens: options.maxTokens,
+    ...(options.stream ? { stream: true } : {}),
+  });
+  return { direct: { stream: options.stream, body: body(0) }, gateway: { stream: options.stream, body: body(options.faultRate) } };
+}

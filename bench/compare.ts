@@ -32,6 +32,8 @@ export interface CompareOptions {
   readonly rounds: number;
   /** Both sides are the gateway (two of its paths): each block gets the settle time. */
   readonly settleBoth?: boolean;
+  /** Runs once both sides are warm, before the first measured block (e.g. to read counters the blocks then move). */
+  readonly afterWarmup?: () => Promise<void>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -64,6 +66,7 @@ export async function compare(options: CompareOptions): Promise<Comparison> {
     await warm('direct');
     await warm('gateway');
     await sleep(SETTLE_MS);
+    await options.afterWarmup?.();
     const results: Record<Side, SideResult> = { direct: new SideResult(), gateway: new SideResult() };
     for (let round = 0; round < options.rounds; round++) {
       const order: Side[] = round % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct'];

@@ -32,8 +32,14 @@ interface Sample {
   /** Body chunks as undici hands them over: one per chunked-encoding chunk, so this counts the
    * server's separate writes (an SSE server writing per event shows one per event). */
   readonly bodyChunks: number;
+  /** The gateway's `x-gateway-attempts` (platform attempts the call took); 0 when absent (the mock, a BYOK call). */
+  readonly attempts: number;
   readonly error: string | undefined;
 }
+
+const ATTEMPTS_HEADER = 'x-gateway-attempts';
+/** Calls by attempts are counted up to this; more is counted here too. */
+const MAX_COUNTED_ATTEMPTS = 8;
 
 /** What a side measured: every block of a scenario is merged into one. */
 export class SideResult {
@@ -49,9 +55,13 @@ export class SideResult {
   readonly latenciesMs: number[] = [];
   readonly ttfbMs: number[] = [];
   readonly errorSamples: string[] = [];
+  /** Calls by the attempts their answer named: index 0 for none named, the last for that many or more. */
+  readonly byAttempts: number[] = new Array<number>(MAX_COUNTED_ATTEMPTS + 1).fill(0);
 
   add(sample: Sample): void {
     this.requests++;
+    const slot = Math.min(sample.attempts, MAX_COUNTED_ATTEMPTS);
+    this.byAttempts[slot] = (this.byAttempts[slot] ?? 0) + 1;
     this.latenciesMs.push(sample.latencyMs);
     this.ttfbMs.push(sample.ttfbMs);
     this.events += sample.events;
@@ -73,6 +83,7 @@ export class SideResult {
     for (const value of other.latenciesMs) this.latenciesMs.push(value);
     for (const value of other.ttfbMs) this.ttfbMs.push(value);
     for (const error of other.errorSamples) if (this.errorSamples.length < 5) this.errorSamples.push(error);
+    other.byAttempts.forEach((calls, slot) => { this.byAttempts[slot] = (this.byAttempts[slot] ?? 0) + calls; });
   }
 
   get seconds(): number {
@@ -126,6 +137,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
     let status = 0;
     let firstChunkAt = 0n;
     let bodyChunks = 0;
+    let attempts = 0;
     const sse = call.stream ? new SseCounter(call.endMarker === undefined ? undefined : Buffer.from(call.endMarker)) : undefined;
     const finish = (error: string | undefined): void => {
       const now = process.hrtime.bigint();
@@ -136,6 +148,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
         ttfbMs: nsToMs((firstChunkAt || now) - started),
         events: sse?.events ?? 0,
         bodyChunks,
+        attempts,
         error,
       });
     };
@@ -150,8 +163,11 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
       {
         // undici treats a handler as the new-style API only when it has onRequestStart.
         onRequestStart() {},
-        onResponseStart(_controller, statusCode) {
+        onResponseStart(_controller, statusCode, headers) {
           status = statusCode;
+          const named = headers[ATTEMPTS_HEADER];
+          const parsed = typeof named === 'string' ? Number.parseInt(named, 10) : 0;
+          attempts = parsed > 0 ? parsed : 0;
         },
         onResponseData(_controller, chunk) {
           if (firstChunkAt === 0n) firstChunkAt = process.hrtime.bigint();

@@ -10,6 +10,19 @@ export interface BenchOptions {
   readonly scenarios: ScenarioName[];
   /** BENCH_GATEWAY_NODE_ARGS: extra node flags for the gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
   readonly gatewayNodeArgs: string[];
+  /** BENCH_GATEWAY_ENV ("NAME=value,NAME=value"): extra settings for the gateway, e.g. ROUTING_BREAKER_FAILURES=1000. */
+  readonly gatewayEnv: Record<string, string>;
+}
+
+/** "NAME=value,NAME=value" (a value may hold "=", not ","), as the variable `name` holds it; empty when unset. */
+export function envPairs(name: string, raw: string | undefined): Record<string, string> {
+  const pairs: Record<string, string> = {};
+  for (const pair of (raw ?? '').split(',').filter(Boolean)) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new Error(`${name}: "${pair}" is not NAME=value`);
+    pairs[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return pairs;
 }
 
 export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions {
@@ -25,5 +38,6 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
     threads,
     scenarios: SCENARIO_NAMES.filter((name) => wanted.includes(name)),
     gatewayNodeArgs: (env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+    gatewayEnv: envPairs('BENCH_GATEWAY_ENV', env.BENCH_GATEWAY_ENV),
   };
 }

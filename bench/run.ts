@@ -2,14 +2,17 @@
 // the gateway in the same run (the 2 cores are shared by the load generator, the mock and the
 // gateway, so only ratios and differences from one run mean anything). Prints one JSON line per
 // scenario on stdout and nothing else; progress and errors go to stderr. Exit 1 on any error.
-// Options: BENCH_SCALE, BENCH_THREADS, BENCH_SCENARIOS, BENCH_GATEWAY_NODE_ARGS (see options.ts);
-// profiles taken with the last one are summarised by profile-top.ts.
+// Options: BENCH_SCALE, BENCH_THREADS, BENCH_SCENARIOS, BENCH_GATEWAY_NODE_ARGS, BENCH_GATEWAY_ENV
+// (see options.ts); profiles taken with BENCH_GATEWAY_NODE_ARGS are summarised by profile-top.ts.
+// The gateway has a routing file that pools one model over two mock keys (routing-pool.ts), for the
+// routing scenario; every other model keeps its one target.
 import { runMain } from './cleanup.js';
 import { SETTLE_MS } from './compare.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { startMockProcess } from './mock-process.js';
 import { readOptions } from './options.js';
 import { processCpuMicros } from './proc-cpu.js';
+import { writeRoutingFile } from './routing-pool.js';
 import { SCENARIOS, type ScenarioContext } from './scenarios.js';
 import type { Target } from './load.js';
 import { warmUpServers } from './warmup.js';
@@ -29,10 +32,14 @@ async function idleCpuUsPerS(pid: number): Promise<number> {
 
 async function main(): Promise<number> {
   const options = readOptions();
-  note(`scale ${options.scale}, gateway threads ${options.threads}, scenarios ${options.scenarios.join(', ')}`);
+  const extra = Object.entries(options.gatewayEnv).map(([name, value]) => `${name}=${value}`).join(' ');
+  note(`scale ${options.scale}, gateway threads ${options.threads}${extra ? `, gateway settings ${extra}` : ''}, scenarios ${options.scenarios.join(', ')}`);
 
   const mock = await startMockProcess();
-  const gateway = await startGatewayProcess({ mockUrl: mock.url, threads: options.threads, nodeArgs: options.gatewayNodeArgs });
+  const gateway = await startGatewayProcess({
+    mockUrl: mock.url, threads: options.threads, nodeArgs: options.gatewayNodeArgs,
+    env: { ROUTING_FILE: writeRoutingFile(), ...options.gatewayEnv },
+  });
   note(`mock ${mock.url} (pid ${mock.child.pid}), gateway ${gateway.url} (pid ${gateway.child.pid})`);
 
   const direct: Target = { side: 'direct', origin: mock.url, path: `/openai/v1${CHAT_PATH}`, apiKey: 'bench' };

@@ -1,8 +1,9 @@
-// The four scenarios: what load each puts on both sides, and the JSON line it reports.
+// The scenarios: what load each puts on both sides, and the JSON line it reports.
 import { loadavg } from 'node:os';
-import { chatCalls, familyCalls, responsesCalls } from './calls.js';
+import { chatCalls, familyCalls, pooledCalls, responsesCalls } from './calls.js';
 import { compare, type Comparison } from './compare.js';
 import type { SideResult, Target } from './load.js';
+import { FAULTY_TARGET, HEALTHY_TARGET, POOLED_MODEL } from './routing-pool.js';
 import { percentile, ratio, round } from './stats.js';
 
 export interface ScenarioContext {
@@ -24,7 +25,7 @@ export interface ScenarioReport {
   readonly errorSamples: string[];
 }
 
-export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'nonstream_c32_long', 'nonstream_c32_limits_long', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64'] as const;
+export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'nonstream_c32_long', 'nonstream_c32_limits_long', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64', 'routing_c32_faulty'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** Targets the project must meet (same run, against the mock directly). */
@@ -35,6 +36,8 @@ const TARGETS = {
   streamChunksRatio: 0.4,
   /** A translated family's CPU per streamed chunk, over the pass-through family's. */
   translatedChunkCostRatio: 1.2,
+  /** Calls answered 200 when one of two targets fails 30 % of the time (issue 26). */
+  pooledSuccessRatio: 0.999,
 };
 
 const count = (n: number, scale: number, min: number) => Math.max(min, Math.round(n * scale));
@@ -289,6 +292,104 @@ async function responsesVsChat(name: 'responses_c32' | 'responses_stream_c64', c
   }, c);
 }
 
+/** The routing counters of the gateway's /metrics (attempts, retries, breaker transitions), by series. */
+async function routingCounters(ctx: ScenarioContext): Promise<Map<string, number>> {
+  const text = await (await fetch(`${ctx.gateway.origin}/metrics`)).text();
+  const counters = new Map<string, number>();
+  for (const match of text.matchAll(/^(gateway_routing_(?:attempts|retries|breaker_transitions)_total\{[^}]*\}) (\S+)$/gm)) counters.set(match[1]!, Number(match[2]));
+  return counters;
+}
+
+/** The breaker state gauge of a target: 0 closed, 1 half-open, 2 open. */
+async function breakerState(ctx: ScenarioContext, target: string): Promise<number | undefined> {
+  const text = await (await fetch(`${ctx.gateway.origin}/metrics`)).text();
+  const match = new RegExp(`^gateway_routing_breaker_state\\{target="${target}"\\} (\\S+)$`, 'm').exec(text);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** Calls by the attempts they took, as `{ "1": n, "2": n }` ("none": no `x-gateway-attempts`), and their mean. */
+function attemptsOf(side: SideResult): { attempts_per_call: number; calls_by_attempts: Record<string, number> } {
+  const byAttempts: Record<string, number> = {};
+  let named = 0;
+  let attempts = 0;
+  side.byAttempts.forEach((calls, n) => {
+    if (calls === 0) return;
+    byAttempts[n === 0 ? 'none' : n === side.byAttempts.length - 1 ? `${n}+` : String(n)] = calls;
+    if (n > 0) {
+      named += calls;
+      attempts += n * calls;
+    }
+  });
+  return { attempts_per_call: named > 0 ? round(attempts / named, 4) : NaN, calls_by_attempts: byAttempts };
+}
+
+/**
+ * Issue 26's routing scenario: the pooled model (two mock keys, routing-pool.ts) through the gateway
+ * at 32 connections, with both keys healthy (the `direct` side of the comparison) against one key
+ * failing 503 on 30 % of its attempts (the `gateway` side), in alternating blocks on one gateway.
+ * The breakers run with the gateway's settings (BENCH_GATEWAY_ENV may change them): a faulty target
+ * that fails ROUTING_BREAKER_FAILURES times in a row is cooled down, and the line says how often.
+ */
+async function routingFaulty(ctx: ScenarioContext): Promise<ScenarioReport> {
+  const rounds = 6;
+  const concurrency = 32;
+  const fault = { status: 503, rate: 0.3 };
+  let before = new Map<string, number>();
+  const c = await compare({
+    direct: ctx.gateway, gateway: ctx.gateway, pids: { direct: ctx.pids.gateway, gateway: ctx.pids.gateway },
+    call: pooledCalls({ prompt: SHORT_PROMPT, stream: false, maxTokens: 64, model: POOLED_MODEL, faultyKey: FAULTY_TARGET.key, status: fault.status, faultRate: fault.rate }),
+    warmup: { concurrency, requests: count(2000, ctx.scale, 20) },
+    // ~10 s or ~20000 requests per side, whichever comes first, in blocks of alternating sides.
+    block: { concurrency, requests: count(20_000 / rounds, ctx.scale, 50), durationMs: (10_000 / rounds) * ctx.scale },
+    rounds,
+    settleBoth: true,
+    afterWarmup: async () => { before = await routingCounters(ctx); },
+  });
+  const after = await routingCounters(ctx);
+  const moved = (series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
+  const target = (name: string) => ({
+    attempts_served: moved(`gateway_routing_attempts_total{target="${name}",outcome="served"}`),
+    attempts_failed: moved(`gateway_routing_attempts_total{target="${name}",outcome="failed"}`),
+    // How a breaker closed again: after a probe (half_open), or by an answer to an attempt begun before it opened.
+    breaker_transitions: Object.fromEntries(['open', 'half_open', 'closed'].map((state) => [state, moved(`gateway_routing_breaker_transitions_total{target="${name}",state="${state}"}`)])),
+  });
+  const side = (s: SideResult) => {
+    const cpuUs = Math.max(0, s.serverCpuUs - (ctx.gatewayIdleCpuUsPerS * c.settleMs) / 1000);
+    return {
+      requests: s.requests,
+      errors: s.errors,
+      success_ratio: ratio(s.requests - s.errors, s.requests),
+      rps: rps(s),
+      ...latency(s),
+      ...attemptsOf(s),
+      gateway_cpu_us_per_req: round(cpuUs / s.requests, 1),
+    };
+  };
+  const healthy = side(c.direct);
+  const faulty = side(c.gateway);
+  return report({
+    ...common('routing_c32_faulty', c, ctx),
+    errors: { healthy: c.direct.errors, faulty: c.gateway.errors },
+    model: POOLED_MODEL,
+    fault: { target: FAULTY_TARGET.name, status: fault.status, rate: fault.rate },
+    healthy,
+    faulty,
+    success_ratio: faulty.success_ratio,
+    added_p50_ms: ms(faulty.p50_ms - healthy.p50_ms),
+    added_p99_ms: ms(faulty.p99_ms - healthy.p99_ms),
+    attempts_per_call: faulty.attempts_per_call,
+    added_cpu_us_per_req: round(faulty.gateway_cpu_us_per_req - healthy.gateway_cpu_us_per_req, 1),
+    // From the gateway's /metrics over the measured blocks of both sides (the healthy side fails no attempt).
+    routing: {
+      [FAULTY_TARGET.name]: target(FAULTY_TARGET.name),
+      [HEALTHY_TARGET.name]: target(HEALTHY_TARGET.name),
+      retries: moved(`gateway_routing_retries_total{model="${POOLED_MODEL}"}`),
+      faulty_breaker_state_at_end: await breakerState(ctx, FAULTY_TARGET.name),
+    },
+    targets: { success_ratio_min: TARGETS.pooledSuccessRatio, success_ratio_met: faulty.success_ratio >= TARGETS.pooledSuccessRatio },
+  }, c);
+}
+
 export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<ScenarioReport>> = {
   nonstream_c1: (ctx) => nonStream('nonstream_c1', ctx, 1),
   nonstream_c32: (ctx) => nonStream('nonstream_c32', ctx, 32),
@@ -303,4 +404,5 @@ export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<S
   stream_c64_translated: streamTranslated,
   responses_c32: (ctx) => responsesVsChat('responses_c32', ctx, false),
   responses_stream_c64: (ctx) => responsesVsChat('responses_stream_c64', ctx, true),
+  routing_c32_faulty: routingFaulty,
 };

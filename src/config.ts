@@ -402,7 +402,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
   let table: RoutingTable | undefined;
   if (e.ROUTING_FILE !== undefined) {
     try {
-      table = readRoutingFile(e.ROUTING_FILE, vendors, env);
+      table = readRoutingFile(e.ROUTING_FILE, vendors, env, { allowLoopback: e.FETCH_ALLOW_LOOPBACK === 'true' });
     } catch (error) {
       if (error instanceof RoutingFileError) throw new ConfigError(`invalid ROUTING_FILE: ${error.message}`);
       throw error;

@@ -344,6 +344,7 @@ export function createRoutingMetrics(registry: Registry, breakerStates: () => It
   const registers = [registry];
   const attempts = new Counter({ name: 'gateway_routing_attempts_total', help: 'Platform upstream attempts of chat calls, by target (its name in the routing file, or the vendor) and outcome (served: answered; failed: a retryable failure).', labelNames: ['target', 'outcome'], registers });
   const retries = new Counter({ name: 'gateway_routing_retries_total', help: 'Attempts after a call\'s first (another target after a retryable failure), by model.', labelNames: ['model'], registers });
+  const fallbacks = new Counter({ name: 'gateway_routing_fallbacks_total', help: 'Calls that went on from a model whose targets all failed retryably to the next model of their chain (a request\'s models, a virtual model), by both models.', labelNames: ['from', 'to'], registers });
   const transitions = new Counter({ name: 'gateway_routing_breaker_transitions_total', help: 'Breaker state changes of routing targets, by target and new state (open, half_open, closed).', labelNames: ['target', 'state'], registers });
   const STATE_VALUES = { closed: 0, half_open: 1, open: 2 } as const;
   new Gauge({
@@ -369,8 +370,39 @@ export function createRoutingMetrics(registry: Registry, breakerStates: () => It
     retry(model: string): void {
       retries.labels(model).inc();
     },
+    fallback(from: string, to: string): void {
+      fallbacks.labels(from, to).inc();
+    },
     breaker(target: string, to: 'closed' | 'open' | 'half_open'): void {
       transitions.labels(target, to).inc();
+    },
+  };
+}
+
+/**
+ * `Idempotency-Key` repeats (docs/routing.md "Idempotency-Key"), by route: those answered from the
+ * store (neither run nor charged again) and those refused, by the refusal's error code. A request
+ * without the header, or the first with its key, counts in neither.
+ */
+export function createIdempotencyMetrics(registry: Registry) {
+  const registers = [registry];
+  const replays = new Counter({
+    name: 'gateway_idempotency_replays_total', help: 'Repeats of an Idempotency-Key answered with the kept answer of its first request (not run, not charged), by route.',
+    labelNames: ['route'], registers,
+  });
+  const refusals = new Counter({
+    name: 'gateway_idempotency_refusals_total',
+    help: 'Repeats of an Idempotency-Key refused, by route and code (idempotency_in_progress: its first request still ran; idempotency_key_reused: another body; idempotency_replay_too_large: its answer was not kept).',
+    labelNames: ['route', 'code'], registers,
+  });
+  const replayOf = children((route) => replays.labels(route));
+  const refusalOf = children((route, code) => refusals.labels(route, code));
+  return {
+    replayed(route: string): void {
+      replayOf(route).inc();
+    },
+    refused(route: string, code: string): void {
+      refusalOf(route, code).inc();
     },
   };
 }

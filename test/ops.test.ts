@@ -133,7 +133,8 @@ t.test('the dashboard is importable: unique ids, one data source variable, every
   const used = new Set(dashboardExprs.flatMap(promqlMetricNames));
   for (const name of ['gateway_http_requests_total', 'gateway_http_request_duration_seconds_bucket', 'gateway_upstream_ttfb_seconds_bucket', 'gateway_tokens_total',
     'gateway_cost_usd_total', 'gateway_admission_rejections_total', 'gateway_ledger_lag_seconds', 'gateway_event_loop_delay_seconds',
-    'gateway_event_loop_utilization', 'gateway_task_duration_seconds_bucket', 'gateway_task_callbacks_total', 'gateway_build_info']) {
+    'gateway_event_loop_utilization', 'gateway_task_duration_seconds_bucket', 'gateway_task_callbacks_total', 'gateway_build_info',
+    'gateway_routing_attempts_total', 'gateway_routing_breaker_state', 'gateway_idempotency_replays_total', 'gateway_idempotency_refusals_total']) {
     t.ok(used.has(name), `the dashboard shows ${name}`);
   }
 });

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +60,8 @@ t.test('breaker: opens after consecutive failures, half-open after the cooldown,
   t.equal(breakers.state(0), 'closed', 'a success resets the count');
   breakers.failed(0);
   t.equal(breakers.state(0), 'open');
+  breakers.succeeded(0);
+  t.equal(breakers.state(0), 'open', 'an answer to an attempt sent before it opened does not close it');
   t.notOk(breakers.available(0));
   t.notOk(breakers.claim(0));
   t.equal(breakers.state(1), 'closed', 'slots are independent');
@@ -198,11 +201,16 @@ t.test('ROUTING_FILE in the configuration', async (t) => {
 
 t.test('deploy/routing.example.yaml is a valid routing file', async (t) => {
   const text = readFileSync(new URL('../../deploy/routing.example.yaml', import.meta.url), 'utf8');
-  const env = new Proxy({}, { get: (_, name) => `value-of-${String(name)}` }) as Record<string, string>;
-  const table = parseRoutingFile(text, 'routing.example.yaml', { ...VENDORS, deepseek: { baseUrl: 'https://api.deepseek.com/v1', apiKey: '' } }, env);
+  // The Vertex AI targets' variable holds a service account key file.
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+  const keyFile = JSON.stringify({ type: 'service_account', project_id: 'p', private_key: privateKey, client_email: 'gw@p.iam.gserviceaccount.com', token_uri: 'https://oauth2.googleapis.com/token' });
+  const env = new Proxy({}, { get: (_, name) => (name === 'VERTEX_SERVICE_ACCOUNT_JSON' ? keyFile : `value-of-${String(name)}`) }) as Record<string, string>;
+  const table = parseRoutingFile(text, 'routing.example.yaml', { ...VENDORS, gemini: { baseUrl: 'https://generativelanguage.googleapis.com/v1beta', apiKey: '' }, deepseek: { baseUrl: 'https://api.deepseek.com/v1', apiKey: '' } }, env);
   t.same(table.vendors.openai!.map((x) => x.name), ['openai-org-a', 'openai-org-b']);
   t.equal(table.models['openai/gpt-4o-mini']![1]!.cloud?.kind, 'azure');
   t.equal(table.models['anthropic/claude-sonnet-4-5']![1]!.baseUrl, 'https://bedrock-runtime.us-east-1.amazonaws.com');
+  t.same(table.models['anthropic/claude-haiku-4-5']![1]!.cloud, { kind: 'vertex', projectId: 'my-project', region: 'us-east5' });
+  t.equal(table.models['google/gemini-2.5-flash']![0]!.baseUrl, 'https://aiplatform.googleapis.com');
 });
 
 t.test('Routing: the first target is chosen without taking it; a half-open probe goes to one call only', async (t) => {
@@ -211,7 +219,7 @@ t.test('Routing: the first target is chosen without taking it; a half-open probe
   const config = { table, maxAttempts: 3, deadlineMs: 1000, breakerFailures: 1, breakerCooldownMs: 100 };
   const events: string[] = [];
   const routing = new Routing(config, VENDORS, breakerMemory(table.slots), {
-    attempt: () => {}, retry: () => {}, breaker: (target, to) => events.push(`${target}:${to}`),
+    attempt: () => {}, retry: () => {}, fallback: () => {}, breaker: (target, to) => events.push(`${target}:${to}`),
   }, () => now, () => 0);
   const targets = routing.targetsOf({ id: 'openai/gpt-4o-mini', upstreamVendor: 'openai' })!;
   t.same(targets.map((x) => x.name), ['a', 'b']);

@@ -40,11 +40,25 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
   errorCode: string | null = null;
   clientAborted = false;
   ttfbMs: number | null = null;
+  /** Upstream attempts the call made, its caller's own credentials' first (its request log's `attempts`). */
+  attempts = 1;
   readonly startedAtMs = Date.now();
   private failed = false;
   private settled = false;
 
-  constructor(private readonly admission: Admission, private readonly admitted: Admitted, private readonly recordUsage: UsageRecorder, readonly identity: CallIdentity<M>) {}
+  constructor(private readonly admission: Admission, private readonly admitted: Admitted, private readonly recordUsage: UsageRecorder, private who: CallIdentity<M>) {}
+
+  get identity(): CallIdentity<M> {
+    return this.who;
+  }
+
+  /**
+   * The call goes on with another model (a fallback, docs/routing.md): it is answered, charged,
+   * logged and metered as that model. Its reservation stays as admitted (it covers the dearest).
+   */
+  serveAs(model: M): void {
+    this.who = { ...this.who, model };
+  }
 
   /** The upstream failed (or the call never reached it): nothing is charged. */
   fail(status: number, errorCode: string): void {
@@ -105,7 +119,7 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
       keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
       promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
-      durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted,
+      durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted, attempts: this.attempts,
     };
     const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, reservedTokens, charge, tokens, JSON.stringify(event));
     if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });

@@ -15,4 +15,9 @@ export interface LedgerEvent {
   readonly durationMs: number;
   readonly ttfbMs: number | null;
   readonly clientAborted: boolean;
+  /**
+   * Upstream attempts the call made (its caller's own credentials, then the platform targets). Absent
+   * from an upload's event and from events of gateways older than the field: written as 1.
+   */
+  readonly attempts?: number;
 }

@@ -276,6 +276,8 @@ function idAfter(id: string): string {
 }
 
 const isCount = (value: unknown) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+/** request_logs.attempts is a smallint: a larger count would fail the whole batch's insert. */
+const MAX_ATTEMPTS = 32_767;
 
 /** The event of a stream entry, or undefined when it is not one (a poison entry must not stop the writer). */
 function parseEvent(text: string): LedgerEvent | undefined {
@@ -291,6 +293,7 @@ function parseEvent(text: string): LedgerEvent | undefined {
     (event.errorCode === null || typeof event.errorCode === 'string') &&
     isCount(event.promptTokens) && isCount(event.completionTokens) && isCount(event.cachedTokens) && isCount(event.reasoningTokens) &&
     typeof event.reservedNano === 'string' && /^\d+$/.test(event.reservedNano) &&
-    isCount(event.startedAtMs) && isCount(event.durationMs) && (event.ttfbMs === null || isCount(event.ttfbMs));
+    isCount(event.startedAtMs) && isCount(event.durationMs) && (event.ttfbMs === null || isCount(event.ttfbMs)) &&
+    (event.attempts === undefined || (isCount(event.attempts) && event.attempts <= MAX_ATTEMPTS));
   return valid ? event : undefined;
 }

@@ -1,4 +1,4 @@
-// Anthropic's Messages API (`POST .../v1/messages`), steered by the same `[[mock ...]]` directives
+// Anthropic's Messages API (`POST .../v1/messages`, and Claude on Vertex AI), steered by the same `[[mock ...]]` directives
 // as the OpenAI route: JSON or SSE in Anthropic's documented event order, its error shape, and a
 // prompt cache that behaves like the real one (prefixes up to `cache_control` breakpoints, 5 min).
 import { createHash } from 'node:crypto';
@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
 import { directivesFromMessages, type Directives } from './directives.js';
 import type { MockError } from './errors.js';
-import { cutPoint, playFault, retryAfterHeader, type FaultBook } from './faults.js';
+import { bearerToken, cutPoint, playFault, retryAfterHeader, type FaultBook } from './faults.js';
 import { randomId } from './ids.js';
 import { recordBody, type MockRequestRecord } from './records.js';
 import type { Frame, FrameKind } from './stream.js';
@@ -68,6 +68,47 @@ export function anthropicMessages(req: http.IncomingMessage, exchange: MockExcha
       else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
     };
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
+  });
+}
+
+/** Claude on Vertex AI: the `anthropic` publisher's model, `rawPredict` whole or `streamRawPredict` as Anthropic's SSE. */
+export const VERTEX_CLAUDE_PATH = /^\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/;
+const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+
+/**
+ * Claude on Vertex AI: the Messages body without `model` (the path names it) and with Vertex's
+ * `anthropic_version`, authorised by an access token the mock's token endpoint issued (`tokenValid`);
+ * faults are met by that token. Answers as Anthropic does.
+ */
+export function anthropicOnVertex(req: http.IncomingMessage, exchange: MockExchange, behaviour: MockBehaviour, faults: FaultBook, readBody: ReadBody, tokenValid: (authorization: string | undefined) => boolean): void {
+  const record = exchange.record;
+  record.id = randomId('msg_vrtx_', 24);
+  const [, model, method] = VERTEX_CLAUDE_PATH.exec(record.path)!;
+  record.stream = method === 'streamRawPredict';
+  readBody(req, (err, text) => {
+    if (err) return sendError(exchange, err.status, err.message);
+    const unreadable = recordBody(record, text);
+    // Google's own refusal, in Google's shape: the call never reached Claude.
+    if (!tokenValid(req.headers.authorization)) {
+      return exchange.sendJson(401, JSON.stringify({ error: { code: 401, message: 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', status: 'UNAUTHENTICATED' } }));
+    }
+    if (unreadable !== undefined) return sendError(exchange, 400, 'There was an issue with the request body: not valid JSON.');
+    const body = record.body as AnthropicRequest & { anthropic_version?: unknown };
+    if (body.anthropic_version !== VERTEX_ANTHROPIC_VERSION) return sendError(exchange, 400, `anthropic_version: Input should be '${VERTEX_ANTHROPIC_VERSION}'`);
+    if ('model' in body) return sendError(exchange, 400, 'model: Extra inputs are not permitted');
+    if ((body.stream === true) !== record.stream) return sendError(exchange, 400, `stream: must be ${record.stream} for ${method}`);
+    const request = { ...body, model: decodeURIComponent(model!) } as AnthropicRequest;
+    const invalid = validate(request);
+    if (invalid) return sendError(exchange, 400, invalid);
+    const directives = directivesFromMessages(request.messages);
+    const fault = faults.meet(bearerToken(req.headers.authorization), directives);
+    exchange.after(directives.latencyMs ?? behaviour.latencyMs, () => {
+      if (fault !== undefined && playFault(fault, record.stream, exchange, (status, headers) => sendError(exchange, status, failureMessage(status), headers))) return;
+      if (directives.fail !== undefined) return sendError(exchange, directives.fail, failureMessage(directives.fail));
+      const plan = planMessage(record.id, request, directives, cacheOf(behaviour), Date.now());
+      if (!record.stream) exchange.sendJson(200, messageJson(plan));
+      else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
+    });
   });
 }
 

@@ -3,7 +3,7 @@
 // (InvokeModel and InvokeModelWithResponseStream, AWS SigV4 verified with the secret the test gave,
 // the stream as AWS event-stream frames), and Google's OAuth token endpoint for service accounts
 // (the JWT bearer grant, RS256 verified with the account's public key) whose tokens the Vertex AI
-// route (gemini.ts) accepts.
+// routes (Gemini's in gemini.ts, Claude's in anthropic.ts) accept.
 import { createHash, createHmac, randomBytes, verify } from 'node:crypto';
 import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';

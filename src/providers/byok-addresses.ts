@@ -38,6 +38,11 @@ function isLoopbackHost(url: URL): boolean {
   return host === 'localhost' || (isIP(host) !== 0 && isLoopbackAddress(host));
 }
 
+/** Off the cloud's own hosts (a loopback host passes when loopback is allowed); decided without resolving anything. */
+export function offKnownHosts(url: URL, known: KnownHosts, allowLoopback: boolean): boolean {
+  return !known.matches(url) && !(allowLoopback && isLoopbackHost(url));
+}
+
 /**
  * What is wrong with an address, if anything: off its cloud's hosts, or (a host on no list) not
  * resolving to public addresses only. A cloud's own host is not resolved here: every connection to
@@ -52,7 +57,7 @@ export async function addressProblem(address: ChosenAddress, allowLoopback: bool
   }
   if (address.known) {
     if (address.known.matches(url)) return undefined;
-    if (!(allowLoopback && isLoopbackHost(url))) return { field: address.field, message: `must be ${address.known.description}` };
+    if (offKnownHosts(url, address.known, allowLoopback)) return { field: address.field, message: `must be ${address.known.description}` };
   }
   try {
     await withinTime(vetAddresses(url, allowLoopback), RESOLVE_TIMEOUT_MS, () => new UrlGuardError('timeout', `The host ${url.hostname} did not resolve in time.`));

@@ -26,14 +26,17 @@ export interface OwnCredentialsFirst<M extends VendorModel> {
    * must end the request (the client left, the caller's own input is bad).
    */
   readonly attempt: (candidate: ByokCandidate, call: MeteredCall<M>) => Promise<ApiError | ((headers: Readonly<Record<string, string>>) => Promise<void>)>;
+  /** The response header that counts the call's upstream attempts, on the answers of the caller's own credentials too; none when undefined. */
+  readonly attemptsHeader?: string;
 }
 
 /**
  * The spec's BYOK selection ahead of the platform credential: the caller's rows of the model's
  * provider, in order, each tried once on a call admitted for the rate windows only (nothing reserved
  * or charged). Returns undefined when a row served the call; else the platform call's admission (its
- * credit reserved, the request not counted twice) and identity (its own id: the failed attempts keep
- * theirs in the request log). With `always_use`, the last refusal is thrown instead, as the vendor gave it.
+ * credit reserved, the request not counted twice), identity (its own id: the failed attempts keep
+ * theirs in the request log) and the upstream attempts made on the caller's rows, which the platform
+ * call's count starts from. With `always_use`, the last refusal is thrown instead, as the vendor gave it.
  */
 export function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCredentialsFirst<M>): PlatformCall<M> | undefined | Promise<PlatformCall<M> | undefined> {
   const { admission, byok, identity, limits } = options;
@@ -42,22 +45,31 @@ export function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCred
   // The common case, no BYOK row and a lease with room, is decided without a promise.
   if (!(found instanceof Promise) && found.candidates.length === 0 && !found.alwaysUse) {
     const admitted = admission.admitFromLease(identity.userId, identity.keyId, identity.reservedNano, limits, identity.reservedTokens);
-    if (admitted) return { admitted, identity };
+    if (admitted) return { admitted, identity, ownAttempts: 0 };
   }
   return withOwnCredentials(options, provider, found);
 }
 
-type PlatformCall<M extends VendorModel> = { admitted: Admitted; identity: CallIdentity<M> };
+type PlatformCall<M extends VendorModel> = { admitted: Admitted; identity: CallIdentity<M>; readonly ownAttempts: number };
+
+/** `error` with the call's attempts in `header`, when there is one. */
+function withAttempts(error: ApiError, header: string | undefined, attempts: number): ApiError {
+  if (header === undefined) return error;
+  return new ApiError(error.status, error.code, error.message, error.param, { ...error.headers, [header]: String(attempts) });
+}
 
 async function withOwnCredentials<M extends VendorModel>(options: OwnCredentialsFirst<M>, provider: ByokProvider | undefined, found: ByokChoice | Promise<ByokChoice>): Promise<PlatformCall<M> | undefined> {
   const { admission, byok, identity, limits } = options;
   const choice = found instanceof Promise ? await found : found;
   if (choice.candidates.length === 0 && !choice.alwaysUse) {
-    return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, identity.reservedTokens), identity };
+    return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, identity.reservedTokens), identity, ownAttempts: 0 };
   }
   const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, identity.reservedTokens);
   const headers = { ...own.headers, 'x-request-id': identity.callId };
   const call = new MeteredCall<M>(admission, own, options.recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
+  const { attemptsHeader } = options;
+  // Counts the upstream calls made: a row that cannot call never reaches its vendor.
+  call.attempts = 0;
   let served = false;
   await call.run(async () => {
     let last: ApiError | undefined;
@@ -65,25 +77,32 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
       options.checkRevoked();
       // A row that cannot call (no Vertex token, unreadable config, a form for another kind of call): a failed attempt, recorded like any.
       const problem = candidate.problem ?? options.unusable?.(candidate);
-      const outcome = problem !== undefined
-        ? new ApiError(502, 'byok_credential_unusable', `The ${provider} credential '${candidate.label}' cannot be used: ${problem}`)
-        : await options.attempt(candidate, call);
+      let outcome: Awaited<ReturnType<typeof options.attempt>>;
+      if (problem !== undefined) {
+        outcome = new ApiError(502, 'byok_credential_unusable', `The ${provider} credential '${candidate.label}' cannot be used: ${problem}`);
+      } else {
+        call.attempts++;
+        outcome = await options.attempt(candidate, call);
+      }
       if (!(outcome instanceof ApiError)) {
         byok.succeeded(candidate);
         served = true;
-        await outcome(headers);
+        await outcome(attemptsHeader === undefined ? headers : { ...headers, [attemptsHeader]: String(call.attempts) });
         return;
       }
       last = outcome;
       byok.failed(candidate, `${last.status} ${last.message}`);
     }
     // No fallback to the platform credential: the upstream's own status and message, as it answered.
-    if (choice.alwaysUse) throw last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`);
+    if (choice.alwaysUse) {
+      throw withAttempts(last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`), attemptsHeader, call.attempts);
+    }
     call.fail(last?.status ?? 502, 'byok_fallback');
   });
   if (served) return undefined;
   return {
     admitted: await admission.admitCredit(identity.userId, identity.keyId, identity.reservedNano, limits, own.headers, identity.reservedTokens),
     identity: { ...identity, callId: randomUUID() },
+    ownAttempts: call.attempts,
   };
 }

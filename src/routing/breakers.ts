@@ -78,10 +78,16 @@ export class Breakers {
     return true;
   }
 
-  /** The target answered (anything but a retryable failure): closes its breaker. */
+  /**
+   * The target answered (anything but a retryable failure): resets its failure count, and closes a
+   * half-open breaker. An open one stays open: the answer is to an attempt sent before the target
+   * was cooled down (or to a call that had nowhere else to go), which says nothing of its recovery;
+   * only a call after the cooldown (the probe) may close it.
+   */
   succeeded(slot: number): void {
     if (Atomics.load(this.failures, slot) !== 0) Atomics.store(this.failures, slot, 0);
-    if (Atomics.load(this.until, slot) === 0n) return;
+    const until = Atomics.load(this.until, slot);
+    if (until === 0n || this.now() < Number(until)) return;
     Atomics.store(this.probe, slot, 0n);
     if (Atomics.exchange(this.until, slot, 0n) !== 0n) this.onChange(slot, 'closed');
   }

@@ -14,6 +14,7 @@ import { hasControlCharacter } from '../http/schemas/text.js';
 import { AnswerRecorder } from './idempotency-recorder.js';
 import { IdempotencyStore, type ClaimResult, type IdempotencyClaim, type KeptAnswer } from './idempotency-store.js';
 import { log } from '../log.js';
+import { createIdempotencyMetrics } from '../metrics.js';
 
 /** The header a replayed answer carries (Stripe's name). */
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -63,6 +64,13 @@ function keeps(ctx: RequestContext, recorder: AnswerRecorder): boolean {
 export function idempotentHandlers(services: Services): (handler: Handler) => Handler {
   const store = new IdempotencyStore(services.redis, services.keys);
   const { retentionMs, maxEntryBytes, waitMs } = services.config.idempotency;
+  const metrics = createIdempotencyMetrics(services.metrics.registry);
+
+  /** A repeat's refusal, counted by route and code. */
+  function refusal(ctx: RequestContext, status: number, code: string, message: string, headers?: Readonly<Record<string, string>>): ApiError {
+    metrics.refused(ctx.route, code);
+    return new ApiError(status, code, message, 'Idempotency-Key', headers);
+  }
 
   /** The key's claim, or what its first request left; undefined when the client left while waiting. */
   async function claimOrWait(ctx: RequestContext, claim: IdempotencyClaim): Promise<Exclude<ClaimResult, { kind: 'in_progress' }> | undefined> {
@@ -73,8 +81,8 @@ export function idempotentHandlers(services: Services): (handler: Handler) => Ha
       if (result.kind !== 'in_progress') return result;
       const left = until - Date.now();
       if (left <= 0) {
-        throw new ApiError(409, 'idempotency_in_progress',
-          'A request with this Idempotency-Key is still running; retry it shortly to get its answer.', 'Idempotency-Key', { 'retry-after': '1' });
+        throw refusal(ctx, 409, 'idempotency_in_progress',
+          'A request with this Idempotency-Key is still running; retry it shortly to get its answer.', { 'retry-after': '1' });
       }
       await sleep(Math.min(pause, left));
       if (ctx.reply.aborted) return undefined;
@@ -83,6 +91,7 @@ export function idempotentHandlers(services: Services): (handler: Handler) => Ha
   }
 
   function replay(ctx: RequestContext, answer: KeptAnswer): void {
+    metrics.replayed(ctx.route);
     const { 'content-type': contentType = 'application/json', ...headers } = answer.headers;
     ctx.reply.send(answer.status, answer.body, contentType, { ...headers, ...(answer.status >= 400 ? NO_RETRY : {}), [REPLAYED_HEADER]: 'true' });
   }
@@ -131,12 +140,12 @@ export function idempotentHandlers(services: Services): (handler: Handler) => Ha
       case 'claimed': return runFirst(ctx, claim, handler);
       case 'kept': return replay(ctx, result.answer);
       case 'reused':
-        throw new ApiError(422, 'idempotency_key_reused',
-          'This Idempotency-Key was used with another request (method, path or body); use a new key for a new request.', 'Idempotency-Key');
+        throw refusal(ctx, 422, 'idempotency_key_reused',
+          'This Idempotency-Key was used with another request (method, path or body); use a new key for a new request.');
       case 'too_large':
-        throw new ApiError(409, 'idempotency_replay_too_large',
+        throw refusal(ctx, 409, 'idempotency_replay_too_large',
           `The first request with this Idempotency-Key was answered (status ${result.status}), but its answer was larger than this gateway keeps (IDEMPOTENCY_MAX_ENTRY_BYTES), so it cannot be replayed; it is not run again either. Use a new key to run it again.`,
-          'Idempotency-Key', NO_RETRY);
+          NO_RETRY);
     }
   }
 

@@ -1,10 +1,11 @@
 import type { RoutingConfig } from '../config.js';
 import { ApiError } from '../http/errors.js';
 import { log } from '../log.js';
+import { callableTargets } from './access-tokens.js';
 import { Breakers, type BreakerState } from './breakers.js';
 import { dueSoonest, nextTarget } from './choice.js';
 import { retryAfterMs } from './retryable.js';
-import type { RouteTarget } from './targets.js';
+import type { RouteTarget, VirtualModel } from './targets.js';
 
 /** What the routing layer reports, by target name (never a credential). */
 export interface RoutingEvents {
@@ -12,6 +13,8 @@ export interface RoutingEvents {
   attempt(target: string, outcome: 'served' | 'failed'): void;
   /** An attempt after a call's first. */
   retry(model: string): void;
+  /** A call went on from one model to the next of its chain (`models`, a virtual model). */
+  fallback(from: string, to: string): void;
   breaker(target: string, to: BreakerState): void;
 }
 
@@ -57,9 +60,9 @@ export class Routing {
    */
   mediaTargetsOf(model: RoutedModel): readonly RouteTarget[] | undefined {
     const targets = this.targetsOf(model);
-    if (!targets || targets.every((target) => target.cloud === undefined)) return targets;
+    if (!targets || targets.every(speaksOwnApi)) return targets;
     let plain = this.plain.get(targets);
-    if (plain === undefined) this.plain.set(targets, plain = Object.freeze(targets.filter((target) => target.cloud === undefined)));
+    if (plain === undefined) this.plain.set(targets, plain = Object.freeze(targets.filter(speaksOwnApi)));
     return plain.length > 0 ? plain : undefined;
   }
 
@@ -71,12 +74,12 @@ export class Routing {
     return this.mediaTargetsOf(model)?.find((target) => target.name === name);
   }
 
-  /** The model's targets, highest priority first; undefined when its vendor is not configured. */
+  /** The model's targets that can be called now (callableTargets), highest priority first; undefined when its vendor is not configured. */
   targetsOf(model: RoutedModel): readonly RouteTarget[] | undefined {
     const table = this.config.table;
     if (table) {
       const route = table.models[model.id] ?? table.vendors[model.upstreamVendor];
-      if (route) return route;
+      if (route) return callableTargets(route);
     }
     return this.defaults.get(model.upstreamVendor);
   }
@@ -144,9 +147,23 @@ export class Routing {
   retried(model: string): void {
     this.events.retry(model);
   }
+
+  /** A call goes on from model `from`, whose targets all failed retryably, to `to`. */
+  fellBack(from: string, to: string): void {
+    this.events.fallback(from, to);
+    log.info('routing fell back to the next model', { from, to });
+  }
+
+  /** The routing file's virtual models by name (none without a file). */
+  get virtualModels(): Readonly<Record<string, VirtualModel>> | undefined {
+    return this.config.table?.virtualModels;
+  }
 }
 
-/** The response header that says how many platform attempts a call took (1 when the first target served). */
+/** A target of the vendor's own API: no cloud form (Azure, Bedrock, Vertex AI), which serves chat only. */
+const speaksOwnApi = (target: RouteTarget) => target.cloud === undefined && target.serviceAccount === undefined;
+
+/** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
 export const ATTEMPTS_HEADER = 'x-gateway-attempts';
 
 /** An error answer of a routed call, with the attempts it took. */

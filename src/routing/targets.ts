@@ -1,3 +1,4 @@
+import type { ServiceAccount } from '../providers/cloud/forms.js';
 import type { UpstreamCloud } from '../providers/family.js';
 
 /**
@@ -11,8 +12,16 @@ export interface RouteTarget {
   /** The vendor whose defaults (base URL, key) it starts from, as `<VENDOR>_API_KEY` names it. */
   readonly vendor: string;
   readonly baseUrl: string;
+  /** The key; for a Vertex AI target, its service account's current access token (each HTTP thread keeps it: access-tokens.ts). */
   readonly apiKey: string;
   readonly cloud?: UpstreamCloud;
+  /** A Vertex AI target's service account, whose access tokens are its key. */
+  readonly serviceAccount?: ServiceAccount;
+  /**
+   * An address the operator did not write (a Vertex AI target's endpoint derived from its region):
+   * vetted and pinned on every connection, as a BYOK row's (UpstreamTarget.guarded).
+   */
+  readonly guarded?: boolean;
   /** The upstream's model id when it differs from the catalog's (`upstream_model` of the model). */
   readonly model?: string;
   /** Higher is tried first (as a BYOK row's priority). */
@@ -25,10 +34,17 @@ export interface RouteTarget {
   readonly slot: number;
 }
 
-/** The routing file as the gateway uses it: targets by vendor (key pools) and by catalog model id. */
+/** A name of the operator's that stands for an ordered list of catalog models (tried in order, as a request's `models`). */
+export interface VirtualModel {
+  readonly models: readonly string[];
+  readonly description?: string;
+}
+
+/** The routing file as the gateway uses it: targets by vendor (key pools) and by catalog model id, and virtual models by name. */
 export interface RoutingTable {
   readonly vendors: Readonly<Record<string, readonly RouteTarget[]>>;
   readonly models: Readonly<Record<string, readonly RouteTarget[]>>;
+  readonly virtualModels: Readonly<Record<string, VirtualModel>>;
   /** Breaker slots in use (every target of the file has one). */
   readonly slots: number;
 }

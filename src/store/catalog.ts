@@ -137,13 +137,13 @@ function listWhere(sql: AnySql, filter: ModelListFilter) {
  * One page of the catalog and the total count. Order: active before inactive, current ids before
  * deprecated aliases, then search rank (when searching), popular first, provider, name.
  */
-export async function listModels(sql: AnySql, filter: ModelListFilter, page: number, perPage: number): Promise<{ rows: CatalogEntryRow[]; total: number }> {
+export async function listModels(sql: AnySql, filter: ModelListFilter, offset: number, limit: number): Promise<{ rows: CatalogEntryRow[]; total: number }> {
   const rank = filter.tsquery !== null ? sql`ts_rank(m.search, to_tsquery('english', ${filter.tsquery})) desc,` : sql``;
   const [rows, [count]] = await Promise.all([
     sql<CatalogEntryRow[]>`
       select ${ENTRY_COLUMNS(sql)} from models m ${listWhere(sql, filter)}
       order by m.is_active desc, (m.alias_of is null) desc, ${rank} m.is_popular desc, m.provider, m.name, m.id
-      limit ${perPage} offset ${(page - 1) * perPage}`,
+      limit ${limit} offset ${offset}`,
     sql<{ total: number }[]>`select count(*)::int as total from models m ${listWhere(sql, filter)}`,
   ]);
   return { rows, total: count?.total ?? 0 };

@@ -46,6 +46,7 @@ export class UsageRecords {
   readonly reservedNano: Plain[] = [];
   readonly ttfbMs: Plain[] = [];
   readonly clientAborted: Plain[] = [];
+  readonly attempts: Plain[] = [];
 
   get size(): number {
     return this.id.length;
@@ -73,6 +74,7 @@ export class UsageRecords {
     this.reservedNano.push(event?.reservedNano ?? NULL);
     this.ttfbMs.push(event?.ttfbMs ?? NULL);
     this.clientAborted.push(event?.clientAborted ?? NULL);
+    this.attempts.push(event ? event.attempts ?? 1 : NULL);
   }
 }
 
@@ -95,9 +97,10 @@ export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<
         ${a(r.apiKeyId)}::text::uuid[], ${q(r.model)}::text::text[], ${a(r.startedAtMs)}::text::bigint[], ${a(r.durationMs)}::text::integer[],
         ${q(r.endpoint)}::text::text[], ${a(r.stream)}::text::boolean[], ${a(r.status)}::text::integer[], ${q(r.errorCode)}::text::text[],
         ${a(r.promptTokens)}::text::integer[], ${a(r.completionTokens)}::text::integer[], ${a(r.cachedTokens)}::text::integer[],
-        ${a(r.reasoningTokens)}::text::integer[], ${a(r.reservedNano)}::text::bigint[], ${a(r.ttfbMs)}::text::integer[], ${a(r.clientAborted)}::text::boolean[])
+        ${a(r.reasoningTokens)}::text::integer[], ${a(r.reservedNano)}::text::bigint[], ${a(r.ttfbMs)}::text::integer[], ${a(r.clientAborted)}::text::boolean[],
+        ${a(r.attempts)}::text::smallint[])
       as r(id, user_id, cost_nano, readable, api_key_id, model, started_at_ms, duration_ms, endpoint, stream, status, error_code,
-           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, reserved_nano, ttfb_ms, client_aborted)
+           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, reserved_nano, ttfb_ms, client_aborted, attempts)
     ), charges as (
       insert into transactions (id, user_id, credits_nano, payment_method, status, api_key_id, model, created_at)
       select id, user_id, -cost_nano, 'usage', 'completed', api_key_id, model,
@@ -106,9 +109,9 @@ export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<
       on conflict (id) do nothing
     )
     insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
-                              completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted)
+                              completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts)
     select id, timestamptz 'epoch' + started_at_ms * interval '1 millisecond', user_id, api_key_id, model, endpoint, stream, status, error_code,
-           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted
+           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts
     from r where readable order by id
     on conflict (id, created_at) do nothing`;
 }

@@ -101,7 +101,7 @@ export class TaskSteps {
     this.costOf = children((model) => metrics.cost.labels(model));
     this.stepsOf = children((kind, outcome) => metrics.steps.labels(kind, outcome));
     // Routing logs each failed attempt and breaker change itself; a submit sent on to another target is a step outcome.
-    const events: RoutingEvents = { attempt: () => {}, retry: () => this.stepsOf('start', 'next_target').inc(), breaker: () => {} };
+    const events: RoutingEvents = { attempt: () => {}, retry: () => this.stepsOf('start', 'next_target').inc(), fallback: () => {}, breaker: () => {} };
     const table = config.routing.table;
     this.routing = deps.routing ?? new Routing(config.routing, deps.vendors, table ? breakerMemory(table.slots) : undefined, events);
   }

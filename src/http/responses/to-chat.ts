@@ -191,6 +191,7 @@ export function toChatRequest(body: Record<string, unknown>): ChatRequest {
   const { background: _background, previous_response_id: _previous, conversation: _conversation, ...rest } = body;
   const request = parseWith(ResponsesRequestSchema, rest);
   const chat: Record<string, unknown> = { model: request.model, messages: messagesOf(request) };
+  if (request.models?.length) chat.models = request.models;
   if (request.max_output_tokens != null) chat.max_completion_tokens = request.max_output_tokens;
   if (request.temperature != null) chat.temperature = request.temperature;
   if (request.top_p != null) chat.top_p = request.top_p;

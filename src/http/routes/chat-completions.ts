@@ -6,7 +6,7 @@ import { ApiError, badRequest, modelNotFound, requireJson } from '../errors.js';
 import { parseJsonObject, presentFieldsParser } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
-import type { AnswerOptions, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
+import type { AnswerOptions, CacheScope, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
 import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
@@ -19,6 +19,8 @@ import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
 import { UpstreamModels, exhausted } from '../../routing/routing.js';
+import { modelChain } from '../../routing/model-chain.js';
+import type { RouteTarget } from '../../routing/targets.js';
 import { retryableAnswer } from '../../routing/retryable.js';
 
 /**
@@ -148,7 +150,18 @@ function promptCachePartitions(secret: string): (userId: string, callerKey: stri
   };
 }
 
-/** The response header that says how many platform attempts a call took (1 when the first target served). */
+/** One model a call may be served by, ready for its first attempt. */
+interface RouteLeg {
+  readonly model: CatalogModel;
+  readonly family: ChatFamily;
+  readonly targets: readonly RouteTarget[];
+  readonly imageParts: number;
+  /** Its first target, chosen (not taken) before admission, and that target's request. */
+  readonly firstIndex: number;
+  readonly upstreamRequest: UpstreamRequest;
+}
+
+/** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
 const ATTEMPTS_HEADER = 'x-gateway-attempts';
 
 /** An error answer of a routed call, with the attempts it took. */
@@ -318,6 +331,51 @@ export function chatCompletions(services: Services) {
     return upstreamFailure(response, vendor);
   }
 
+  /**
+   * The models a call may be served by, in order (`model`, then `models`, virtual models expanded:
+   * see routing/model-chain.ts), each with its family, its targets and its first target's request,
+   * chosen now (synchronously) so that it sizes the reservation. A model that cannot take the
+   * request (no family or vendor here, a capability it lacks) is left out; when none can, the first
+   * one's 400 is the answer.
+   */
+  function routeLegs(request: ChatRequest, stream: boolean, cache: CacheScope, output: ChatOutput): RouteLeg[] {
+    const catalog = services.catalog();
+    const virtualModels = routing.virtualModels;
+    if (!request.models?.length && !virtualModels?.[request.model]) {
+      const model = catalog.get(request.model);
+      if (!model) throw modelNotFound(request.model);
+      return [routeLeg(request, model, stream, cache, output)];
+    }
+    const legs: RouteLeg[] = [];
+    let refusal: unknown;
+    for (const model of modelChain(request.model, request.models, (id) => catalog.get(id), virtualModels)) {
+      try {
+        legs.push(routeLeg(request, model, stream, cache, output));
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status !== 400) throw error;
+        refusal ??= error;
+      }
+    }
+    if (legs.length === 0) throw refusal;
+    return legs;
+  }
+
+  function routeLeg(request: ChatRequest, model: CatalogModel, stream: boolean, cache: CacheScope, output: ChatOutput): RouteLeg {
+    const family = services.families[model.family];
+    const targets = routing.targetsOf(model);
+    if (!family || !targets) {
+      throw badRequest(`The model '${model.id}' is served through the ${model.family} wire family, which this gateway does not serve yet.`, 'model', 'model_not_supported');
+    }
+    const imageParts = output.fieldNames ? withFieldNames(output.fieldNames, () => checkCapabilities(request, model)) : checkCapabilities(request, model);
+    const firstIndex = routing.first(targets);
+    const target = targets[firstIndex]!;
+    const upstreamModel = upstreamModels.of(model, target);
+    const upstreamRequest = output.fieldNames
+      ? withFieldNames(output.fieldNames, () => family.request(request, upstreamModel, stream, target, cache))
+      : family.request(request, upstreamModel, stream, target, cache);
+    return { model, family, targets, imageParts, firstIndex, upstreamRequest };
+  }
+
   return async (ctx: RequestContext, output: ChatOutput = CHAT_COMPLETIONS_OUTPUT): Promise<void> => {
     const found = auth.apiKey(ctx);
     const key = found instanceof Promise ? await found : found;
@@ -325,33 +383,27 @@ export function chatCompletions(services: Services) {
     const body = await ctx.body();
     const parsed = output.parse(parseJsonObject(body), key.userId, services);
     const request = parsed instanceof Promise ? await parsed : parsed;
-    const model = services.catalog().get(request.model);
-    if (!model) throw modelNotFound(request.model);
-    const family = services.families[model.family];
-    const targets = routing.targetsOf(model);
-    if (!family || !targets) {
-      throw badRequest(`The model '${model.id}' is served through the ${model.family} wire family, which this gateway does not serve yet.`, 'model', 'model_not_supported');
-    }
-    const imageParts = output.fieldNames ? withFieldNames(output.fieldNames, () => checkCapabilities(request, model)) : checkCapabilities(request, model);
     const stream = request.stream === true;
     const cache = { partition: cachePartition(key.userId, request.prompt_cache_key) };
-    // The platform target of the first attempt, chosen now (synchronously) so its request sizes the reservation.
-    const firstIndex = routing.first(targets);
-    const firstTarget = targets[firstIndex]!;
-    const firstModel = upstreamModels.of(model, firstTarget);
-    const platformRequest = output.fieldNames
-      ? withFieldNames(output.fieldNames, () => family.request(request, firstModel, stream, firstTarget, cache))
-      : family.request(request, firstModel, stream, firstTarget, cache);
+    const legs = routeLegs(request, stream, cache, output);
+    const { model, family } = legs[0]!;
     // For the credit reservation, the caller's body bounds the prompt's tokens, plus any prompt text the
-    // family added (a cache salt, an instruction) and the items the body named by reference.
-    const addedBytes = (platformRequest.addedPromptBytes ?? 0) + (output.addedPromptBytes?.(request) ?? 0);
-    const worst = worstCaseTokens(request, model, body.length + addedBytes, imageParts);
-    const reservedNano = worstCaseCostNano(model.prices, worst.prompt, worst.output);
+    // family added (a cache salt, an instruction) and the items the body named by reference. A call
+    // that may fall back to other models reserves for the dearest of them.
+    const referencedBytes = output.addedPromptBytes?.(request) ?? 0;
+    const worsts = legs.map((leg) => worstCaseTokens(request, leg.model, body.length + (leg.upstreamRequest.addedPromptBytes ?? 0) + referencedBytes, leg.imageParts));
+    let reservedNano = 0n;
+    legs.forEach((leg, i) => {
+      const cost = worstCaseCostNano(leg.model.prices, worsts[i]!.prompt, worsts[i]!.output);
+      if (cost > reservedNano) reservedNano = cost;
+    });
     const limits = keyLimitsOf(key.row, Date.now());
     // Only a key with a token budget reserves tokens, at the prompt's tight estimate (counted off this
     // thread); the referenced items are in `request.messages`, so only the family's additions stay in bytes.
     const budgeted = limits.tph !== null || limits.tpd !== null;
-    const reservedTokens = budgeted ? await budgetTokens(key.userId, request, model, platformRequest.addedPromptBytes ?? 0, worst) : 0;
+    const reservedTokens = !budgeted ? 0 : legs.length === 1
+      ? await budgetTokens(key.userId, request, model, legs[0]!.upstreamRequest.addedPromptBytes ?? 0, worsts[0]!)
+      : Math.max(...await Promise.all(legs.map((leg, i) => budgetTokens(key.userId, request, leg.model, leg.upstreamRequest.addedPromptBytes ?? 0, worsts[i]!))));
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = randomUUID();
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens };
@@ -360,7 +412,7 @@ export function chatCompletions(services: Services) {
     const checkRevoked = () => auth.requireNotRevoked(key);
 
     const admitting = admitOwnCredentialsFirst({
-      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
+      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked, attemptsHeader: ATTEMPTS_HEADER,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
         const ownRequest = family.request(request, model, stream, candidate.target, cache);
@@ -381,59 +433,75 @@ export function chatCompletions(services: Services) {
     const platform = admitting instanceof Promise ? await admitting : admitting;
     ctx.inferenceKey = undefined; // counted in its window by admission
     if (!platform) return;
-    const { admitted, identity: platformIdentity } = platform;
+    const { admitted, identity: platformIdentity, ownAttempts } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);
     await call.run(async () => {
-      // Attempts on the route's targets until one answers, all within one admission and one metered
-      // call: only the attempt that served is charged. Never once a byte has reached the client.
-      let index = firstIndex;
-      let target = firstTarget;
-      let upstreamRequest = platformRequest;
-      let tried = 0;
+      // Attempts on each model's targets in turn until one answers, all within one admission and one
+      // metered call: only the attempt that served is charged. Never once a byte has reached the client.
+      const routed = legs.length > 1 || legs[0]!.targets.length > 1;
+      let attempts = 0;
       let options: AnswerOptions | undefined;
       let headers: Record<string, string> | undefined;
-      for (let attempt = 1; ; attempt++) {
-        checkRevoked();
-        if (attempt === 1 && targets.length > 1) {
-          const taken = routing.take(targets, index);
-          if (taken !== index) {
-            // Its probe went to another call meanwhile: another target, as if this one were cooled down.
-            index = taken;
-            target = targets[index]!;
-            upstreamRequest = family.request(request, upstreamModels.of(model, target), stream, target, cache);
+      let last: ApiError | undefined;
+      for (let legIndex = 0; legIndex < legs.length; legIndex++) {
+        const leg = legs[legIndex]!;
+        const { targets } = leg;
+        if (legIndex > 0) {
+          if (Date.now() - call.startedAtMs >= routing.config.deadlineMs) break;
+          routing.fellBack(legs[legIndex - 1]!.model.id, leg.model.id);
+          call.serveAs(leg.model);
+        }
+        let index = leg.firstIndex;
+        let target = targets[index]!;
+        let upstreamRequest = leg.upstreamRequest;
+        let tried = 0;
+        for (let onLeg = 1; ; onLeg++) {
+          checkRevoked();
+          if (onLeg === 1 && targets.length > 1) {
+            const taken = routing.take(targets, index);
+            if (taken !== index) {
+              // Its probe went to another call meanwhile: another target, as if this one were cooled down.
+              index = taken;
+              target = targets[index]!;
+              upstreamRequest = leg.family.request(request, upstreamModels.of(leg.model, target), stream, target, cache);
+            }
           }
+          if (++attempts > 1) routing.retried(leg.model.id);
+          call.attempts = ownAttempts + attempts;
+          const started = process.hrtime.bigint();
+          const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
+          options ??= answerOptions(call, request);
+          headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: String(call.attempts) };
+          let response: UpstreamResponse | ApiError;
+          try {
+            response = await responding;
+          } catch (error) {
+            if (call.clientAborted || !(error instanceof ApiError)) throw error;
+            response = error; // no answer (refused, reset, no head in time): another target may give one
+          }
+          if (!(response instanceof ApiError) && response.status === 200) {
+            routing.answered(target);
+            if (attempts > 1) headers[ATTEMPTS_HEADER] = String(call.attempts);
+            await serve(ctx, call, leg.family, request, response, options, started, headers, target, output);
+            return;
+          }
+          const failure = response instanceof ApiError ? response : await refused(call, response);
+          if (!(response instanceof ApiError) && !retryableAnswer(response.status, failure)) {
+            routing.answered(target);
+            throw withAttempts(failure, call.attempts);
+          }
+          routing.failed(target, leg.model.id, attempts, failure);
+          last = failure;
+          tried |= 1 << index;
+          const inTime = Date.now() - call.startedAtMs < routing.config.deadlineMs;
+          const next = onLeg < routing.config.maxAttempts && inTime ? routing.pick(targets, tried) : -1;
+          if (next < 0) break; // this model's targets are spent: the next model, if any
+          index = next;
+          target = targets[next]!;
+          upstreamRequest = leg.family.request(request, upstreamModels.of(leg.model, target), stream, target, cache);
         }
-        const started = process.hrtime.bigint();
-        const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
-        options ??= answerOptions(call, request);
-        headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
-        let response: UpstreamResponse | ApiError;
-        try {
-          response = await responding;
-        } catch (error) {
-          if (call.clientAborted || !(error instanceof ApiError)) throw error;
-          response = error; // no answer (refused, reset, no head in time): another target may give one
-        }
-        if (!(response instanceof ApiError) && response.status === 200) {
-          routing.answered(target);
-          if (attempt > 1) headers[ATTEMPTS_HEADER] = String(attempt);
-          await serve(ctx, call, family, request, response, options, started, headers, target, output);
-          return;
-        }
-        const failure = response instanceof ApiError ? response : await refused(call, response);
-        if (!(response instanceof ApiError) && !retryableAnswer(response.status, failure)) {
-          routing.answered(target);
-          throw withAttempts(failure, attempt);
-        }
-        routing.failed(target, model.id, attempt, failure);
-        tried |= 1 << index;
-        const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried) : -1;
-        if (next < 0) throw withAttempts(exhausted(failure, attempt, targets.length > 1), attempt);
-        routing.retried(model.id);
-        index = next;
-        target = targets[next]!;
-        upstreamRequest = family.request(request, upstreamModels.of(model, target), stream, target, cache);
       }
+      throw withAttempts(exhausted(last!, attempts, routed), call.attempts);
     });
   };
 }

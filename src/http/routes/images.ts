@@ -176,7 +176,7 @@ export function imageGenerations(services: Services) {
     const deadlineMs = Date.now() + config.upstreamTimeoutMs;
 
     const platform = await admitOwnCredentialsFirst({
-      admission, byok: services.byok, recordUsage: NO_RECORDER, identity, limits, checkRevoked,
+      admission, byok: services.byok, recordUsage: NO_RECORDER, identity, limits, checkRevoked, attemptsHeader: ATTEMPTS_HEADER,
       unusable: (candidate) => (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined),
       attempt: async (candidate, call) => {
         // A bad input image is the caller's error, whichever key would have sent it: not an attempt.
@@ -192,17 +192,19 @@ export function imageGenerations(services: Services) {
     });
     if (!platform) return;
     ctx.inferenceKey = undefined; // counted in its window by admission
-    const { admitted, identity: platformIdentity } = platform;
+    const { admitted, identity: platformIdentity, ownAttempts } = platform;
     const call = new MeteredCall<MediaModel>(admission, admitted, NO_RECORDER, platformIdentity);
     await call.run(async () => {
       // The caller's images first: a bad one is the caller's 400, not an attempt.
       const platformJob = await jobOf();
-      const headers: Record<string, string> = { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: '1' };
+      const headers: Record<string, string> = { ...admitted.headers, 'x-request-id': platformIdentity.callId };
       // Taken now, after admission: a call refused there must not hold a half-open target's probe.
       let index = targets.length === 1 ? 0 : routing.take(targets, routing.first(targets));
       let tried = 0;
       for (let attempt = 1; ; attempt++) {
         checkRevoked();
+        // The caller's own credentials' attempts first, then the platform's (request log and header).
+        call.attempts = ownAttempts + attempt;
         const target = targets[index]!;
         const served = upstreamModels.of(model, target);
         const job = served === platformJob.model ? platformJob : { ...platformJob, model: served };
@@ -215,18 +217,18 @@ export function imageGenerations(services: Services) {
           if (error !== state.retryable) {
             // The vendor refused the request itself, or failed a job it had taken: its answer, from this attempt.
             routing.answered(target);
-            throw withAttempts(error, attempt);
+            throw withAttempts(error, call.attempts);
           }
           routing.failed(target, model.id, attempt, error);
           tried |= 1 << index;
           const next = attempt < routing.config.maxAttempts && Date.now() - call.startedAtMs < routing.config.deadlineMs ? routing.pick(targets, tried) : -1;
-          if (next < 0) throw withAttempts(exhausted(error, attempt, targets.length > 1), attempt);
+          if (next < 0) throw withAttempts(exhausted(error, attempt, targets.length > 1), call.attempts);
           routing.retried(model.id);
           index = next;
           continue;
         }
         routing.answered(target);
-        if (attempt > 1) headers[ATTEMPTS_HEADER] = String(attempt);
+        headers[ATTEMPTS_HEADER] = String(call.attempts);
         await answer(ctx, call, job, result, target, headers);
         return;
       }

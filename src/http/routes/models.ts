@@ -5,6 +5,7 @@ import { ApiError, badRequest, notFound } from '../errors.js';
 import { pageOf } from './billing.js';
 import { MODALITIES, PROVIDER_NAMES } from '../../catalog/vendors.js';
 import { modelRecord, pricingRecord, type EntryLike } from '../../catalog/records.js';
+import type { VirtualModel } from '../../routing/targets.js';
 import { activeModels, getModelEntry, listModels, popularModels, pricesOf, type ModelListFilter, type ModelPriceRow } from '../../store/catalog.js';
 
 const MAX_SEARCH_CHARS = 200;
@@ -65,16 +66,52 @@ const groupPrices = (rows: readonly ModelPriceRow[]) => {
   return byModel;
 };
 
+/** A virtual model of the routing file as a catalog entry: a chat model of provider `gateway`, with the capabilities of its first model. */
+function virtualEntry(name: string, virtual: VirtualModel, services: Services, since: Date): EntryLike {
+  const catalog = services.catalog();
+  const first = virtual.models.map((id) => catalog.get(id)).find((model) => model !== undefined);
+  return {
+    id: name, name, provider: 'gateway', modality: 'chat',
+    description: virtual.description ?? `Tries ${virtual.models.join(', then ')}, in that order.`,
+    tags: ['virtual'], capabilities: { ...first?.capabilities }, alias_of: null, is_popular: false, is_active: true,
+    status: 'active', retired_at: null, created_at: since, updated_at: since,
+  };
+}
+
+/** Whether a virtual model is in a listing's filter (it is a chat model of no vendor's; a search matches its name, description and models). */
+function virtualMatches(name: string, virtual: VirtualModel, filter: ModelListFilter): boolean {
+  if (filter.tasks.length > 0 && !filter.tasks.includes('chat')) return false;
+  if (filter.providers.length > 0) return false;
+  if (filter.tsquery === null) return true;
+  const words = `${name} ${virtual.description ?? ''} ${virtual.models.join(' ')}`.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return filter.tsquery !== '' && filter.tsquery.split(' & ').every((term) => {
+    const prefix = term.replace(/:\*$/, '');
+    return words.some((word) => word.startsWith(prefix));
+  });
+}
+
 export function modelRoutes(services: Services) {
-  const { auth, config, sql } = services;
+  const { auth, config, sql, routing } = services;
   const management = (ctx: RequestContext) => auth.jwtOrApiKey(ctx, config.jwtSecret);
+  // Virtual models are the routing file's, read at start: their records date from then.
+  const since = new Date();
+  const virtualModels = Object.entries(routing.virtualModels ?? {});
+  const virtualRecord = (name: string, virtual: VirtualModel) => ({ ...modelRecord(virtualEntry(name, virtual, services, since)), virtual: true, models: virtual.models });
+  const virtualOf = (id: string) => routing.virtualModels?.[id];
 
   const list = async (ctx: RequestContext): Promise<void> => {
     await management(ctx);
     const filter = listFilter(ctx.query);
     const { page, perPage } = pageOf(ctx.query);
-    const { rows, total } = filter.tsquery === '' ? { rows: [], total: 0 } : await listModels(sql, filter, page, perPage);
-    ctx.reply.json(200, { data: rows.map(modelRecord), page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) });
+    // Virtual models come first, then the catalog's rows; pages run over both.
+    const virtual = virtualModels.filter(([name, entry]) => virtualMatches(name, entry, filter));
+    const offset = (page - 1) * perPage;
+    const shown = virtual.slice(offset, offset + perPage).map(([name, entry]) => virtualRecord(name, entry));
+    const { rows, total: catalogTotal } = filter.tsquery === ''
+      ? { rows: [], total: 0 }
+      : await listModels(sql, filter, Math.max(0, offset - virtual.length), perPage - shown.length);
+    const total = catalogTotal + virtual.length;
+    ctx.reply.json(200, { data: [...shown, ...rows.map(modelRecord)], page, per_page: perPage, total, total_pages: Math.ceil(total / perPage) });
   };
 
   const popular = async (ctx: RequestContext): Promise<void> => {
@@ -93,8 +130,15 @@ export function modelRoutes(services: Services) {
   const one = async (ctx: RequestContext): Promise<void> => {
     await management(ctx);
     const rest = idAfter(ctx.path, MODELS_PREFIX);
+    const virtual = virtualOf(rest);
+    if (virtual) {
+      ctx.reply.json(200, virtualRecord(rest, virtual));
+      return;
+    }
     if (rest.endsWith('/pricing')) {
-      const entry = await entryOr404(rest.slice(0, -'/pricing'.length));
+      const id = rest.slice(0, -'/pricing'.length);
+      if (virtualOf(id)) throw notFound(`The model '${id}' is a virtual model: it is priced as the model that serves each call (see its models).`);
+      const entry = await entryOr404(id);
       const prices = await pricesOf(sql, [entry.alias_of ?? entry.id]);
       ctx.reply.json(200, pricingRecord(entry, prices));
       return;
@@ -114,16 +158,26 @@ export function modelRoutes(services: Services) {
     id: entry.id, object: 'model', created: Math.floor(entry.created_at.getTime() / 1000), owned_by: entry.id.split('/')[0]!,
   });
 
-  /** OpenAI-compatible `GET /v1/models`: active current models of every modality. */
+  const openAiVirtual = (name: string, virtual: VirtualModel) => ({
+    id: name, object: 'model', created: Math.floor(since.getTime() / 1000), owned_by: 'gateway', virtual: true, models: virtual.models,
+  });
+
+  /** OpenAI-compatible `GET /v1/models`: the routing file's virtual models, then active current models of every modality. */
   const v1List = async (ctx: RequestContext): Promise<void> => {
     await auth.apiKey(ctx);
-    ctx.reply.json(200, { object: 'list', data: (await activeModels(sql)).map(openAiModel) });
+    const virtual = virtualModels.map(([name, entry]) => openAiVirtual(name, entry));
+    ctx.reply.json(200, { object: 'list', data: [...virtual, ...(await activeModels(sql)).map(openAiModel)] });
   };
 
   /** OpenAI-compatible `GET /v1/models/{id}`: an active model (or alias), else 404 in the error envelope. */
   const v1One = async (ctx: RequestContext): Promise<void> => {
     await auth.apiKey(ctx);
     const id = idAfter(ctx.path, V1_MODELS_PREFIX);
+    const virtual = virtualOf(id);
+    if (virtual) {
+      ctx.reply.json(200, openAiVirtual(id, virtual));
+      return;
+    }
     const entry = id ? await getModelEntry(sql, id) : undefined;
     if (!entry || !entry.is_active) throw new ApiError(404, 'model_not_found', `The model '${id}' does not exist.`, 'model');
     ctx.reply.json(200, openAiModel(entry));

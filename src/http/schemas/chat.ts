@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { textPassesThrough } from './text.js';
+import { MAX_MODELS_PER_CALL } from '../../routing/limits.js';
 
 export const MAX_CHOICES = 8;
 export const MAX_STOP_SEQUENCES = 4;
@@ -80,12 +81,22 @@ const LogitBias = v.pipe(
 );
 
 /**
+ * Models to try, in order, after `model` when it fails retryably (OpenRouter's `models`; docs/routing.md):
+ * catalog ids or virtual models.
+ */
+export const FallbackModels = v.optional(v.nullable(v.pipe(
+  v.array(v.pipe(v.string('must be an array of model ids'), v.minLength(1, 'must not contain an empty id'), v.maxLength(256, 'must not contain an id longer than 256 characters')), 'must be an array of model ids'),
+  v.maxLength(MAX_MODELS_PER_CALL, `must list at most ${MAX_MODELS_PER_CALL} models`),
+)));
+
+/**
  * The chat-completions request. Unknown top-level fields are refused (strict): a field the gateway
  * does not know could change what the upstream charges. Its text goes to the vendor and is never
  * stored, so it may hold any character JSON carries (`textPassesThrough`).
  */
 export const ChatRequestSchema = textPassesThrough(v.strictObject({
   model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
+  models: FallbackModels,
   messages: v.pipe(v.array(Message, 'is required and must be an array'), v.minLength(1, 'must contain at least one message')),
   temperature: v.optional(v.nullable(number(0, 2))),
   top_p: v.optional(v.nullable(number(0, 1))),

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { textPassesThrough } from './text.js';
-import { MAX_TOOLS } from './chat.js';
+import { FallbackModels, MAX_TOOLS } from './chat.js';
 
 const number = (min: number, max: number) => v.pipe(v.number('must be a number'), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`));
 const positiveInteger = () => v.pipe(v.number('must be an integer'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'));
@@ -77,6 +77,7 @@ const TextFormat = v.variant('type', [
  */
 export const ResponsesRequestSchema = textPassesThrough(v.strictObject({
   model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
+  models: FallbackModels,
   input: v.lazy((input) => (typeof input === 'string'
     ? v.pipe(v.string(), v.minLength(1, 'must not be empty'))
     : Array.isArray(input)

@@ -21,12 +21,19 @@ function addedPromptBytes(request: ChatRequest, partition: string): number {
 import { finishAnthropicMessage } from './answer.js';
 import { AnthropicStreamRelay } from './stream-relay.js';
 import { BedrockStreamRelay, bedrockRequest } from './bedrock.js';
+import { vertexRequest } from './vertex.js';
 
-/** Anthropic's Messages API behind chat completions: every request and answer is translated. */
+/**
+ * Anthropic's Messages API behind chat completions: every request and answer is translated. Claude
+ * on Bedrock and on Vertex AI (whose stream is Anthropic's own SSE) are the same API in another frame.
+ */
 export const anthropicFamily: ChatFamily = {
   request(request, model, stream, target, cache) {
     if (target.cloud?.kind === 'bedrock') {
       return { ...bedrockRequest(request, model, stream, target, target.cloud, cache), addedPromptBytes: addedPromptBytes(request, cache.partition) };
+    }
+    if (target.cloud?.kind === 'vertex') {
+      return { ...vertexRequest(request, model, stream, target, target.cloud, cache), addedPromptBytes: addedPromptBytes(request, cache.partition) };
     }
     return {
       url: `${target.baseUrl}/messages`,

@@ -1,4 +1,5 @@
 import { cacheSalt, type ChatFamily } from '../family.js';
+import { vertexAuthorization, vertexModelUrl } from '../cloud/vertex.js';
 
 /** The salt is a part of its own in systemInstruction: its framing costs a few tokens beyond its text. */
 const SALT_PART_OVERHEAD = 16;
@@ -13,13 +14,10 @@ export const geminiFamily: ChatFamily = {
     const cloud = target.cloud;
     // Vertex AI: the project's publisher model, authorised by the service account's access token.
     const vertex = cloud?.kind === 'vertex';
-    const path = vertex
-      ? `/v1/projects/${encodeURIComponent(cloud.projectId)}/locations/${encodeURIComponent(cloud.region)}/publishers/google/models/`
-      : '/models/';
     return {
-      url: `${target.baseUrl}${path}${encodeURIComponent(model.upstreamModel)}:${method}`,
+      url: vertex ? vertexModelUrl(target.baseUrl, cloud, 'google', model.upstreamModel, method) : `${target.baseUrl}/models/${encodeURIComponent(model.upstreamModel)}:${method}`,
       headers: vertex
-        ? { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' } as Record<string, string>
+        ? { authorization: vertexAuthorization(target), 'content-type': 'application/json' } as Record<string, string>
         : { 'x-goog-api-key': target.apiKey, 'content-type': 'application/json' },
       body: JSON.stringify(buildGeminiBody(request, model, cache.partition)),
       addedPromptBytes: model.capabilities.promptCache === 'none' ? 0 : Buffer.byteLength(cacheSalt(cache.partition)) + SALT_PART_OVERHEAD,
