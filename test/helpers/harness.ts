@@ -196,6 +196,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     ...options.env,
   };
   const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A test file that ends without its teardown (tap's timeout) must not leave its gateway running,
+  // holding Postgres connections that the next files then lack.
+  const orphaned = () => child.kill('SIGKILL');
+  process.once('exit', orphaned);
+  child.once('exit', () => process.off('exit', orphaned));
   const sql = postgres(dbUrl.toString(), { max: 4, onnotice: () => {}, types: { bigint: postgres.BigInt } }) as unknown as postgres.Sql<{ bigint: bigint }>;
   const gateway = new Gateway(`http://127.0.0.1:${port}`, env, mock, database, prefix, sql, connectRedis(options.redisUrl ?? REDIS_URL), child, !options.mock, !options.shared);
   child.stdout!.on('data', (chunk: Buffer) => { gateway.output += chunk.toString(); });
