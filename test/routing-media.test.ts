@@ -4,6 +4,7 @@
 // second, and that task is polled and cancelled with the second target's key only; a vendor's 400 is
 // never sent to another target.
 import t from 'tap';
+import { many } from './helpers/http-tools.js';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -73,19 +74,6 @@ const generate = (key: string, prompt: string) =>
   postJson(`${gateway.v1}/images/generations`, key, { model: IMAGE_MODEL, prompt, n: 1, size: '1024x1024', quality: 'low' });
 const counts = (credential: string) => ({ ...mock.faultCounts(credential) });
 const bearer = (key: string) => `Bearer ${key}`;
-
-/** Runs `count` calls of `call`, `concurrency` at a time; their results in order. */
-async function many<T>(count: number, concurrency: number, call: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < count) {
-      const i = next++;
-      results[i] = await call(i);
-    }
-  }));
-  return results;
-}
 
 interface Task { id: string; status: string; data?: { url: string }[]; error?: { code: string; message: string } }
 

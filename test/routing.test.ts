@@ -2,6 +2,7 @@
 // credential: a key pool, a model served by two deployments, retries before the first byte only,
 // breakers that cool a failing target down and probe it again, and money charged once per call.
 import t from 'tap';
+import { many } from './helpers/http-tools.js';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,19 +51,6 @@ t.teardown(async () => {
   await gateway?.close();
   await mock?.close();
 });
-
-/** Runs `count` calls of `call`, `concurrency` at a time; their results in order. */
-async function many<T>(count: number, concurrency: number, call: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < count) {
-      const i = next++;
-      results[i] = await call(i);
-    }
-  }));
-  return results;
-}
 
 const counts = (credential: string) => ({ ...mock.faultCounts(credential) });
 async function metric(pattern: RegExp): Promise<number | undefined> {

@@ -1,6 +1,7 @@
 /**
  * Small HTTP tools for edge-case tests: raw node:http requests (fresh connection each, chunked
- * uploads), the error-envelope check, Prometheus text parsing, SSE parsing, and JWT forging.
+ * uploads), the error-envelope check, Prometheus text parsing, SSE parsing, JWT forging, and calls run
+ * a few at a time.
  */
 import http from 'node:http';
 import { createHmac } from 'node:crypto';
@@ -180,4 +181,17 @@ export async function updateKey(gatewayUrl: string, token: string, id: string, c
   });
   if (response.status !== 200) throw new Error(`PUT api-key ${JSON.stringify(changes)}: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body;
+}
+
+/** Runs `count` calls of `call`, `concurrency` at a time; their results in order. */
+export async function many<T>(count: number, concurrency: number, call: (i: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < count) {
+      const i = next++;
+      results[i] = await call(i);
+    }
+  }));
+  return results;
 }
