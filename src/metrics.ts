@@ -342,7 +342,18 @@ export function usageRecorder(metrics: Metrics) {
  */
 export function createRoutingMetrics(registry: Registry, breakerStates: () => Iterable<readonly [target: string, state: 'closed' | 'open' | 'half_open']>) {
   const registers = [registry];
-  const attempts = new Counter({ name: 'gateway_routing_attempts_total', help: 'Platform upstream attempts of chat calls, by target (its name in the routing file, or the vendor) and outcome (served: answered; failed: a retryable failure).', labelNames: ['target', 'outcome'], registers });
+  const attemptCounts = new Map<string, { served: number; failed: number }>();
+  new Counter({ name: 'gateway_routing_attempts_total', help: 'Platform upstream attempts of chat calls, by target (its name in the routing file, or the vendor) and outcome (served: answered; failed: a retryable failure).', labelNames: ['target', 'outcome'], registers,
+    // Counted in plain numbers (the served count is on every call's path, and a prom-client child
+    // hashes its labels on each inc); read into the counter when it is scraped.
+    collect() {
+      this.reset();
+      for (const [target, counts] of attemptCounts) {
+        if (counts.served > 0) this.inc({ target, outcome: 'served' }, counts.served);
+        if (counts.failed > 0) this.inc({ target, outcome: 'failed' }, counts.failed);
+      }
+    },
+  });
   const retries = new Counter({ name: 'gateway_routing_retries_total', help: 'Attempts after a call\'s first (another target after a retryable failure), by model.', labelNames: ['model'], registers });
   const fallbacks = new Counter({ name: 'gateway_routing_fallbacks_total', help: 'Calls that went on from a model whose targets all failed retryably to the next model of their chain (a request\'s models, a virtual model), by both models.', labelNames: ['from', 'to'], registers });
   const transitions = new Counter({ name: 'gateway_routing_breaker_transitions_total', help: 'Breaker state changes of routing targets, by target and new state (open, half_open, closed).', labelNames: ['target', 'state'], registers });
@@ -355,17 +366,11 @@ export function createRoutingMetrics(registry: Registry, breakerStates: () => It
       for (const [target, state] of breakerStates()) this.set({ target }, STATE_VALUES[state]);
     },
   });
-  // Children looked up once per target: the served count is on every call's path.
-  const served = new Map<string, Counter.Internal>();
-  const failed = new Map<string, Counter.Internal>();
-  const childOf = (cache: Map<string, Counter.Internal>, target: string, outcome: string) => {
-    let child = cache.get(target);
-    if (child === undefined) cache.set(target, child = attempts.labels(target, outcome));
-    return child;
-  };
   return {
     attempt(target: string, outcome: 'served' | 'failed'): void {
-      childOf(outcome === 'served' ? served : failed, target, outcome).inc();
+      let counts = attemptCounts.get(target);
+      if (counts === undefined) attemptCounts.set(target, counts = { served: 0, failed: 0 });
+      counts[outcome]++;
     },
     retry(model: string): void {
       retries.labels(model).inc();

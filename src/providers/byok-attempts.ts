@@ -5,6 +5,7 @@ import { MeteredCall, type CalledModel, type CallIdentity, type UsageRecorder } 
 import { ApiError } from '../http/errors.js';
 import { NO_BYOK, byokProviderOf, type ByokCandidate, type ByokChoice, type ByokCredentials } from './byok-credentials.js';
 import type { ByokProvider } from '../store/byok.js';
+import { ATTEMPTS_HEADER, withAttempts } from '../routing/routing.js';
 
 /** A model whose vendor may have BYOK rows. */
 type VendorModel = CalledModel & { readonly upstreamVendor: string };
@@ -26,8 +27,6 @@ export interface OwnCredentialsFirst<M extends VendorModel> {
    * must end the request (the client left, the caller's own input is bad).
    */
   readonly attempt: (candidate: ByokCandidate, call: MeteredCall<M>) => Promise<ApiError | ((headers: Readonly<Record<string, string>>) => Promise<void>)>;
-  /** The response header that counts the call's upstream attempts, on the answers of the caller's own credentials too; none when undefined. */
-  readonly attemptsHeader?: string;
 }
 
 /**
@@ -52,12 +51,6 @@ export function admitOwnCredentialsFirst<M extends VendorModel>(options: OwnCred
 
 type PlatformCall<M extends VendorModel> = { admitted: Admitted; identity: CallIdentity<M>; readonly ownAttempts: number };
 
-/** `error` with the call's attempts in `header`, when there is one. */
-function withAttempts(error: ApiError, header: string | undefined, attempts: number): ApiError {
-  if (header === undefined) return error;
-  return new ApiError(error.status, error.code, error.message, error.param, { ...error.headers, [header]: String(attempts) });
-}
-
 async function withOwnCredentials<M extends VendorModel>(options: OwnCredentialsFirst<M>, provider: ByokProvider | undefined, found: ByokChoice | Promise<ByokChoice>): Promise<PlatformCall<M> | undefined> {
   const { admission, byok, identity, limits } = options;
   const choice = found instanceof Promise ? await found : found;
@@ -67,7 +60,6 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
   const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, identity.reservedTokens);
   const headers = { ...own.headers, 'x-request-id': identity.callId };
   const call = new MeteredCall<M>(admission, own, options.recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
-  const { attemptsHeader } = options;
   // Counts the upstream calls made: a row that cannot call never reaches its vendor.
   call.attempts = 0;
   let served = false;
@@ -87,7 +79,7 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
       if (!(outcome instanceof ApiError)) {
         byok.succeeded(candidate);
         served = true;
-        await outcome(attemptsHeader === undefined ? headers : { ...headers, [attemptsHeader]: String(call.attempts) });
+        await outcome({ ...headers, [ATTEMPTS_HEADER]: String(call.attempts) });
         return;
       }
       last = outcome;
@@ -95,7 +87,7 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
     }
     // No fallback to the platform credential: the upstream's own status and message, as it answered.
     if (choice.alwaysUse) {
-      throw withAttempts(last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`), attemptsHeader, call.attempts);
+      throw withAttempts(last ?? new ApiError(502, 'byok_unavailable', `No usable ${provider} credential of this account, and one of them is set to always_use.`), call.attempts);
     }
     call.fail(last?.status ?? 502, 'byok_fallback');
   });

@@ -18,7 +18,7 @@ import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../p
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
-import { UpstreamModels, exhausted } from '../../routing/routing.js';
+import { ATTEMPTS_HEADER, UpstreamModels, exhausted, withAttempts } from '../../routing/routing.js';
 import { modelChain } from '../../routing/model-chain.js';
 import type { RouteTarget } from '../../routing/targets.js';
 import { retryableAnswer } from '../../routing/retryable.js';
@@ -159,14 +159,6 @@ interface RouteLeg {
   /** Its first target, chosen (not taken) before admission, and that target's request. */
   readonly firstIndex: number;
   readonly upstreamRequest: UpstreamRequest;
-}
-
-/** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
-const ATTEMPTS_HEADER = 'x-gateway-attempts';
-
-/** An error answer of a routed call, with the attempts it took. */
-function withAttempts(error: ApiError, attempts: number): ApiError {
-  return new ApiError(error.status, error.code, error.message, error.param, { ...error.headers, [ATTEMPTS_HEADER]: String(attempts) });
 }
 
 /**
@@ -391,12 +383,14 @@ export function chatCompletions(services: Services) {
     // family added (a cache salt, an instruction) and the items the body named by reference. A call
     // that may fall back to other models reserves for the dearest of them.
     const referencedBytes = output.addedPromptBytes?.(request) ?? 0;
-    const worsts = legs.map((leg) => worstCaseTokens(request, leg.model, body.length + (leg.upstreamRequest.addedPromptBytes ?? 0) + referencedBytes, leg.imageParts));
+    const worsts: ReturnType<typeof worstCaseTokens>[] = [];
     let reservedNano = 0n;
-    legs.forEach((leg, i) => {
-      const cost = worstCaseCostNano(leg.model.prices, worsts[i]!.prompt, worsts[i]!.output);
+    for (const leg of legs) {
+      const worst = worstCaseTokens(request, leg.model, body.length + (leg.upstreamRequest.addedPromptBytes ?? 0) + referencedBytes, leg.imageParts);
+      const cost = worstCaseCostNano(leg.model.prices, worst.prompt, worst.output);
       if (cost > reservedNano) reservedNano = cost;
-    });
+      worsts.push(worst);
+    }
     const limits = keyLimitsOf(key.row, Date.now());
     // Only a key with a token budget reserves tokens, at the prompt's tight estimate (counted off this
     // thread); the referenced items are in `request.messages`, so only the family's additions stay in bytes.
@@ -412,7 +406,7 @@ export function chatCompletions(services: Services) {
     const checkRevoked = () => auth.requireNotRevoked(key);
 
     const admitting = admitOwnCredentialsFirst({
-      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked, attemptsHeader: ATTEMPTS_HEADER,
+      admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
         const ownRequest = family.request(request, model, stream, candidate.target, cache);

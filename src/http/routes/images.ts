@@ -176,7 +176,7 @@ export function imageGenerations(services: Services) {
     const deadlineMs = Date.now() + config.upstreamTimeoutMs;
 
     const platform = await admitOwnCredentialsFirst({
-      admission, byok: services.byok, recordUsage: NO_RECORDER, identity, limits, checkRevoked, attemptsHeader: ATTEMPTS_HEADER,
+      admission, byok: services.byok, recordUsage: NO_RECORDER, identity, limits, checkRevoked,
       unusable: (candidate) => (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined),
       attempt: async (candidate, call) => {
         // A bad input image is the caller's error, whichever key would have sent it: not an attempt.
