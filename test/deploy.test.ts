@@ -9,6 +9,7 @@ import { parseDocument } from 'yaml';
 import { randomBytes } from 'node:crypto';
 import { VENDORS, loadConfig } from '../src/config.js';
 import { parseRedisUrl } from '../src/store/redis-url.js';
+import { IpRanges } from '../src/auth/ip-ranges.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url)); // dist/test/ -> the repository
 const DEPLOY = join(ROOT, 'deploy');
@@ -21,6 +22,7 @@ interface Compose {
   services: Record<string, Service>;
   volumes?: Record<string, Json>;
   configs?: Record<string, { file?: string }>;
+  networks?: Record<string, Json>;
 }
 
 /** The compose file as Compose reads it: YAML with `<<` merge keys, no duplicate keys. */
@@ -282,8 +284,26 @@ export function composeProblems(raw: Compose): string[] {
       const address = new RegExp(`(^|\\s)${gateway}:${port}\\b`, 'm');
       if (!configs.some((text) => address.test(text))) problems.push(`balancer ${name}'s config does not name ${gateway}:${port}`);
     }
+    // Behind it every client would share its address (one failure budget, one allow-list entry for all)
+    // unless each gateway trusts its X-Forwarded-For: a fixed address, listed in TRUSTED_PROXIES.
+    const fixed = balancerAddresses(service);
+    if (fixed.length === 0) problems.push(`balancer ${name} has no fixed ipv4_address, so no gateway can name it in TRUSTED_PROXIES`);
+    for (const gateway of gatewayNames) {
+      const trusted = new IpRanges((environmentOf(compose.services[gateway]!).TRUSTED_PROXIES ?? '').split(',').map((entry) => entry.trim()).filter(Boolean));
+      if (fixed.length > 0 && !fixed.every((address) => trusted.contains(address))) problems.push(`gateway ${gateway}: TRUSTED_PROXIES does not name the balancer ${name} (${fixed.join(', ')})`);
+    }
   }
   return problems;
+}
+
+/** The fixed IPv4 addresses a service has on its networks (`networks: {name: {ipv4_address}}`). */
+function balancerAddresses(service: Service): string[] {
+  const networks = service.networks;
+  if (!networks || typeof networks !== 'object' || Array.isArray(networks)) return [];
+  return Object.values(networks).flatMap((network) => {
+    const address = network && typeof network === 'object' && !Array.isArray(network) ? network.ipv4_address : undefined;
+    return typeof address === 'string' ? [address] : [];
+  });
 }
 
 /** What is wrong with the gateway's Dockerfile: a Node 20 base, it runs the built main, as a user other than root, in production. */
@@ -385,6 +405,8 @@ t.test('the checks catch a broken file', async (t) => {
   caught('a gateway in development', (c) => withEnv(c, 'gateway-1', { NODE_ENV: 'development' }), /gateway-1: NODE_ENV is development, not production/);
   caught('/metrics on the public listener', (c) => withEnv(c, 'gateway-2', { METRICS_PORT: '' }), /gateway-2: \/metrics is on the public listener/);
   caught('a required variable that says nothing', (c) => withEnv(c, 'gateway-1', { KEY_SECRET: '${KEY_SECRET:?}' }), /\$\{KEY_SECRET:\?\} says nothing/);
+  caught('gateways that do not trust the balancer', (c) => withEnv(c, 'gateway-2', { TRUSTED_PROXIES: '' }), /gateway-2: TRUSTED_PROXIES does not name the balancer balancer \(172\.28\.0\.10\)/);
+  caught('a balancer without a fixed address', (c) => { delete c.services.balancer!.networks; }, /balancer balancer has no fixed ipv4_address/);
   caught('a cluster of two nodes', (c) => { delete c.services['redis-3']; }, /expected three Redis Cluster nodes/);
   t.throws(() => parseCompose('services:\n  a: {image: x}\n  a: {image: y}\n'), /not valid YAML/, 'a duplicate key');
   t.throws(() => parseCompose('volumes: {}\n'), /no top-level `services`/);
