@@ -51,8 +51,15 @@ export interface SettlementPolicy {
 
 export const IMMEDIATE_SETTLEMENT: SettlementPolicy = Object.freeze({ flushMs: 0 });
 
+/** The key's rate window in the headers OpenAI clients know. */
+export type RateLimitHeaders = {
+  readonly 'x-ratelimit-limit-requests': string;
+  readonly 'x-ratelimit-remaining-requests': string;
+  readonly 'x-ratelimit-reset-requests': string;
+};
+
 /** The key's rate window in the headers OpenAI clients know (`x-ratelimit-*-requests`). */
-export function rateLimitHeaders(window: RateWindow): Record<string, string> {
+export function rateLimitHeaders(window: RateWindow): RateLimitHeaders {
   return {
     'x-ratelimit-limit-requests': String(window.limit),
     'x-ratelimit-remaining-requests': String(Math.max(0, window.remaining)),
@@ -63,7 +70,7 @@ export function rateLimitHeaders(window: RateWindow): Record<string, string> {
 /** An admitted call: the lease it draws on, and its rate-limit headers. */
 export interface Admitted {
   readonly lease: Lease;
-  readonly headers: Readonly<Record<string, string>>;
+  readonly headers: RateLimitHeaders;
 }
 
 const slotId = (userId: string, keyId: string) => `${userId}\n${keyId}`;
@@ -222,7 +229,7 @@ export class Admission {
    * key's `credit_limit` and its token budgets apply (the failed attempt's tokens were released), the
    * request windows do not count it again. Its lease admits nothing else and closes when the call settles.
    */
-  async admitCredit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits, headers: Readonly<Record<string, string>>, callTokens = 0): Promise<Admitted> {
+  async admitCredit(userId: string, keyId: string, callNano: bigint, limits: KeyLimits, headers: RateLimitHeaders, callTokens = 0): Promise<Admitted> {
     const lease = await this.open(userId, keyId, callNano, callTokens, 0, limits);
     this.track(lease);
     return { lease, headers };

@@ -1,7 +1,22 @@
 import type { UpstreamResponse } from '../providers/upstream-client.js';
 import type { Reply } from './reply.js';
+import { ATTEMPTS_HEADER, type CallHeaders } from '../routing/routing.js';
 
 export const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+
+/** A paid call's stream head: SSE_HEADERS and its call headers, field by field (see callHeaders: a spread costs about a microsecond). */
+export function sseCallHeaders(call: CallHeaders): Readonly<Record<string, string>> {
+  return {
+    'content-type': SSE_HEADERS['content-type'],
+    'cache-control': SSE_HEADERS['cache-control'],
+    'x-accel-buffering': SSE_HEADERS['x-accel-buffering'],
+    'x-ratelimit-limit-requests': call['x-ratelimit-limit-requests'],
+    'x-ratelimit-remaining-requests': call['x-ratelimit-remaining-requests'],
+    'x-ratelimit-reset-requests': call['x-ratelimit-reset-requests'],
+    'x-request-id': call['x-request-id'],
+    [ATTEMPTS_HEADER]: call[ATTEMPTS_HEADER],
+  };
+}
 
 /** An SSE event carrying an error in the envelope's `error` shape (for failures after the headers went out). */
 export function sseErrorEvent(code: string, message: string): string {

@@ -5,7 +5,7 @@ import { MeteredCall, type CalledModel, type CallIdentity, type UsageRecorder } 
 import { ApiError } from '../http/errors.js';
 import { NO_BYOK, byokProviderOf, type ByokCandidate, type ByokChoice, type ByokCredentials } from './byok-credentials.js';
 import type { ByokProvider } from '../store/byok.js';
-import { ATTEMPTS_HEADER, withAttempts } from '../routing/routing.js';
+import { callHeaders, withAttempts, type CallHeaders } from '../routing/routing.js';
 
 /** A model whose vendor may have BYOK rows. */
 type VendorModel = CalledModel & { readonly upstreamVendor: string };
@@ -26,7 +26,7 @@ export interface OwnCredentialsFirst<M extends VendorModel> {
    * next row is tried), or, when it accepted, what answers the client from its response; throws what
    * must end the request (the client left, the caller's own input is bad).
    */
-  readonly attempt: (candidate: ByokCandidate, call: MeteredCall<M>) => Promise<ApiError | ((headers: Readonly<Record<string, string>>) => Promise<void>)>;
+  readonly attempt: (candidate: ByokCandidate, call: MeteredCall<M>) => Promise<ApiError | ((headers: CallHeaders) => Promise<void>)>;
 }
 
 /**
@@ -58,7 +58,6 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
     return { admitted: await admission.admit(identity.userId, identity.keyId, identity.reservedNano, limits, identity.reservedTokens), identity, ownAttempts: 0 };
   }
   const own = await admission.admit(identity.userId, identity.keyId, 0n, limits, identity.reservedTokens);
-  const headers = { ...own.headers, 'x-request-id': identity.callId };
   const call = new MeteredCall<M>(admission, own, options.recordUsage, { ...identity, reservedNano: 0n, ownCredential: true });
   // Counts the upstream calls made: a row that cannot call never reaches its vendor.
   call.attempts = 0;
@@ -79,7 +78,7 @@ async function withOwnCredentials<M extends VendorModel>(options: OwnCredentials
       if (!(outcome instanceof ApiError)) {
         byok.succeeded(candidate);
         served = true;
-        await outcome({ ...headers, [ATTEMPTS_HEADER]: String(call.attempts) });
+        await outcome(callHeaders(own.headers, identity.callId, call.attempts));
         return;
       }
       last = outcome;

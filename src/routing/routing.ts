@@ -1,4 +1,5 @@
 import type { RoutingConfig } from '../config.js';
+import type { RateLimitHeaders } from '../admission/admission.js';
 import { ApiError } from '../http/errors.js';
 import { log } from '../log.js';
 import { callableTargets } from './access-tokens.js';
@@ -165,6 +166,26 @@ const speaksOwnApi = (target: RouteTarget) => target.cloud === undefined && targ
 
 /** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
 export const ATTEMPTS_HEADER = 'x-gateway-attempts';
+
+/** The headers of a paid call's answer: its key's rate window, its request id and its upstream attempts. */
+export type CallHeaders = RateLimitHeaders & {
+  readonly 'x-request-id': string;
+  readonly [ATTEMPTS_HEADER]: string;
+};
+
+/**
+ * A call's answer headers, written out field by field: V8 copies a header record by spread (`{ ...rate,
+ * 'x-request-id': id }`) in about a microsecond, and this is on every call's path.
+ */
+export function callHeaders(rate: RateLimitHeaders, requestId: string, attempts: number): CallHeaders {
+  return {
+    'x-ratelimit-limit-requests': rate['x-ratelimit-limit-requests'],
+    'x-ratelimit-remaining-requests': rate['x-ratelimit-remaining-requests'],
+    'x-ratelimit-reset-requests': rate['x-ratelimit-reset-requests'],
+    'x-request-id': requestId,
+    [ATTEMPTS_HEADER]: String(attempts),
+  };
+}
 
 /** An error answer of a routed call, with the attempts it took. */
 export function withAttempts(error: ApiError, attempts: number): ApiError {

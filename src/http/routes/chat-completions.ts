@@ -5,7 +5,7 @@ import type { CatalogModel } from '../../catalog/model.js';
 import { ApiError, badRequest, modelNotFound, requireJson } from '../errors.js';
 import { parseJsonObject, presentFieldsParser } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
-import { SSE_HEADERS, pipeEvents, sseErrorEvent } from '../sse.js';
+import { pipeEvents, sseCallHeaders, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, CacheScope, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
 import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
@@ -18,7 +18,7 @@ import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../p
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
-import { ATTEMPTS_HEADER, UpstreamModels, exhausted, withAttempts } from '../../routing/routing.js';
+import { UpstreamModels, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
 import { modelChain } from '../../routing/model-chain.js';
 import type { RouteTarget } from '../../routing/targets.js';
 import { retryableAnswer } from '../../routing/retryable.js';
@@ -174,7 +174,7 @@ export function chatCompletions(services: Services) {
   const cachePartition = promptCachePartitions(services.config.keySecret);
 
   /** Non-streaming: the whole completion, rewritten; the call settles (and is journaled) just before it is written. */
-  async function complete(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, headers: Readonly<Record<string, string>>, output: ChatOutput): Promise<void> {
+  async function complete(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, headers: CallHeaders, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
     let text: string;
     try {
@@ -203,11 +203,11 @@ export function chatCompletions(services: Services) {
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */
-  async function relay(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: Readonly<Record<string, string>>, target: UpstreamTarget, output: ChatOutput): Promise<void> {
+  async function relay(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: CallHeaders, target: UpstreamTarget, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
     const chunks = family.relay(model, options, target);
     const events: OutputRelay = output.stream ? output.stream(chunks, call, request, services) : chunks;
-    ctx.reply.beginStream(200, { ...SSE_HEADERS, ...headers });
+    ctx.reply.beginStream(200, sseCallHeaders(headers));
     metrics.activeStreams.inc();
     try {
       await pipeEvents(response, ctx.reply, events, () => {
@@ -306,7 +306,7 @@ export function chatCompletions(services: Services) {
   }
 
   /** Answers the client from a 200 upstream response, whole or streamed. */
-  async function serve(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: Readonly<Record<string, string>>, target: UpstreamTarget, output: ChatOutput): Promise<void> {
+  async function serve(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: CallHeaders, target: UpstreamTarget, output: ChatOutput): Promise<void> {
     const { model, stream } = call.identity;
     if (!stream) {
       await complete(ctx, call, family, request, response, options, headers, output);
@@ -435,7 +435,6 @@ export function chatCompletions(services: Services) {
       const routed = legs.length > 1 || legs[0]!.targets.length > 1;
       let attempts = 0;
       let options: AnswerOptions | undefined;
-      let headers: Record<string, string> | undefined;
       let last: ApiError | undefined;
       for (let legIndex = 0; legIndex < legs.length; legIndex++) {
         const leg = legs[legIndex]!;
@@ -465,7 +464,6 @@ export function chatCompletions(services: Services) {
           const started = process.hrtime.bigint();
           const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
           options ??= answerOptions(call, request);
-          headers ??= { ...admitted.headers, 'x-request-id': platformIdentity.callId, [ATTEMPTS_HEADER]: String(call.attempts) };
           let response: UpstreamResponse | ApiError;
           try {
             response = await responding;
@@ -475,8 +473,7 @@ export function chatCompletions(services: Services) {
           }
           if (!(response instanceof ApiError) && response.status === 200) {
             routing.answered(target);
-            if (attempts > 1) headers[ATTEMPTS_HEADER] = String(call.attempts);
-            await serve(ctx, call, leg.family, request, response, options, started, headers, target, output);
+            await serve(ctx, call, leg.family, request, response, options, started, callHeaders(admitted.headers, platformIdentity.callId, call.attempts), target, output);
             return;
           }
           const failure = response instanceof ApiError ? response : await refused(call, response);

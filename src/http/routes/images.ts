@@ -19,7 +19,7 @@ import { nanoToUsd } from '../../billing/pricing.js';
 import { hostInputImage, hostResultImage, isLoopbackUrl, mediaTransitOf } from '../../media/rehost.js';
 import { mediaModelFor } from './media-model.js';
 import { children } from '../../metrics.js';
-import { ATTEMPTS_HEADER, UpstreamModels, exhausted, withAttempts } from '../../routing/routing.js';
+import { UpstreamModels, callHeaders, exhausted, withAttempts } from '../../routing/routing.js';
 import { retryableAnswer } from '../../routing/retryable.js';
 
 /** Pricing fields as the caller named them. */
@@ -197,7 +197,6 @@ export function imageGenerations(services: Services) {
     await call.run(async () => {
       // The caller's images first: a bad one is the caller's 400, not an attempt.
       const platformJob = await jobOf();
-      const headers: Record<string, string> = { ...admitted.headers, 'x-request-id': platformIdentity.callId };
       // Taken now, after admission: a call refused there must not hold a half-open target's probe.
       let index = targets.length === 1 ? 0 : routing.take(targets, routing.first(targets));
       let tried = 0;
@@ -228,8 +227,7 @@ export function imageGenerations(services: Services) {
           continue;
         }
         routing.answered(target);
-        headers[ATTEMPTS_HEADER] = String(call.attempts);
-        await answer(ctx, call, job, result, target, headers);
+        await answer(ctx, call, job, result, target, callHeaders(admitted.headers, platformIdentity.callId, call.attempts));
         return;
       }
     });
