@@ -298,6 +298,8 @@ export function createTaskMetrics(registry: Registry) {
     workerUtilization: new Gauge({ name: 'gateway_task_worker_utilization', help: 'Utilisation of the task worker pool (0 to 1).', registers }),
     workerQueue: new Gauge({ name: 'gateway_task_worker_queue', help: 'Steps waiting for a task worker.', registers }),
     callbacks: new Counter({ name: 'gateway_task_callbacks_total', help: 'callback_url delivery attempts, by outcome (delivered, retry, failed).', labelNames: ['outcome'], registers }),
+    // Submits' attempts on their targets, summed with the HTTP threads' chat and image attempts.
+    routing: createRoutingMetrics(registry),
   };
 }
 
@@ -338,12 +340,13 @@ export function usageRecorder(metrics: Metrics) {
 /**
  * The routing layer's metrics (docs/routing.md), by target name: attempts by outcome, retries by
  * model, each breaker's state (read from the process's shared breaker memory, so every thread reports
- * the same value: `aggregator: 'first'`) and its transitions.
+ * the same value: `aggregator: 'first'`) and its transitions. The task runtime's copy (main thread)
+ * has no state gauge: its breakers are its own, and the gauge shows the HTTP threads' (docs/routing.md).
  */
-export function createRoutingMetrics(registry: Registry, breakerStates: () => Iterable<readonly [target: string, state: 'closed' | 'open' | 'half_open']>) {
+export function createRoutingMetrics(registry: Registry, breakerStates?: () => Iterable<readonly [target: string, state: 'closed' | 'open' | 'half_open']>) {
   const registers = [registry];
   const attemptCounts = new Map<string, { served: number; failed: number }>();
-  new Counter({ name: 'gateway_routing_attempts_total', help: 'Platform upstream attempts of chat calls, by target (its name in the routing file, or the vendor) and outcome (served: answered; failed: a retryable failure).', labelNames: ['target', 'outcome'], registers,
+  new Counter({ name: 'gateway_routing_attempts_total', help: 'Platform upstream attempts of chat and image calls and of task submits, by target (its name in the routing file, or the vendor) and outcome (served: answered; failed: a retryable failure).', labelNames: ['target', 'outcome'], registers,
     // Counted in plain numbers (the served count is on every call's path, and a prom-client child
     // hashes its labels on each inc); read into the counter when it is scraped.
     collect() {
@@ -358,14 +361,16 @@ export function createRoutingMetrics(registry: Registry, breakerStates: () => It
   const fallbacks = new Counter({ name: 'gateway_routing_fallbacks_total', help: 'Calls that went on from a model whose targets all failed retryably to the next model of their chain (a request\'s models, a virtual model), by both models.', labelNames: ['from', 'to'], registers });
   const transitions = new Counter({ name: 'gateway_routing_breaker_transitions_total', help: 'Breaker state changes of routing targets, by target and new state (open, half_open, closed).', labelNames: ['target', 'state'], registers });
   const STATE_VALUES = { closed: 0, half_open: 1, open: 2 } as const;
-  new Gauge({
-    name: 'gateway_routing_breaker_state', help: 'Breaker state of each routing-file target: 0 closed, 1 half-open (due for a probe), 2 open (cooled down).',
-    labelNames: ['target'], registers, aggregator: 'first',
-    collect() {
-      this.reset();
-      for (const [target, state] of breakerStates()) this.set({ target }, STATE_VALUES[state]);
-    },
-  });
+  if (breakerStates) {
+    new Gauge({
+      name: 'gateway_routing_breaker_state', help: 'Breaker state of each routing-file target: 0 closed, 1 half-open (due for a probe), 2 open (cooled down).',
+      labelNames: ['target'], registers, aggregator: 'first',
+      collect() {
+        this.reset();
+        for (const [target, state] of breakerStates()) this.set({ target }, STATE_VALUES[state]);
+      },
+    });
+  }
   return {
     attempt(target: string, outcome: 'served' | 'failed'): void {
       let counts = attemptCounts.get(target);

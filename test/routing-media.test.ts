@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, parsePrometheus } from './helpers/http-tools.js';
 import { leasesClosed } from './helpers/billing-checks.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 
@@ -89,6 +89,13 @@ async function finished(key: string, id: string): Promise<Task> {
   return last!;
 }
 
+/** The sum of a metric's samples whose labels include `labels`, as /metrics serves them now. */
+async function metric(name: string, labels: Record<string, string>): Promise<number> {
+  const samples = parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text());
+  return samples.filter((sample) => sample.name === name && Object.entries(labels).every(([label, value]) => sample.labels[label] === value))
+    .reduce((sum, sample) => sum + sample.value, 0);
+}
+
 const submitVideo = (key: string, prompt: string) =>
   postJson(`${gateway.v1}/videos/generations`, key, { model: VIDEO_MODEL, prompt, video_urls: ['https://localhost/ref.mp4'] });
 
@@ -121,6 +128,12 @@ t.test('a video submit refused with 503 by its first target: accepted by the sec
   const { user, key } = await newUser();
   mock.setFaults({ 'video-first-key': { kind: 503 } });
   const mark = mock.requests().length;
+  const attempts = () => Promise.all([
+    metric('gateway_routing_attempts_total', { target: 'video-first', outcome: 'failed' }),
+    metric('gateway_routing_attempts_total', { target: 'video-second', outcome: 'served' }),
+    metric('gateway_routing_retries_total', { model: VIDEO_MODEL }),
+  ]);
+  const attemptsBefore = await attempts();
   const submitted = await submitVideo(key, 'two friends wave [[mock job_ms=300]]');
   t.equal(submitted.status, 200, JSON.stringify(submitted.body));
   const task = await finished(key, submitted.body.id);
@@ -136,6 +149,9 @@ t.test('a video submit refused with 503 by its first target: accepted by the sec
   t.same([...new Set(polls.map((r) => r.authorization))], [bearer('video-second-key')], 'every poll carries the key that created the task');
   const [row] = await gateway.sql<{ upstream_target: string | null }[]>`select upstream_target from tasks where id = ${submitted.body.id}`;
   t.equal(row?.upstream_target, 'video-second', 'the task remembers the target that accepted it');
+  const attemptsAfter = await attempts();
+  t.same(attemptsAfter.map((value, i) => value - attemptsBefore[i]!), [1, 1, 1],
+    'the submit\'s attempts are on /metrics: one failed on the first target, one served by the second, one retry');
 
   await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
   t.same(await charges(user), [VIDEO_NANO], 'charged once, at the list price');

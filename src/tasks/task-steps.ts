@@ -100,8 +100,14 @@ export class TaskSteps {
     this.durationOf = children((model, status) => metrics.duration.labels(model, status));
     this.costOf = children((model) => metrics.cost.labels(model));
     this.stepsOf = children((kind, outcome) => metrics.steps.labels(kind, outcome));
-    // Routing logs each failed attempt and breaker change itself; a submit sent on to another target is a step outcome.
-    const events: RoutingEvents = { attempt: () => {}, retry: () => this.stepsOf('start', 'next_target').inc(), fallback: () => {}, breaker: () => {} };
+    // A submit sent on to another target is a routing retry and a step outcome.
+    const events: RoutingEvents = {
+      ...metrics.routing,
+      retry: (model) => {
+        metrics.routing.retry(model);
+        this.stepsOf('start', 'next_target').inc();
+      },
+    };
     const table = config.routing.table;
     this.routing = deps.routing ?? new Routing(config.routing, deps.vendors, table ? breakerMemory(table.slots) : undefined, events);
   }
