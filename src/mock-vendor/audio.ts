@@ -19,7 +19,7 @@
 //
 // Every POST (OpenAI and ElevenLabs speech, ElevenLabs music, the MiniMax speech submit and MiniMax
 // music) also meets the mock's faults (faults.ts): by its credential from the settings, or `fault=…`
-// in the text or prompt; a status fault answers in the vendor's error shape (`failure` below). The
+// in the text or prompt; a status fault answers in the vendor's error shape (elevenFailure, minimaxFailure). The
 // MiniMax query and file retrieval and the audio files are never faulted: a poll is not a new call upstream.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
