@@ -1,6 +1,7 @@
 // The mock vendor's faults over real HTTP (issue 26 item 8): each kind (status, reset, hang, cut),
 // per credential (another credential is served as usual), from the settings, from setFaults, from
-// MOCK_FAULTS and from directives; each family's error shape; the rate over many requests.
+// MOCK_FAULTS and from directives; each family's error shape (chat, images, task submits, audio); the
+// rate over many requests.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { once } from 'node:events';
@@ -459,6 +460,81 @@ t.test('task submits (BFL, DashScope, Ark video): status faults in each vendor\'
   const id = (JSON.parse(submitted.body) as { output: { task_id: string } }).output.task_id;
   const polled = await fetch(`${mock.url}/alibaba/v1/tasks/${id}`, { headers: bearer('ds-ok') });
   t.equal(polled.status, 200);
+});
+
+t.test('audio (OpenAI speech, ElevenLabs speech and music, MiniMax speech and music): status faults in each vendor\'s shape, reset, hang and cut, by credential; MiniMax polls are not faulted', async (t) => {
+  const mock = await mockWith(t, {
+    'tts-limited': { kind: 429, retryAfterSeconds: 7 },
+    'tts-reset': { kind: 'reset' },
+    'xi-limited': { kind: 429, retryAfterSeconds: 9 },
+    'xi-busy': { kind: 503 },
+    'mm-busy': { kind: 503, retryAfterSeconds: 4 },
+    'mm-limited': { kind: 429, retryAfterSeconds: 4 },
+    'mm-cut': { kind: 'cut' },
+    'mm-hang': { kind: 'hang' },
+  });
+  const speech = { model: 'tts-1', input: 'Hello', voice: 'alloy' };
+  const limited = await post(mock, '/openai/v1/audio/speech', bearer('tts-limited'), speech);
+  t.equal(limited.status, 429, 'OpenAI speech: 429');
+  t.equal(limited.headers['retry-after'], '7');
+  t.match(JSON.parse(limited.body), { error: { type: 'requests', code: 'rate_limit_exceeded', message: /try again in 7s/ } }, "OpenAI's error shape");
+  const reset = await post(mock, '/openai/v1/audio/speech', bearer('tts-reset'), speech);
+  t.equal(reset.status, undefined, 'OpenAI speech: reset, no head');
+  t.equal(reset.error, 'ECONNRESET');
+  const spoken = await post(mock, '/openai/v1/audio/speech', bearer('tts-ok'), speech);
+  t.equal(spoken.status, 200, 'another credential is served');
+  t.equal(spoken.headers['content-type'], 'audio/mpeg');
+  t.equal((await post(mock, '/openai/v1/audio/speech', bearer('tts-ok'), { ...speech, input: 'Hi [[mock fault=502]]' })).status, 502, 'directives in the input');
+  t.same(mock.faultCounts('tts-ok'), { faulted: 1, served: 1 });
+
+  const voice = '/elevenlabs/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM';
+  const xiLimited = await post(mock, voice, { 'xi-api-key': 'xi-limited' }, { text: 'Hello' });
+  t.equal(xiLimited.status, 429, 'ElevenLabs speech: 429');
+  t.equal(xiLimited.headers['retry-after'], '9');
+  t.same(JSON.parse(xiLimited.body), { detail: { status: 'too_many_concurrent_requests', message: 'Too many concurrent requests (mock).' } }, "ElevenLabs' detail shape");
+  const xiBusy = await post(mock, '/elevenlabs/v1/music', { 'xi-api-key': 'xi-busy' }, { prompt: 'calm piano', music_length_ms: 3000 });
+  t.equal(xiBusy.status, 503, 'ElevenLabs music: 503');
+  t.match(JSON.parse(xiBusy.body), { detail: { status: 'internal_server_error' } });
+  t.equal(xiBusy.headers['retry-after'], undefined, 'no Retry-After on a 5xx unless the fault says');
+  t.equal((await post(mock, voice, { 'xi-api-key': 'xi-ok' }, { text: 'Hello' })).status, 200, 'another credential is served');
+  t.equal((await post(mock, voice, { 'xi-api-key': 'xi-ok' }, { text: 'Hi [[mock fault=reset]]' })).error, 'ECONNRESET', 'directives in the text');
+  t.same(mock.faultCounts('xi-limited'), { faulted: 1, served: 0 });
+  t.same(mock.faultCounts('xi-ok'), { faulted: 1, served: 1 });
+
+  const submit = (key: string, text = 'Hello [[mock job_ms=20]]') =>
+    post(mock, '/minimax/v1/t2a_async_v2', bearer(key), { model: 'speech-2.6-hd', text, voice_setting: { voice_id: 'English_expressive_narrator' } });
+  const busy = await submit('mm-busy');
+  t.equal(busy.status, 503, 'MiniMax submit: 503');
+  t.equal(busy.headers['retry-after'], '4', 'with the fault\'s Retry-After');
+  t.match(JSON.parse(busy.body), { base_resp: { status_code: 1000, status_msg: 'unknown error' } }, "MiniMax's base_resp shape");
+  const mmLimited = await submit('mm-limited');
+  t.equal(mmLimited.status, 200, 'MiniMax rate limit: HTTP 200, as MiniMax sends it');
+  t.match(JSON.parse(mmLimited.body), { base_resp: { status_code: 1002 } });
+  t.notOk('task_id' in JSON.parse(mmLimited.body), 'no task');
+  t.equal((await submit('mm-cut')).error, 'ECONNRESET', 'a cut of a one-body answer is a reset');
+  const hung = await post(mock, '/minimax/v1/music_generation', bearer('mm-hang'), { model: 'music-2.5', prompt: 'x', is_instrumental: true }, 300);
+  t.equal(hung.status, undefined, 'MiniMax music: a hang sends no head before the client gives up');
+  t.equal(hung.error, 'ABORT_ERR');
+  const music = await post(mock, '/minimax/v1/music_generation', bearer('mm-ok'), { model: 'music-2.5', prompt: 'x [[mock fault=500]]', is_instrumental: true });
+  t.equal(music.status, 500, 'MiniMax music: directives in the prompt');
+  t.match(JSON.parse(music.body), { base_resp: { status_code: 1000 } });
+  t.same(mock.faultCounts('mm-busy'), { faulted: 1, served: 0 });
+
+  // A poll with a faulted credential is answered: the fault is the submit's.
+  const accepted = await submit('mm-ok');
+  t.equal(accepted.status, 200);
+  const taskId = /"task_id":(\d+)/.exec(accepted.body)![1];
+  mock.setFaults({ 'mm-ok': { kind: 503 } });
+  await new Promise((r) => setTimeout(r, 40));
+  const polled = await fetch(`${mock.url}/minimax/v1/query/t2a_async_query_v2?task_id=${taskId}`, { headers: bearer('mm-ok') });
+  t.equal(polled.status, 200);
+  const state = await polled.json() as { status: string; file_id: number };
+  t.equal(state.status, 'Success', 'the query answers');
+  const fileId = /"file_id":(\d+)/.exec(accepted.body)![1];
+  const retrieved = await fetch(`${mock.url}/minimax/v1/files/retrieve?file_id=${fileId}`, { headers: bearer('mm-ok') });
+  t.equal(retrieved.status, 200, 'so does the file retrieval');
+  t.match(await retrieved.json(), { base_resp: { status_code: 0 } });
+  t.same(mock.faultCounts('mm-ok'), { faulted: 1, served: 1 }, 'the polls were not counted: only the POSTs meet faults');
 });
 
 // ---------- the standalone mock ----------

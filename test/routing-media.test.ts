@@ -1,8 +1,9 @@
 // Routing for images, video and audio against a real gateway, Redis and Postgres, the mock vendor
 // playing faults per credential: an image key pool where one key answers 429 serves every call from
 // the other, charged once each; a video submit refused with 503 by its first target is accepted by the
-// second, and that task is polled and cancelled with the second target's key only; a vendor's 400 is
-// never sent to another target.
+// second, and that task is polled and cancelled with the second target's key only; so is a MiniMax
+// speech submit, polled and fetched with the second target's key; a vendor's 400 is never sent to
+// another target.
 import t from 'tap';
 import { many } from './helpers/http-tools.js';
 import { writeFileSync, mkdtempSync } from 'node:fs';
@@ -22,6 +23,12 @@ const VIDEO_MODEL = 'alibaba/wan2.6-r2v';
 const VIDEO_NANO = 750_000_000n;
 const VIDEO_SUBMIT = '/alibaba/v1/services/aigc/video-generation/video-synthesis';
 const VIDEO_TASKS = /^\/alibaba\/v1\/tasks\/[^/]+$/;
+/** MiniMax async speech: its own task on the vendor, polled and its file fetched with the key that created it. */
+const SPEECH_MODEL = 'minimax/speech-2.6-hd';
+/** minimax/speech-2.6-hd: 0.10 USD per 1,000 characters of input. */
+const SPEECH_NANO_PER_CHAR = 100_000n;
+const SPEECH_SUBMIT = '/minimax/v1/t2a_async_v2';
+const SPEECH_POLLS = new Set(['/minimax/v1/query/t2a_async_query_v2', '/minimax/v1/files/retrieve']);
 
 let mock: MockVendor;
 let gateway: Gateway;
@@ -43,6 +50,10 @@ vendors:
     targets:
       - { name: video-first, api_key: video-first-key, priority: 1 }
       - { name: video-second, api_key: video-second-key }
+  minimax:
+    targets:
+      - { name: audio-first, api_key: audio-first-key, priority: 1 }
+      - { name: audio-second, api_key: audio-second-key }
 `);
   gateway = await startGateway({
     mock,
@@ -77,14 +88,15 @@ const bearer = (key: string) => `Bearer ${key}`;
 
 interface Task { id: string; status: string; data?: { url: string }[]; error?: { code: string; message: string } }
 
-async function taskOf(key: string, id: string): Promise<Task> {
-  const response = await fetch(`${gateway.v1}/videos/generations/${id}`, { headers: { authorization: `Bearer ${key}` } });
+/** A task's record at the gateway: a video (the default) or, with `path`, another kind of task. */
+async function taskOf(key: string, id: string, path = 'videos/generations'): Promise<Task> {
+  const response = await fetch(`${gateway.v1}/${path}/${id}`, { headers: { authorization: `Bearer ${key}` } });
   return (await response.json()) as Task;
 }
 
-async function finished(key: string, id: string): Promise<Task> {
+async function finished(key: string, id: string, path?: string): Promise<Task> {
   let last: Task | undefined;
-  const ended = await eventually(async () => (last = await taskOf(key, id)).status !== 'pending', 15_000, 30);
+  const ended = await eventually(async () => (last = await taskOf(key, id, path)).status !== 'pending', 15_000, 30);
   if (!ended) throw new Error(`task ${id} still pending: ${JSON.stringify(last)}`);
   return last!;
 }
@@ -155,6 +167,41 @@ t.test('a video submit refused with 503 by its first target: accepted by the sec
 
   await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
   t.same(await charges(user), [VIDEO_NANO], 'charged once, at the list price');
+  mock.setFaults({});
+});
+
+t.test('an audio submit refused with 503 by its first target is accepted by the second, polled through the second, charged once', async (t) => {
+  const { user, key } = await newUser();
+  mock.setFaults({ 'audio-first-key': { kind: 503 } });
+  const mark = mock.requests().length;
+  const attempts = () => Promise.all([
+    metric('gateway_routing_attempts_total', { target: 'audio-first', outcome: 'failed' }),
+    metric('gateway_routing_attempts_total', { target: 'audio-second', outcome: 'served' }),
+    metric('gateway_routing_retries_total', { model: SPEECH_MODEL }),
+  ]);
+  const attemptsBefore = await attempts();
+  const input = 'A chapter read aloud. [[mock job_ms=300 audio_ms=1500]]';
+  const submitted = await postJson(`${gateway.v1}/audio/speech`, key, { model: SPEECH_MODEL, input });
+  t.equal(submitted.status, 200, JSON.stringify(submitted.body));
+  const task = await finished(key, submitted.body.id, 'audio/speech');
+  t.equal(task.status, 'success', JSON.stringify(task));
+  t.ok(task.data?.[0]?.url.startsWith(`${gateway.url}/media/`), 'the audio is on the media host');
+
+  const calls = mock.requests().slice(mark).filter((r) => r.path.startsWith('/minimax/'));
+  const submits = calls.filter((r) => r.path === SPEECH_SUBMIT);
+  t.same(submits.map((r) => [r.authorization, r.status]), [[bearer('audio-first-key'), 503], [bearer('audio-second-key'), 200]],
+    'the first target (priority 1) refused it, the second accepted it');
+  const polls = calls.filter((r) => SPEECH_POLLS.has(r.path));
+  t.ok(polls.some((r) => r.path.endsWith('/files/retrieve')), `polled and the file retrieved (${polls.length} requests)`);
+  t.same([...new Set(polls.map((r) => r.authorization))], [bearer('audio-second-key')], 'every poll carries the key that created the task');
+  const [row] = await gateway.sql<{ upstream_target: string | null }[]>`select upstream_target from tasks where id = ${submitted.body.id}`;
+  t.equal(row?.upstream_target, 'audio-second', 'the task remembers the target that accepted it');
+  const attemptsAfter = await attempts();
+  t.same(attemptsAfter.map((value, i) => value - attemptsBefore[i]!), [1, 1, 1],
+    'the submit\'s attempts are on /metrics: one failed on the first target, one served by the second, one retry');
+
+  await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+  t.same(await charges(user), [BigInt([...input].length) * SPEECH_NANO_PER_CHAR], 'charged once, per character at the list price');
   mock.setFaults({});
 });
 

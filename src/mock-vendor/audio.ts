@@ -16,12 +16,18 @@
 // expires N ms after the file is made, default 9 h; the async task then reports Expired),
 // not_audio (200 with the audio content type but HTML bytes), fail_times=K (MiniMax: only the first K
 // requests with the same text fail). A lone key means `=1`.
+//
+// Every POST (OpenAI and ElevenLabs speech, ElevenLabs music, the MiniMax speech submit and MiniMax
+// music) also meets the mock's faults (faults.ts): by its credential from the settings, or `fault=…`
+// in the text or prompt; a status fault answers in the vendor's error shape (elevenFailure, minimaxFailure). The
+// MiniMax query and file retrieval and the audio files are never faulted: a poll is not a new call upstream.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { audioInfo } from '../media/audio-duration.js';
 import { mockMp3, mockWav } from './audio-files.js';
-import { directivePairs } from './directives.js';
+import { directivePairs, parseDirectives } from './directives.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
+import { bearerToken, playFault, retryAfterHeader, type FaultBook, type MockFault } from './faults.js';
 import { recordBody, type MockRequestRecord } from './records.js';
 
 export const AUDIO_FILES_PREFIX = '/__mock/audio/';
@@ -61,6 +67,8 @@ export interface AudioExchange {
   readonly record: MockRequestRecord;
   after(ms: number, next: () => void): void;
   sendJson(status: number, body: string, headers?: Record<string, string>): void;
+  /** Destroys the connection before any byte of the answer (a `reset` fault). */
+  reset(): void;
 }
 type ReadBody = (req: http.IncomingMessage, done: (err: MockError | undefined, text: string) => void) => void;
 
@@ -152,22 +160,22 @@ export class AudioVendors {
     return path.startsWith(AUDIO_FILES_PREFIX) || EXACT_PATHS.has(path) || ELEVEN_TTS.test(path);
   }
 
-  route(req: http.IncomingMessage, res: http.ServerResponse, exchange: AudioExchange, path: string, query: string, readBody: ReadBody): void {
+  route(req: http.IncomingMessage, res: http.ServerResponse, exchange: AudioExchange, faults: FaultBook, path: string, query: string, readBody: ReadBody): void {
     if (path.startsWith(AUDIO_FILES_PREFIX)) return this.serveFile(req, res, path);
     const params = new URLSearchParams(query);
     const post = req.method === 'POST';
     if (path === OPENAI_SPEECH) {
-      if (post) return readBody(req, (err, text) => this.openaiSpeech(res, exchange, err, text));
+      if (post) return readBody(req, (err, text) => this.openaiSpeech(res, exchange, faults, err, text));
     } else if (path.startsWith('/elevenlabs/')) {
       const apiKey = req.headers['xi-api-key'];
       exchange.record.authorization = typeof apiKey === 'string' && apiKey !== '' ? apiKey : undefined;
       const voice = ELEVEN_TTS.exec(path);
-      if (post) return readBody(req, (err, text) => this.eleven(res, exchange, err, text, params.get('output_format'), voice ? voice[1]! : undefined));
+      if (post) return readBody(req, (err, text) => this.eleven(res, exchange, faults, err, text, params.get('output_format'), voice ? voice[1]! : undefined));
       req.resume();
       return exchange.sendJson(405, JSON.stringify({ detail: 'Method Not Allowed' }));
     } else {
-      if (post && path === MINIMAX_SUBMIT) return readBody(req, (err, text) => this.minimaxSubmit(exchange, err, text));
-      if (post && path === MINIMAX_MUSIC) return readBody(req, (err, text) => this.minimaxMusic(exchange, err, text));
+      if (post && path === MINIMAX_SUBMIT) return readBody(req, (err, text) => this.minimaxSubmit(exchange, faults, err, text));
+      if (post && path === MINIMAX_MUSIC) return readBody(req, (err, text) => this.minimaxMusic(exchange, faults, err, text));
       req.resume();
       if (req.method === 'GET' && path === MINIMAX_QUERY) return this.minimaxQuery(exchange, params.get('task_id'));
       if (req.method === 'GET' && path === MINIMAX_RETRIEVE) return this.minimaxRetrieve(exchange, params.get('file_id'));
@@ -180,7 +188,7 @@ export class AudioVendors {
 
   // --- OpenAI --------------------------------------------------------------------------------------
 
-  private openaiSpeech(res: http.ServerResponse, exchange: AudioExchange, err: MockError | undefined, text: string): void {
+  private openaiSpeech(res: http.ServerResponse, exchange: AudioExchange, faults: FaultBook, err: MockError | undefined, text: string): void {
     const send = (e: MockError) => exchange.sendJson(e.status, errorJson(e), e.status === 429 ? { 'retry-after': '1' } : undefined);
     if (err) return send(err);
     const parseError = recordBody(exchange.record, text);
@@ -191,7 +199,9 @@ export class AudioVendors {
     const request = readOpenaiSpeech(exchange.record.body);
     if ('status' in request) return send(request);
     const keys = readKeys(request.input);
+    const fault = faults.meet(bearerToken(authorization), parseDirectives(request.input));
     exchange.after(keys.latencyMs, () => {
+      if (played(fault, exchange, (status, headers) => exchange.sendJson(status, errorJson(simulatedFailure(status, fault?.retryAfterSeconds)), headers))) return;
       if (keys.fail !== undefined) return send(simulatedFailure(keys.fail));
       const recipe: Recipe = { format: request.format, ms: speechMs(keys, request.input, request.speed), tag: exchange.record.id, notAudio: keys.notAudio };
       sendAudio(res, exchange, recipe, { 'x-request-id': `req_${randomBytes(16).toString('hex')}` });
@@ -201,7 +211,7 @@ export class AudioVendors {
   // --- ElevenLabs ----------------------------------------------------------------------------------
 
   /** Text-to-speech when `voiceId` is given, else music. */
-  private eleven(res: http.ServerResponse, exchange: AudioExchange, err: MockError | undefined, text: string, outputFormat: string | null, voiceId: string | undefined): void {
+  private eleven(res: http.ServerResponse, exchange: AudioExchange, faults: FaultBook, err: MockError | undefined, text: string, outputFormat: string | null, voiceId: string | undefined): void {
     const detail = (status: number, body: unknown) => exchange.sendJson(status, JSON.stringify({ detail: body }));
     const missing = (field: string) => detail(422, [{ loc: ['body', field], msg: 'field required', type: 'value_error.missing' }]);
     if (err) return detail(err.status, { status: 'invalid_request', message: err.message });
@@ -255,15 +265,11 @@ export class AudioVendors {
       ms = (keys) => keys.audioMs ?? (isNumber(length) ? length : 30_000);
     }
     const keys = readKeys(prompt);
+    const sendFailure = (status: number, headers: Record<string, string> | undefined) => exchange.sendJson(status, JSON.stringify({ detail: elevenFailure(status) }), headers);
+    const fault = faults.meet(exchange.record.authorization, parseDirectives(prompt));
     exchange.after(keys.latencyMs, () => {
-      if (keys.fail !== undefined) {
-        const status = keys.fail;
-        const shape = status === 429 ? { status: 'too_many_concurrent_requests', message: 'Too many concurrent requests (mock).' }
-          : status === 401 ? { status: 'invalid_api_key', message: 'Invalid API key' }
-          : status >= 500 ? { status: 'internal_server_error', message: `Mock upstream failure (${status}).` }
-          : { status: 'mock_failure', message: `Mock request failure (${status}).` };
-        return exchange.sendJson(status, JSON.stringify({ detail: shape }), status === 429 ? { 'retry-after': '1' } : undefined);
-      }
+      if (played(fault, exchange, sendFailure)) return;
+      if (keys.fail !== undefined) return sendFailure(keys.fail, retryAfterHeader(keys.fail, undefined));
       const recipe: Recipe = { format, ms: ms(keys), tag: exchange.record.id, notAudio: keys.notAudio };
       sendAudio(res, exchange, recipe, { 'request-id': randomBytes(10).toString('hex'), ...(voiceId !== undefined ? { 'x-character-count': String(characters(prompt)) } : {}) });
     });
@@ -280,29 +286,30 @@ export class AudioVendors {
     return exchange.record.body;
   }
 
-  /** Steering shared by the MiniMax POSTs: latency, then a simulated failure or `answer`. */
-  private minimaxAnswer(exchange: AudioExchange, keys: Keys, answer: () => void): void {
+  /** Steering shared by the MiniMax POSTs: latency, then a fault, a simulated failure or `answer`. */
+  private minimaxAnswer(exchange: AudioExchange, faults: FaultBook, keys: Keys, answer: () => void): void {
+    const fault = faults.meet(bearerToken(exchange.record.authorization), parseDirectives(keys.text));
     exchange.after(keys.latencyMs, () => {
+      if (played(fault, exchange, (status, headers) => minimaxFailure(exchange, status, headers))) return;
       if (keys.failTimes !== undefined) {
         const failed = this.failures.get(keys.text) ?? 0;
         if (failed >= keys.failTimes) return answer();
         this.failures.set(keys.text, failed + 1);
         if (this.failures.size > LIMIT) this.failures.delete(this.failures.keys().next().value!);
       }
-      if (keys.fail === 429) return minimaxError(exchange, 200, 1002);
-      if (keys.fail !== undefined) return minimaxError(exchange, keys.fail, keys.fail >= 500 ? 1000 : keys.fail === 401 ? 1004 : 2013);
+      if (keys.fail !== undefined) return minimaxFailure(exchange, keys.fail, undefined);
       if (keys.baseFail !== undefined && keys.baseFail !== 0) return minimaxError(exchange, 200, keys.baseFail);
       answer();
     });
   }
 
-  private minimaxSubmit(exchange: AudioExchange, err: MockError | undefined, text: string): void {
+  private minimaxSubmit(exchange: AudioExchange, faults: FaultBook, err: MockError | undefined, text: string): void {
     const body = this.minimaxBody(exchange, err, text);
     if (!body) return;
     const request = readMinimaxSpeech(body);
     if (typeof request === 'string') return minimaxError(exchange, 200, 2013, request);
     const keys = readKeys(request.text);
-    this.minimaxAnswer(exchange, keys, () => {
+    this.minimaxAnswer(exchange, faults, keys, () => {
       const task: SpeechTask = {
         taskId: minimaxId(), fileId: minimaxId(), createdMs: Date.now(), jobMs: keys.jobMs ?? this.defaultJobMs, failed: keys.taskFail,
         urlTtlMs: keys.urlTtlMs ?? MINIMAX_URL_TTL_MS, brokenUrl: keys.brokenUrl,
@@ -359,13 +366,13 @@ export class AudioVendors {
     return task.file;
   }
 
-  private minimaxMusic(exchange: AudioExchange, err: MockError | undefined, text: string): void {
+  private minimaxMusic(exchange: AudioExchange, faults: FaultBook, err: MockError | undefined, text: string): void {
     const body = this.minimaxBody(exchange, err, text);
     if (!body) return;
     const request = readMinimaxMusic(body);
     if (typeof request === 'string') return minimaxError(exchange, 200, 2013, request);
     const keys = readKeys(request.prompt);
-    this.minimaxAnswer(exchange, keys, () => {
+    this.minimaxAnswer(exchange, faults, keys, () => {
       const recipe: Recipe = { format: request.format, ms: keys.audioMs ?? 30_000, tag: exchange.record.id, notAudio: keys.notAudio };
       const bytes = render(recipe);
       const audio = request.url
@@ -415,11 +422,34 @@ function sendAudio(res: http.ServerResponse, exchange: AudioExchange, recipe: Re
   res.writeHead(200, { 'content-type': CONTENT_TYPES[recipe.format], 'content-length': bytes.length, ...headers }).end(bytes);
 }
 
+/** Plays the fault a POST met, if any: true when it is the whole answer (every audio answer is one body, so a `cut` resets). */
+function played(fault: MockFault | undefined, exchange: AudioExchange, sendStatus: (status: number, headers: Record<string, string> | undefined) => void): boolean {
+  return fault !== undefined && playFault(fault, false, exchange, sendStatus);
+}
+
+/** ElevenLabs' `detail` for a failure status (`fail=` and status faults). */
+function elevenFailure(status: number): { status: string; message: string } {
+  if (status === 429) return { status: 'too_many_concurrent_requests', message: 'Too many concurrent requests (mock).' };
+  if (status === 401) return { status: 'invalid_api_key', message: 'Invalid API key' };
+  if (status >= 500) return { status: 'internal_server_error', message: `Mock upstream failure (${status}).` };
+  return { status: 'mock_failure', message: `Mock request failure (${status}).` };
+}
+
+/**
+ * MiniMax's answer to a failure status (`fail=` and status faults): a rate limit is HTTP 200 with
+ * base_resp 1002 and no Retry-After, as MiniMax sends it; other statuses are that HTTP status with
+ * base_resp 1000 (5xx), 1004 (401) or 2013, and the fault's Retry-After if it has one.
+ */
+function minimaxFailure(exchange: AudioExchange, status: number, headers: Record<string, string> | undefined): void {
+  if (status === 429) return minimaxError(exchange, 200, 1002);
+  minimaxError(exchange, status, status >= 500 ? 1000 : status === 401 ? 1004 : 2013, undefined, headers);
+}
+
 /** MiniMax's error envelope: usually HTTP 200, the failure in base_resp. */
-function minimaxError(exchange: AudioExchange, httpStatus: number, code: number, detail?: string): void {
+function minimaxError(exchange: AudioExchange, httpStatus: number, code: number, detail?: string, headers?: Record<string, string>): void {
   const known = MINIMAX_MESSAGES[code] ?? `mock failure (${code})`;
   const status_msg = detail === undefined ? known : `${known}, ${detail}`;
-  exchange.sendJson(httpStatus, JSON.stringify({ trace_id: randomBytes(16).toString('hex'), base_resp: { status_code: code, status_msg } }));
+  exchange.sendJson(httpStatus, JSON.stringify({ trace_id: randomBytes(16).toString('hex'), base_resp: { status_code: code, status_msg } }), headers);
 }
 
 const oaiError = (param: string, message: string, code = 'invalid_value'): MockError => ({ status: 400, message, type: 'invalid_request_error', code, param });

@@ -148,7 +148,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   log.add(record);
   const exchange = new Exchange(res, record);
   if (VideoTasks.handles(path)) return videos.route(req, res, exchange, faults, path, readBody);
-  if (AudioVendors.handles(path)) return audio.route(req, res, exchange, path, query === -1 ? '' : url.slice(query + 1), readBody);
+  if (AudioVendors.handles(path)) return audio.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
   if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, faults, readBody, images);
