@@ -98,6 +98,7 @@ export const EnvSchema = v.object({
   MEDIA_S3_ENDPOINT: v.optional(url(/^https?:\/\//)),
   MEDIA_S3_FORCE_PATH_STYLE: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false'),
   MEDIA_S3_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^(?:[A-Za-z0-9._-]+\/)*$/, 'must be empty or end with /')), ''),
+  MEDIA_S3_TIMEOUT_MS: v.optional(intFrom(100, 600_000), '10000'),
   // The media host: reads in progress per HTTP thread, and how long a client may take no bytes before it is dropped.
   MEDIA_READ_CONCURRENCY: v.optional(intFrom(1, 100_000), '128'),
   MEDIA_STALL_MS: v.optional(intFrom(100, 10_000), '10000'),
@@ -337,7 +338,11 @@ export interface MediaConfig {
   readonly retentionMs: number;
   /** How often the main process's janitor deletes expired media. */
   readonly sweepMs: number;
-  readonly s3: { readonly bucket: string; readonly region: string; readonly endpoint: string | undefined; readonly forcePathStyle: boolean; readonly prefix: string } | undefined;
+  readonly s3: {
+    readonly bucket: string; readonly region: string; readonly endpoint: string | undefined; readonly forcePathStyle: boolean; readonly prefix: string;
+    /** The store's silence bound: connecting, an answer's head, each piece of a body the gateway waits for. */
+    readonly timeoutMs: number;
+  } | undefined;
   /** Media reads in progress per HTTP thread; more are answered 503 `media_busy`. */
   readonly readConcurrency: number;
   /** A media read whose client takes no bytes this long is disconnected (uWS's own HTTP idle timeout, 10 s, caps it). */
@@ -426,6 +431,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       endpoint: e.MEDIA_S3_ENDPOINT,
       forcePathStyle: e.MEDIA_S3_FORCE_PATH_STYLE === 'true',
       prefix: e.MEDIA_S3_PREFIX,
+      timeoutMs: e.MEDIA_S3_TIMEOUT_MS,
     }) : undefined,
     readConcurrency: e.MEDIA_READ_CONCURRENCY,
     stallMs: e.MEDIA_STALL_MS,

@@ -2,15 +2,19 @@
 // binary event stream) and Gemini on Vertex AI (a service account's OAuth token, fetched once and
 // reused), each through POST /v1/chat/completions against the mock vendor over HTTPS (a certificate
 // made here, trusted by the gateway through NODE_EXTRA_CA_CERTS); never charged; a wrong secret or an
-// unusable service account is a failed attempt with last_error, then the platform serves. Plus unit
+// unusable service account is a failed attempt with last_error, then the platform serves; a token endpoint
+// answering 500 with a huge body costs the gateway its error-body cap, not the body. Plus unit
 // tests of the SigV4 signer (AWS's published example), the event-stream decoder and the Bedrock relay.
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
+import tls from 'node:tls';
+import type { AddressInfo } from 'node:net';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, type Gateway } from './helpers/harness.js';
+import { eachRequest } from './helpers/raw-requests.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { TEST_JWT_SECRET, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
 import { leasesClosed, moneyView, sseData } from './helpers/billing-checks.js';
@@ -317,6 +321,72 @@ t.test('a service account the token endpoint refuses: a failed attempt with last
   const lastError = (await row(token, created.body.id)).last_error;
   t.match(lastError, /^502 .*token endpoint refused the service account \(400: invalid_grant\)/, 'the status and the OAuth error code');
   t.notMatch(lastError, /Invalid JWT Signature/, 'never the token endpoint\'s own words');
+});
+
+/** Starts the gateway's peak resident memory (VmHWM) afresh from its present size (Linux's clear_refs). */
+function resetPeakRss(): void {
+  writeFileSync(`/proc/${gateway.process.pid}/clear_refs`, '5');
+}
+
+/** The gateway process's peak resident memory (VmHWM), bytes. */
+function peakRss(): number {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${gateway.process.pid}/status`, 'utf8'))![1]) * 1024;
+}
+
+t.test('a token endpoint answering 500 with a 200 MiB body: its cap is read, the socket closed, the short refusal recorded at once; memory stays flat', async (t) => {
+  const total = 200 * 1024 * 1024;
+  const piece = Buffer.alloc(1024 * 1024, 'A');
+  let sent = 0;
+  const sockets: tls.TLSSocket[] = [];
+  let closed = 0;
+  const hostile = tls.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (socket) => {
+    sockets.push(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => { closed++; });
+    eachRequest(socket, () => {
+      // As fast as the gateway reads, never more: what it reads is what `sent` counts, give or take the kernel's buffers.
+      socket.write(`HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: ${total}\r\n\r\n`);
+      const more = (): void => {
+        while (sent < total && !socket.destroyed) {
+          sent += piece.length;
+          if (!socket.write(piece)) return void socket.once('drain', more);
+        }
+      };
+      more();
+    });
+  });
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    hostile.close();
+  });
+  const port = (hostile.address() as AddressInfo).port;
+
+  const user = 'cloud-vertex-huge-refusal';
+  const { key } = await fastUser(gateway, user, '1');
+  const token = mintToken(user);
+  const created = await addCredential(token, {
+    provider: 'google', label: 'huge',
+    config_json: { service_account: { ...serviceAccount(account.privateKey), token_uri: `https://127.0.0.1:${port}/token` }, region: 'us-central1', endpoint_url: mock.url },
+  });
+  t.equal(created.status, 201, JSON.stringify(created.body));
+  resetPeakRss();
+  const before = peakRss();
+  const startedMs = Date.now();
+  const response = await chat(key, 'google/gemini-2.5-flash', false);
+  const elapsedMs = Date.now() - startedMs;
+  t.equal(response.status, 200, 'served by the platform');
+  t.notOk(response.upstream.some((r) => r.path.startsWith('/v1/projects/')), 'Vertex never called without a token');
+  t.ok(elapsedMs < 5000, `answered at once (${elapsedMs} ms), not after reading 200 MiB`);
+  t.equal(sockets.length, 1, 'one token request');
+  t.ok(await eventually(() => closed === 1), 'the gateway closed the token connection');
+  t.ok(sent < 16 * 1024 * 1024, `the gateway stopped reading: ${(sent / 1048576).toFixed(1)} of 200 MiB written`);
+  t.ok(await eventually(async () => Boolean((await row(token, created.body.id)).last_error)), 'last_error recorded');
+  const lastError = (await row(token, created.body.id)).last_error as string;
+  t.match(lastError, /^502 .*token endpoint refused the service account \(500\)$/, 'the short, fixed refusal');
+  t.ok(lastError.length < 300 && !lastError.includes('AAAA'), `nothing of the body (${lastError.length} characters)`);
+  const grown = peakRss() - before;
+  t.ok(grown < 64 * 1024 * 1024, `peak RSS grew by ${(grown / 1048576).toFixed(1)} MiB, far below the body`);
 });
 
 t.test('the forms are validated on create and update: 422 naming the missing or wrong field', async (t) => {

@@ -1,6 +1,7 @@
 // The upstream HTTP/1.1 client against real local servers: body framings (length, chunked split at
 // every byte, close-delimited), keep-alive reuse, a kept-alive connection the server closed,
-// timeouts, aborts, interim responses, malformed answers, and back-pressure.
+// timeouts, aborts, interim responses, malformed answers, back-pressure, and one connect budget for
+// vetting and connecting a guarded host.
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import https from 'node:https';
@@ -9,6 +10,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
+import dnsPromises from 'node:dns/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { eachRequest } from './helpers/raw-requests.js';
 import { UpstreamClient, UpstreamError, endpointOf, type UpstreamResponse } from '../src/providers/upstream-client.js';
@@ -430,4 +433,42 @@ t.test('guarded endpoints: vetted at each connect, pinned, and answered only in 
     answers.push(`${answer.status} ${answer.code} ${answer.message}`);
   }
   t.equal(new Set(answers).size, 1, `closed, silent and TLS-less ports answer alike: ${answers[0]}`);
+});
+
+t.test('a guarded connect: vetting the host and connecting share one UPSTREAM_CONNECT_TIMEOUT_MS', async (t) => {
+  // A resolver slow to answer for one name (the URL guard resolves through node:dns/promises), then a
+  // TLS port that accepts TCP and never answers: each alone stays within the budget, both together not.
+  const VET_MS = 700;
+  const BUDGET_MS = 1000;
+  const resolve = dnsPromises.lookup;
+  (dnsPromises as { lookup: unknown }).lookup = async (host: string, options: object) => {
+    if (host !== 'slow-to-vet.test') return resolve(host, options as never);
+    await new Promise((done) => setTimeout(done, VET_MS));
+    return [{ address: '127.0.0.1', family: 4 }];
+  };
+  syncBuiltinESMExports();
+  t.teardown(() => {
+    (dnsPromises as { lookup: unknown }).lookup = resolve;
+    syncBuiltinESMExports();
+  });
+  const silent = await rawServer(t, () => {});
+  const port = new URL(silent.url).port;
+  const client = new UpstreamClient({ timeoutMs: 60_000, connectTimeoutMs: BUDGET_MS, allowLoopback: true });
+  t.teardown(() => client.close());
+
+  const startedMs = Date.now();
+  const reason = await failure(client.post(endpointOf(`https://slow-to-vet.test:${port}`, '/x', true), headers, body));
+  const elapsedMs = Date.now() - startedMs;
+  t.equal(reason, 'timeout', 'the silent port times out');
+  t.equal(silent.sockets.length, 1, 'after the vetting, the vetted address was connected to');
+  t.ok(elapsedMs >= BUDGET_MS - 50, `not before the budget is spent (${elapsedMs} ms)`);
+  t.ok(elapsedMs < BUDGET_MS + 300, `within the one budget of ${BUDGET_MS} ms, not vetting plus a whole budget again (${elapsedMs} ms)`);
+
+  // Vetting alone past the budget: refused at the budget, nothing connected.
+  const slower = new UpstreamClient({ timeoutMs: 60_000, connectTimeoutMs: VET_MS / 2, allowLoopback: true });
+  t.teardown(() => slower.close());
+  const refusedAt = Date.now();
+  t.equal(await failure(slower.post(endpointOf(`https://slow-to-vet.test:${port}`, '/x', true), headers, body)), 'refused', 'a host that cannot be vetted in time is not called');
+  t.ok(Date.now() - refusedAt < VET_MS, `refused at the budget (${Date.now() - refusedAt} ms)`);
+  t.equal(silent.sockets.length, 1, 'and never connected to');
 });

@@ -7,7 +7,7 @@ export async function openMediaStorage(config: MediaConfig): Promise<MediaStorag
   if (config.storage === 'off') return undefined;
   if (config.storage === 's3') {
     const { S3MediaStorage } = await import('./s3.js');
-    return S3MediaStorage.create({ ...common, ...config.s3! });
+    return S3MediaStorage.create({ ...common, ...config.s3!, readConcurrency: config.readConcurrency });
   }
   return new LocalMediaStorage(config.dir, common);
 }

@@ -1,14 +1,14 @@
 /**
- * S3-compatible media storage (AWS SDK v3). UNTESTED against a real store: no S3 endpoint is reachable
- * where this was written; only the local storage is covered by the test suite. Never the default; used
- * when `MEDIA_S3_BUCKET` is set. Credentials come from the SDK's default chain (`AWS_ACCESS_KEY_ID`,
- * `AWS_SECRET_ACCESS_KEY`, instance roles, ...).
+ * S3-compatible media storage (AWS SDK v3), used when `MEDIA_S3_BUCKET` is set. Credentials come from
+ * the SDK's default chain (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, instance roles, ...). The
+ * test suite runs it against a fake S3 on loopback (test/media-s3.test.ts), not against AWS itself.
  *
  * Objects are named `<prefix><sha256>.<ext>`; their `LastModified` is their storage time (storing the
  * same bytes again re-puts them, which restarts retention). A bucket lifecycle rule expiring objects
  * after the retention period is the better janitor; `sweep` does the same by listing.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
+import { withinTime } from '../within-time.js';
 import { MEDIA_KEY, contentTypeOfKey, mediaKey, sha256Hex, type MediaObject, type MediaReadHandle, type MediaStorage, type MediaStorageOptions, type StoredMedia } from './storage.js';
 
 export interface S3Options extends MediaStorageOptions {
@@ -19,7 +19,18 @@ export interface S3Options extends MediaStorageOptions {
   readonly forcePathStyle: boolean;
   /** Key prefix inside the bucket, e.g. `media/`. */
   readonly prefix: string;
+  /** Media host reads in progress at once (MEDIA_READ_CONCURRENCY): each holds one connection to the store. */
+  readonly readConcurrency: number;
+  /**
+   * The longest the store may keep the gateway waiting (MEDIA_S3_TIMEOUT_MS): to connect, for an
+   * answer's head, for each piece of a body being read. Without it, a store that goes silent would
+   * hold a read's slot for good.
+   */
+  readonly timeoutMs: number;
 }
+
+/** Connections to the store beyond the reads': uploads, HEADs of the media host, the janitor. */
+const OTHER_CONNECTIONS = 64;
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 
@@ -33,10 +44,17 @@ export class S3MediaStorage implements MediaStorage {
   /** Loads the SDK only when S3 is configured. */
   static async create(options: S3Options): Promise<S3MediaStorage> {
     const sdk = await import('@aws-sdk/client-s3');
+    // A read holds its GetObject's connection for as long as its client takes the bytes: the SDK's
+    // default pool (50 sockets) would queue the reads past it, and every HEAD and upload behind them.
+    const maxSockets = options.readConcurrency + OTHER_CONNECTIONS;
     const client = new sdk.S3Client({
       region: options.region,
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
       forcePathStyle: options.forcePathStyle,
+      requestHandler: {
+        httpAgent: { maxSockets }, httpsAgent: { maxSockets },
+        connectionTimeout: options.timeoutMs, requestTimeout: options.timeoutMs, throwOnRequestTimeout: true,
+      },
     });
     return new S3MediaStorage(sdk, client, options);
   }
@@ -83,13 +101,14 @@ export class S3MediaStorage implements MediaStorage {
 
   /**
    * A handle whose chunks are one ranged GetObject, read as the client takes them (the SDK's body is a
-   * Node stream: not pulling it is back-pressure on the store's connection).
+   * Node stream: not pulling it is back-pressure on the store's connection). Only the wait for the
+   * store is timed (each piece within `timeoutMs`), never the wait for the client.
    */
   async openRead(key: string): Promise<MediaReadHandle | undefined> {
     const object = await this.head(key);
     if (!object) return undefined;
     const bodies = new Set<{ destroy?: () => void }>();
-    const { bucket, prefix } = this.options;
+    const { bucket, prefix, timeoutMs } = this.options;
     const { client, sdk } = this;
     return {
       object,
@@ -99,7 +118,12 @@ export class S3MediaStorage implements MediaStorage {
         if (!body) return;
         bodies.add(body);
         try {
-          yield* body;
+          const pieces = body[Symbol.asyncIterator]();
+          for (;;) {
+            const next = await withinTime(pieces.next(), timeoutMs, () => new Error(`the store sent nothing for ${timeoutMs} ms (MEDIA_S3_TIMEOUT_MS)`));
+            if (next.done) return;
+            yield next.value;
+          }
         } finally {
           body.destroy?.();
           bodies.delete(body);

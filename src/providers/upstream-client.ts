@@ -325,6 +325,7 @@ class OriginPool {
    * rebinding could answer differently); TLS still checks the certificate against the host name.
    */
   private async connectGuarded(): Promise<Connection> {
+    const startedMs = Date.now();
     let address: string;
     try {
       const addresses = await withinTime(vetAddresses(this.url, this.limits.allowLoopback), this.limits.connectTimeoutMs, () => new Error(`no answer within ${this.limits.connectTimeoutMs} ms`));
@@ -333,16 +334,19 @@ class OriginPool {
       this.released();
       throw new UpstreamError(`the upstream address may not be called: ${(error as Error).message}`, 'refused');
     }
-    return this.connect(address);
+    // One budget for vetting and connecting: the socket gets what the vetting left (at least 1 ms:
+    // a socket timeout of 0 would mean none at all).
+    return this.connect(address, Math.max(1, this.limits.connectTimeoutMs - (Date.now() - startedMs)));
   }
 
-  private connect(address: string): Connection {
+  /** A new connection to `address`, which must be up (TLS included) within `connectTimeoutMs`. */
+  private connect(address: string, connectTimeoutMs = this.limits.connectTimeoutMs): Connection {
     if (this.secure) {
       const socket = tls.connect({
         host: address, port: this.port, servername: net.isIP(this.host) ? undefined : this.host, ALPNProtocols: ['http/1.1'],
         ...(this.limits.ca ? { ca: this.limits.ca } : {}),
       });
-      const connection = new Connection(socket, this);
+      const connection = new Connection(socket, this, connectTimeoutMs);
       socket.on('data', (chunk: Buffer) => connection.receive(chunk));
       return connection;
     }
@@ -361,7 +365,7 @@ class OriginPool {
         },
       },
     });
-    connection = new Connection(socket, this);
+    connection = new Connection(socket, this, connectTimeoutMs);
     return connection;
   }
 
@@ -432,7 +436,8 @@ class Connection {
   private exchange: Exchange | undefined;
   private reused = false;
   private gone = false;
-  private connected = false;
+  /** Fails the connection if it is not up in time; cleared once it is (or once it is gone). */
+  private connectTimer: NodeJS.Timeout | undefined;
 
   /** When it last finished an exchange (the pool closes it after its idle time). */
   idleSinceMs = 0;
@@ -448,19 +453,22 @@ class Connection {
     if (!error && this.exchange) this.exchange.written = true;
   };
 
-  constructor(private readonly socket: net.Socket, private readonly pool: OriginPool) {
-    const { timeoutMs, connectTimeoutMs } = pool.limits;
+  /** `connectTimeoutMs`: what is left of the pool's connect budget once the host was resolved and vetted. */
+  constructor(private readonly socket: net.Socket, private readonly pool: OriginPool, connectTimeoutMs: number) {
+    const { timeoutMs } = pool.limits;
     socket.setNoDelay(true);
-    // Until connected, the connect timeout; then the idle timeout, set once: socket activity re-arms
-    // it, so it bounds the wait for the head and each body gap; idle sockets it just closes.
-    socket.setTimeout(connectTimeoutMs);
+    // Until connected, a timer of its own: the socket's idle timeout lets a turn pass while a write is
+    // in progress (the TLS handshake, the request queued behind it), which doubles a silent port's wait.
+    const connecting = setTimeout(() => this.fail(new UpstreamError(`the upstream did not accept a connection within ${pool.limits.connectTimeoutMs} ms`, 'timeout')), connectTimeoutMs);
+    this.connectTimer = connecting;
+    // Then the idle timeout, set once: socket activity re-arms it, so it bounds the wait for the head
+    // and each body gap; idle sockets it just closes.
     socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => {
-      this.connected = true;
+      clearTimeout(connecting);
+      this.connectTimer = undefined;
       socket.setTimeout(timeoutMs);
     });
-    socket.on('timeout', () => this.fail(this.connected
-      ? new UpstreamError(`the upstream sent nothing for ${timeoutMs} ms`, 'timeout')
-      : new UpstreamError(`the upstream did not accept a connection within ${connectTimeoutMs} ms`, 'timeout')));
+    socket.on('timeout', () => this.fail(new UpstreamError(`the upstream sent nothing for ${timeoutMs} ms`, 'timeout')));
     socket.on('error', (error) => this.fail(error));
     socket.on('close', () => this.fail(new UpstreamError('the upstream closed the connection', 'closed')));
   }
@@ -532,6 +540,7 @@ class Connection {
   destroy(): void {
     if (this.gone) return;
     this.gone = true;
+    clearTimeout(this.connectTimer);
     this.socket.destroy();
     this.pool.forget(this);
   }
