@@ -394,3 +394,28 @@ t.test('a store that falls silent mid-object: the media host ends the read withi
   const slot = await rawRequest(`${silent.url}/media/${'1'.repeat(64)}.mp4`);
   assertEnvelope(t, slot, 404, undefined, 'the one read slot is free again (a read gets as far as the store)');
 });
+
+t.test('a store that cannot be reached: uploads and reads get 503 media_store_unavailable with Retry-After, never a 500', async (t) => {
+  // A port that was just free: nothing listens, so every store request is refused.
+  const closed = net.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const down = await startGateway({
+    env: {
+      JWT_SECRET: TEST_JWT_SECRET, MEDIA_STORAGE: 's3', MEDIA_S3_BUCKET: BUCKET, MEDIA_S3_ENDPOINT: `http://127.0.0.1:${port}`, MEDIA_S3_FORCE_PATH_STYLE: 'true',
+      MEDIA_S3_PREFIX: PREFIX, AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: 'fake-s3-secret', AWS_EC2_METADATA_DISABLED: 'true', MEDIA_S3_TIMEOUT_MS: '500',
+    },
+  });
+  t.teardown(() => down.close());
+  const { key: downKey } = await fastUser(down, `media-s3-down-${Date.now()}`, '1');
+  const uploaded = await rawRequest(`${down.v1}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${downKey}`, 'content-type': 'video/mp4' }, body: mp4Bytes(4096) });
+  assertEnvelope(t, uploaded, 503, 'media_store_unavailable', 'an upload');
+  t.equal(uploaded.headers['retry-after'], '1', 'an upload: Retry-After');
+  const read = await rawRequest(`${down.url}/media/${'2'.repeat(64)}.mp4`);
+  assertEnvelope(t, read, 503, 'media_store_unavailable', 'a read');
+  t.equal(read.headers['retry-after'], '1', 'a read: Retry-After');
+  const head = await rawRequest(`${down.url}/media/${'2'.repeat(64)}.mp4`, { method: 'HEAD' });
+  t.equal(head.status, 503, 'a HEAD');
+  t.match(down.output, /media store failed/, 'logged for the operator');
+});

@@ -9,6 +9,7 @@ import { UploadQuota } from '../../media/upload-quota.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
 import type { LedgerEvent } from '../../ledger/event.js';
 import type { MediaStore } from '../../media/store.js';
+import { log } from '../../log.js';
 
 /** Room for the multipart framing (boundaries, part headers, other small fields) above MEDIA_MAX_BYTES. */
 export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
@@ -16,6 +17,20 @@ export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 const storageOff = () => new ApiError(503, 'media_storage_disabled', 'Media storage is off on this gateway (MEDIA_STORAGE=off).');
 const missing = () => notFound('No such media (unknown, expired or malformed name).');
 const busy = (limit: number) => new ApiError(503, 'media_busy', `The media host is serving its limit of ${limit} reads at once (MEDIA_READ_CONCURRENCY); try again shortly.`, null, { 'retry-after': '1' });
+
+/**
+ * The media store's own failure (an S3 endpoint down or silent, a full disk): a 503 the client may
+ * retry, logged for the operator, never a 500.
+ */
+async function fromStore<T>(work: Promise<T>, what: string): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    log.warn('media store failed', { what, error });
+    throw new ApiError(503, 'media_store_unavailable', `The media store could not ${what} just now; try again shortly.`, null, { 'retry-after': '1' });
+  }
+}
 const unsatisfiable = (size: number, headers: Record<string, string>) => new ApiError(416, 'range_not_satisfiable',
   `The requested range starts past the end of the media (${size} bytes).`, null, { ...headers, 'content-range': `bytes */${size}` });
 
@@ -91,7 +106,7 @@ export function mediaRoutes(services: Services) {
     const reservation = await quota.reserve(userId, named.key, bytes.byteLength);
     let stored;
     try {
-      stored = await media.put(named);
+      stored = await fromStore(media.put(named), 'keep the upload');
     } catch (error) {
       await quota.release(reservation);
       throw error;
@@ -121,7 +136,7 @@ export function mediaRoutes(services: Services) {
     if (reading >= config.media.readConcurrency) throw busy(config.media.readConcurrency);
     reading++;
     try {
-      const handle = await media.storage.openRead(key);
+      const handle = await fromStore(media.storage.openRead(key), 'read the media');
       if (!handle) throw missing();
       try {
         const { object } = handle;
@@ -142,7 +157,7 @@ export function mediaRoutes(services: Services) {
   const head = async (ctx: RequestContext): Promise<void> => {
     const key = ctx.params[0] ?? '';
     if (!media || !MEDIA_KEY.test(key)) throw missing();
-    const object = await media.storage.head(key);
+    const object = await fromStore(media.storage.head(key), 'read the media');
     if (!object) throw missing();
     ctx.reply.head(200, object.contentType, object.bytes, cacheHeaders(object, Date.now()));
   };
