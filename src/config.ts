@@ -60,6 +60,8 @@ export const EnvSchema = v.object({
   MAX_BODY_BYTES: v.optional(intFrom(1024, 512 * 1024 * 1024), String(10 * 1024 * 1024)),
   // "<requests>/<seconds>": the default per-key window (spec: 20 per 10 s).
   RATE_LIMIT_DEFAULT: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 20/10 (requests/seconds)')), '20/10'),
+  // The per-key window of reads (GET, HEAD) made with an API key: task polls, balance, lists.
+  RATE_LIMIT_READS: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 300/10 (requests/seconds)')), '300/10'),
   RESERVATION_TTL_SECONDS: v.optional(intFrom(1, 86400), '900'),
   RESERVATION_JANITOR_SECONDS: v.optional(intFrom(1, 3600), '30'),
   ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
@@ -199,7 +201,10 @@ export interface Config {
   readonly keySecret: string;
   readonly keyPrefix: string;
   readonly maxBodyBytes: number;
+  /** The default request window of every API key (RATE_LIMIT_DEFAULT). */
   readonly rateLimit: { readonly requests: number; readonly windowMs: number };
+  /** The read window (GET, HEAD) of every API key (RATE_LIMIT_READS). */
+  readonly readRateLimit: { readonly requests: number; readonly windowMs: number };
   readonly reservationTtlMs: number;
   /** How often the janitor looks for leases past their deadline. */
   readonly reservationJanitorMs: number;
@@ -380,8 +385,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
   const production = e.NODE_ENV === 'production';
   const usesDevSecrets = e.JWT_SECRET === DEV_JWT_SECRET || e.KEY_SECRET === DEV_KEY_SECRET;
   if (production) refuseInProduction(e);
-  const [requests, seconds] = e.RATE_LIMIT_DEFAULT.split('/').map(Number) as [number, number];
-  if (requests < 1 || seconds < 1) throw new ConfigError('invalid RATE_LIMIT_DEFAULT: both numbers must be at least 1');
+  const rateLimit = windowOf('RATE_LIMIT_DEFAULT', e.RATE_LIMIT_DEFAULT);
+  const readRateLimit = windowOf('RATE_LIMIT_READS', e.RATE_LIMIT_READS);
 
   // Production never answers with the mock (at real prices) unless asked to in so many words. Outside
   // production, MOCK_VENDOR=off only keeps the built-in one from starting: keyless vendors go to a separately run mock.
@@ -451,7 +456,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     keySecret: e.KEY_SECRET,
     keyPrefix: e.KEY_PREFIX,
     maxBodyBytes: e.MAX_BODY_BYTES,
-    rateLimit: Object.freeze({ requests, windowMs: seconds * 1000 }),
+    rateLimit,
+    readRateLimit,
     reservationTtlMs: e.RESERVATION_TTL_SECONDS * 1000,
     reservationJanitorMs: e.RESERVATION_JANITOR_SECONDS * 1000,
     leaseMaxCalls: e.ADMISSION_LEASE_CALLS,
@@ -552,6 +558,13 @@ function refuseInProduction(e: Env): void {
  * A journal is replayed only into the Redis database and prefix it was written for (no password in the
  * name). A cluster is named by its distinct seeds, sorted: the same whatever order REDIS_URL lists them in.
  */
+/** A `<requests>/<seconds>` window setting; both at least 1. */
+function windowOf(name: string, text: string): { readonly requests: number; readonly windowMs: number } {
+  const [requests, seconds] = text.split('/').map(Number) as [number, number];
+  if (requests < 1 || seconds < 1) throw new ConfigError(`invalid ${name}: both numbers must be at least 1`);
+  return Object.freeze({ requests, windowMs: seconds * 1000 });
+}
+
 function journalNamespace(redisUrl: string, prefix: string): string {
   const target = parseRedisUrl(redisUrl);
   if (target.cluster) {

@@ -67,6 +67,18 @@ export function rateLimitHeaders(window: RateWindow): RateLimitHeaders {
   };
 }
 
+/** The default window as a 429's message names it. */
+export const defaultWindowText = (limits: { readonly requests: number; readonly windowMs: number }) =>
+  `at most ${limits.requests} requests per ${limits.windowMs / 1000} seconds per API key`;
+
+/** 429 `rate_limit_exceeded`: `which` names the limit that refused; Retry-After (seconds, at least 1) and retry-after-ms say when a retry can pass. */
+export function rateLimitExceeded(which: string, retryAfterMs: number, headers: Readonly<Record<string, string>>): ApiError {
+  const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${which}. Retry after ${retryAfter} seconds.`, null, {
+    'retry-after': String(retryAfter), 'retry-after-ms': String(retryAfterMs), ...headers,
+  });
+}
+
 /** An admitted call: the lease it draws on, and its rate-limit headers. */
 export interface Admitted {
   readonly lease: Lease;
@@ -212,15 +224,16 @@ export class Admission {
   }
 
   /**
-   * Counts one request of the key in its request windows without admitting anything: for an
-   * authenticated request refused before admission (a 400 for its body, an unknown model), so that
-   * refusals take their slot as admitted requests and refusals for credit do (see lua/admit.lua) and
-   * cannot be sent without limit. Leaves with the thread's next batch of scripts (no round trip of its
-   * own); a failure is logged, never thrown: the refusal is answered either way.
+   * Counts one request of the key in its request windows without admitting anything: for a request
+   * of an admission route answered without admission (refused before it: a 400 for its body, an
+   * unknown model, a 409 for its Idempotency-Key; or a replayed answer), so that such answers take
+   * their slot as admitted requests and refusals for credit do (see lua/admit.lua) and cannot be sent
+   * without limit. Leaves with the thread's next batch of scripts (no round trip of its own); a
+   * failure is logged, never thrown: the answer is given either way.
    */
   countRequest(userId: string, keyId: string, limits: KeyLimits = NO_KEY_LIMITS): Promise<void> {
     return this.scripts.count({ userId, keyId, memberId: leaseIdFor(keyId), windowMs: this.limits.windowMs, leaseLifeMs: this.policy.lifeMs, rpm: limits.rpm !== null })
-      .catch((error: Error) => log.warn('a refused request was not counted in its rate window', { userId, keyId, error }));
+      .then(() => undefined, (error: Error) => log.warn('a request answered without admission was not counted in its rate window', { userId, keyId, error }));
   }
 
   /**
@@ -428,16 +441,12 @@ export class Admission {
 
   private rateLimited(limit: RateLimitName, retryAfterMs: number, limits: KeyLimits): ApiError {
     this.metrics.rejections.inc({ reason: limit === 'tph' || limit === 'tpd' ? 'token_limited' : 'rate_limited' });
-    const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
     const value = limit === 'window' ? this.limits.requests : limits[limit]!;
-    const which = limit === 'window' ? `at most ${this.limits.requests} requests per ${this.limits.windowMs / 1000} seconds per API key` : LIMIT_TEXT[limit](value);
-    const window = { limit: value, remaining: 0, resetMs: retryAfterMs };
+    const which = limit === 'window' ? defaultWindowText(this.limits) : LIMIT_TEXT[limit](value);
     const headers = limit === 'tph' || limit === 'tpd'
       ? { 'x-ratelimit-limit-tokens': String(value), 'x-ratelimit-remaining-tokens': '0', 'x-ratelimit-reset-tokens': `${retryAfterMs / 1000}s` }
-      : rateLimitHeaders(window);
-    return new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${which}. Retry after ${retryAfter} seconds.`, null, {
-      'retry-after': String(retryAfter), 'retry-after-ms': String(retryAfterMs), ...headers,
-    });
+      : rateLimitHeaders({ limit: value, remaining: 0, resetMs: retryAfterMs });
+    return rateLimitExceeded(which, retryAfterMs, headers);
   }
 
   private leaseOf(leaseId: string, userId: string, keyId: string, limits: KeyLimits, grant: LeaseGrant, callNano: bigint, callTokens: number, sentAtMs: number): Lease {

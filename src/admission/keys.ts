@@ -37,6 +37,13 @@ export class RedisKeys {
   minuteWeights(userId: string, keyId: string): string {
     return `${this.user(userId)}:rpmw:${keyId}`;
   }
+  /** The key's read window (GET and HEAD requests, RATE_LIMIT_READS), weighted like the default window. */
+  readWindow(userId: string, keyId: string): string {
+    return `${this.user(userId)}:rd:${keyId}`;
+  }
+  readWeights(userId: string, keyId: string): string {
+    return `${this.user(userId)}:rdw:${keyId}`;
+  }
   /** The key's spend in its credit period (hash: period start ms, spent, held by its open leases; nano-USD). */
   keySpend(userId: string, keyId: string): string {
     return `${this.user(userId)}:kspend:${keyId}`;

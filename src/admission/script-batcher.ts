@@ -1,7 +1,9 @@
 import type { RedisKeys } from './keys.js';
 import { dirtyMarks } from '../ledger/dirty-set.js';
 import { RespError, type RedisPipe, type RespCommand, type RespValue } from '../store/redis-pipe.js';
-import { admitResultOf, loadScript, settleResultOf, type AdmitInput, type AdmitResult, type LuaScript, type Reply, type SettleInput, type SettleResult } from './scripts.js';
+import {
+  admitResultOf, countResultOf, loadScript, settleResultOf, type AdmitInput, type AdmitResult, type CountInput, type CountResult, type LuaScript, type Reply, type SettleInput, type SettleResult,
+} from './scripts.js';
 
 interface Queued {
   readonly script: LuaScript;
@@ -45,14 +47,19 @@ export class ScriptBatcher {
     ]).then((reply) => admitResultOf(reply, input.limit));
   }
 
-  /** count.lua: one request of the key counted in its request windows, nothing admitted (see Admission.countRequest). */
-  count(input: { readonly userId: string; readonly keyId: string; readonly memberId: string; readonly windowMs: number; readonly leaseLifeMs: number; readonly rpm: boolean }): Promise<void> {
+  /**
+   * count.lua: one request of the key counted in one of its request windows, nothing admitted (see
+   * Admission.countRequest and RequestWindows); with a limit, only while the window has room.
+   */
+  count(input: CountInput): Promise<CountResult> {
     const { keys } = this;
     const { userId, keyId } = input;
+    const reads = input.window === 'reads';
     return this.enqueue(this.countScript, [
-      keys.rateWindow(userId, keyId), keys.rateWeights(userId, keyId), keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
-      input.memberId, input.windowMs, input.leaseLifeMs, input.rpm ? 1 : 0,
-    ]).then(() => undefined);
+      reads ? keys.readWindow(userId, keyId) : keys.rateWindow(userId, keyId), reads ? keys.readWeights(userId, keyId) : keys.rateWeights(userId, keyId),
+      keys.minuteWindow(userId, keyId), keys.minuteWeights(userId, keyId),
+      input.memberId, input.windowMs, input.leaseLifeMs, input.rpm && !reads ? 1 : 0, input.limit ?? -1,
+    ]).then(countResultOf);
   }
 
   /** settle.lua, and the user marked for the ledger writer (once per batch, whatever the number of calls). */

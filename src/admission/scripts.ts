@@ -123,6 +123,31 @@ export interface AdmitInput {
   readonly recallMs?: number;
 }
 
+/** Which of a key's windows count.lua counts in: the default window (admit.lua's) or the read window. */
+export type CountWindow = 'default' | 'reads';
+
+export interface CountInput {
+  readonly userId: string;
+  readonly keyId: string;
+  /** Unique per request (a resent command counts once). */
+  readonly memberId: string;
+  /** Absent: the default window. */
+  readonly window?: CountWindow;
+  readonly windowMs: number;
+  readonly leaseLifeMs: number;
+  /** The per-minute window (the key's rate_limit_rpm) counts the request too; only with the default window. */
+  readonly rpm: boolean;
+  /** Requests the window allows: counted only while it holds fewer. Absent: counted whatever it holds. */
+  readonly limit?: number;
+}
+
+/** count.lua's answer: counted, or refused (the window is full) with when one more request would fit. */
+export type CountResult = { readonly counted: true } | { readonly counted: false; readonly retryAfterMs: number };
+
+export function countResultOf([code, retryAfterMs = 0]: Reply): CountResult {
+  return code === 1 ? { counted: true } : { counted: false, retryAfterMs };
+}
+
 /** The one mapping from admit.lua's numeric codes to typed results. */
 export function admitResultOf([code, value = 0, slots = 0, available = 0, remaining = 0, resetMs = 0, epoch = 0]: Reply, limit: number): AdmitResult {
   switch (code) {

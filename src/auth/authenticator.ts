@@ -9,6 +9,8 @@ import { DEFAULT_JWT_MAX_LIFETIME_SECONDS, verifyJwt } from './jwt.js';
 import { LruMap } from './lru-map.js';
 import { FailureBudget } from './failure-budget.js';
 import { credentialKindOf, type CredentialKind } from './credential-roles.js';
+import type { RouteWindow } from '../admission/request-windows.js';
+import type { CountWindow } from '../admission/scripts.js';
 
 export interface AuthenticatedKey {
   readonly id: string;
@@ -25,8 +27,18 @@ export interface Caller {
   readonly headers: { readonly authorization: string };
   /** Read only for a key with an ip_whitelist. */
   readonly clientAddress: string;
-  /** Set to the regular key an inference request authenticated with (a refusal before admission still counts in its window). */
-  inferenceKey?: AuthenticatedKey;
+  /** How the route counts a request made with an API key in the key's windows; absent: not at all. */
+  readonly window?: RouteWindow;
+  /**
+   * On a route whose admission counts the request: the key it authenticated with, until admission has
+   * counted it (the handler clears it then); an answer given while it is set is counted afterwards.
+   */
+  windowKey?: AuthenticatedKey;
+}
+
+/** Counts a request of an API key in one of its windows before any work, or throws (429 when the window is full). */
+export interface KeyWindows {
+  enter(userId: string, keyId: string, window: CountWindow): Promise<void>;
 }
 
 /** Who a management request acts as: its account, the kind of credential, and the key when it was one. */
@@ -88,6 +100,8 @@ export class Authenticator {
     private readonly limits: AuthLimits = DEFAULT_LIMITS,
     /** Called once per Postgres lookup of a key (gateway_auth_key_lookups_total). */
     private readonly onLookup: (found: boolean) => void = () => {},
+    /** Where requests of routes admission does not count are counted (see `counted`); none: they are not. */
+    private readonly windows?: KeyWindows,
   ) {
     this.cache = new LruMap(limits.keyCacheEntries);
     this.unknown = new LruMap(limits.keyCacheEntries);
@@ -136,10 +150,26 @@ export class Authenticator {
     if (!parsed || parsed.prefix !== this.keyPrefix) throw this.failure(caller);
     const now = Date.now();
     const cached = this.cache.get(parsed.publicId) ?? this.unknown.get(parsed.publicId);
-    if (cached && cached.until > now) return this.check(cached, parsed, caller, managementAllowed);
+    if (cached && cached.until > now) return this.counted(this.check(cached, parsed, caller, managementAllowed), caller);
     // Only a lookup costs Postgres: a source past its failure budget gets none.
     this.failures.check(caller.clientAddress, now);
-    return this.lookup(parsed.publicId).then((entry) => this.check(entry, parsed, caller, managementAllowed));
+    return this.lookup(parsed.publicId).then((entry) => this.counted(this.check(entry, parsed, caller, managementAllowed), caller));
+  }
+
+  /**
+   * Counts the request of a key that passed its checks, as its route says: on a route whose admission
+   * counts it, the key is marked (the router counts an answer given before admission afterwards; an
+   * admitted call stays without a promise here); on any other route it is counted now, in the default
+   * window (writes) or the read window (GET, HEAD), or refused with 429 before the route does any work.
+   */
+  private counted(key: AuthenticatedKey, caller: Caller): AuthenticatedKey | Promise<AuthenticatedKey> {
+    const window = caller.window;
+    if (window === 'admission') {
+      caller.windowKey = key;
+      return key;
+    }
+    if (window === undefined || this.windows === undefined) return key;
+    return this.windows.enter(key.userId, key.id, window).then(() => key);
   }
 
   /** Records a failed authentication of the caller's address: 401, or 429 once it is past its budget. */
@@ -169,7 +199,6 @@ export class Authenticator {
     if (key.isProvisioning && !managementAllowed) {
       throw new ApiError(403, 'management_key', 'This is a management key: it manages API keys (/api/v1/api-keys), billing and BYOK, and cannot call models. Use a regular API key.');
     }
-    if (!managementAllowed) caller.inferenceKey = key;
     return key;
   }
 

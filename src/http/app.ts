@@ -47,7 +47,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
       if (accessLog) log.debug('request', { method: ctx.method, path: ctx.path, status, duration_ms: Math.round(duration * 1e6) / 1e3 });
     },
     onUnexpectedError: (ctx, error) => log.error('unexpected error', { route: ctx.route, method: ctx.method, error }),
-    onRefusedBeforeAdmission: (key) => void services.admission.countRequest(key.userId, key.id, keyLimitsOf(key.row, Date.now())),
+    onAnsweredWithoutAdmission: (key) => void services.admission.countRequest(key.userId, key.id, keyLimitsOf(key.row, Date.now())),
   });
 
   const box = new SealedBox(config.keySecret);
@@ -64,20 +64,23 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const webhookSecret = webhookSecretRoutes(services, box);
   // Every paid POST honours Idempotency-Key (docs/routing.md): a repeat gets the first answer, not a second charge.
   const paid = idempotentHandlers(services);
+  // Routes whose handler admits the request (Admission counts it in the key's window); every other
+  // request made with an API key is counted as it arrives (see RouteWindow).
+  const admitted = { admitted: true };
 
   router
-    .post('/v1/chat/completions', paid(chat))
-    .post('/v1/responses', paid((ctx) => chat(ctx, RESPONSES_OUTPUT)))
-    .post('/v1/images/generations', paid(imageGenerations(services)))
-    .post('/v1/videos/generations', paid(videos.submit))
+    .post('/v1/chat/completions', paid(chat), admitted)
+    .post('/v1/responses', paid((ctx) => chat(ctx, RESPONSES_OUTPUT)), admitted)
+    .post('/v1/images/generations', paid(imageGenerations(services)), admitted)
+    .post('/v1/videos/generations', paid(videos.submit), admitted)
     .get('/v1/videos/generations', videos.list)
     .get('/v1/videos/generations/:id', videos.get)
     .del('/v1/videos/generations/:id', videos.cancel)
-    .post('/v1/audio/speech', paid(audio.speech.submit))
+    .post('/v1/audio/speech', paid(audio.speech.submit), admitted)
     .get('/v1/audio/speech', audio.speech.list)
     .get('/v1/audio/speech/:id', audio.speech.get)
     .del('/v1/audio/speech/:id', audio.speech.cancel)
-    .post('/v1/audio/generations', paid(audio.music.submit))
+    .post('/v1/audio/generations', paid(audio.music.submit), admitted)
     .get('/v1/audio/generations', audio.music.list)
     .get('/v1/audio/generations/:id', audio.music.get)
     .del('/v1/audio/generations/:id', audio.music.cancel)
@@ -105,7 +108,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .get('/api/v1/pricing', models.pricing)
     .get('/v1/models', models.v1List)
     .get('/v1/models/*', models.v1One)
-    .post('/v1/uploads', media.upload, { maxBodyBytes: config.media.maxBytes + MULTIPART_OVERHEAD_BYTES })
+    .post('/v1/uploads', media.upload, { maxBodyBytes: config.media.maxBytes + MULTIPART_OVERHEAD_BYTES, admitted: true })
     .get('/media/:key', media.get)
     .head('/media/:key', media.head)
     .get('/healthz', (ctx) => ctx.reply.json(200, { status: 'ok' }))

@@ -8,6 +8,7 @@ import { ClientGone, readBody } from './body.js';
 import { IpRanges, clientAddress } from '../auth/ip-ranges.js';
 import { MANAGEMENT_PREFIX, ROUTE_CREDENTIALS, admitCredential, routeName, type CredentialKind } from '../auth/credential-roles.js';
 import { bearerToken } from '../auth/authenticator.js';
+import type { RouteWindow } from '../admission/request-windows.js';
 
 export interface RequestHeaders {
   readonly authorization: string;
@@ -33,8 +34,10 @@ export interface RequestContext {
   readonly startedAt: bigint;
   /** The body, read with the size limit; rejects with 413 or ClientGone. */
   body(): Promise<Buffer>;
-  /** The regular key an inference request authenticated with, once it has. */
-  inferenceKey?: AuthenticatedKey;
+  /** How the route counts a request made with an API key in the key's windows (see RouteWindow). */
+  readonly window: RouteWindow;
+  /** On a route whose admission counts the request: the key it authenticated with, until admission has counted it. */
+  windowKey?: AuthenticatedKey;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -42,6 +45,11 @@ export type Handler = (ctx: RequestContext) => Promise<void> | void;
 export interface RouteOptions {
   /** This route's body limit instead of the router's. */
   readonly maxBodyBytes?: number;
+  /**
+   * The handler admits the request (Admission), which counts it in its key's default window, and
+   * clears `windowKey` once it has. Other routes count requests made with an API key as they arrive.
+   */
+  readonly admitted?: boolean;
 }
 
 export interface RouterOptions {
@@ -51,18 +59,28 @@ export interface RouterOptions {
   readonly inflight: { count: number };
   readonly onFinished: (ctx: RequestContext, status: number) => void;
   readonly onUnexpectedError: (ctx: RequestContext, error: unknown) => void;
-  /** An authenticated inference request refused before its admission (a malformed body, an unknown model): it counts in the key's window. */
-  readonly onRefusedBeforeAdmission?: (key: AuthenticatedKey) => void;
+  /**
+   * A request of an admission route, authenticated with an API key, answered without admission
+   * counting it (refused before it: a malformed body, an unknown model, a 409 for its Idempotency-Key;
+   * or a replayed answer): it counts in the key's default window now.
+   */
+  readonly onAnsweredWithoutAdmission?: (key: AuthenticatedKey) => void;
 }
 
 /**
- * Refusals of the request's own input, before admission: admission counts every request it decides
- * (402 and 400 `request_too_large` included), and a handler clears `inferenceKey` once its request
- * was admitted, so nothing is counted twice.
+ * Whether an answer given while `windowKey` is set is counted afterwards. Every answer is (a success
+ * too: a replayed Idempotency-Key), except those admission gave and counted itself (402; 400
+ * `request_too_large`) or that are not a request's to count: a window's own refusal (429), Redis
+ * out of reach (503 `admission_unavailable`), and the answers of the caller's own upstream
+ * credentials, tried after admission counted the request (`upstream_*`, `byok_*`, 401 `key_revoked`).
+ * A request that ended without an answer (the client left, an unexpected error) is not counted.
  */
-function refusedBeforeAdmission(ctx: RequestContext, error: ApiError): boolean {
-  return ctx.method === 'post' && (error.status === 400 || error.status === 404 || error.status === 413 || error.status === 415 || error.status === 422)
-    && error.code !== 'request_too_large' && !error.code.startsWith('upstream_');
+function countedAfterwards(failure: unknown): boolean {
+  if (failure === undefined) return true;
+  if (!(failure instanceof ApiError)) return false;
+  const { status, code } = failure;
+  return status !== 429 && status !== 402 && code !== 'request_too_large' && code !== 'admission_unavailable' && code !== 'key_revoked'
+    && !code.startsWith('upstream_') && !code.startsWith('byok_');
 }
 
 const EMPTY_BODY = Promise.resolve(Buffer.alloc(0));
@@ -91,6 +109,7 @@ export class Router {
 
   private add(method: 'get' | 'head' | 'post' | 'put' | 'del' | 'any', pattern: string, handler: Handler, options: RouteOptions = {}): this {
     const credentials = credentialsOf(method, pattern);
+    const window: RouteWindow | undefined = options.admitted ? 'admission' : method === 'any' ? undefined : method === 'get' || method === 'head' ? 'reads' : 'default';
     const maxBodyBytes = options.maxBodyBytes ?? this.options.maxBodyBytes;
     const paramCount = (pattern.match(/:/g) ?? []).length;
     const withBody = method === 'post' || method === 'put' || method === 'any';
@@ -103,13 +122,16 @@ export class Router {
       const body = withBody && methodName !== 'get' && methodName !== 'head' && methodName !== 'delete'
         ? readBody(res, reply, maxBodyBytes, declared ? Number(declared) : undefined)
         : EMPTY_BODY;
-      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies), credentials);
+      // A catch-all route takes every method: a read or a write by the request's own.
+      const counted = window ?? (methodName === 'get' || methodName === 'head' ? 'reads' : 'default');
+      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted), credentials);
     });
     return this;
   }
 
   private async run(handler: Handler, ctx: RequestContext, credentials: readonly CredentialKind[] | undefined): Promise<void> {
     this.options.inflight.count++;
+    let failure: unknown;
     try {
       // A path whose percent-encoding is not UTF-8, or that decodes to a control character (U+0000),
       // names nothing: no id, media name or model id holds one (and Postgres refuses U+0000 in a lookup).
@@ -118,10 +140,8 @@ export class Router {
       if (credentials) admitCredential(`${ctx.method.toUpperCase()} ${ctx.route}`, credentials, bearerToken(ctx.headers.authorization));
       await handler(ctx);
     } catch (error) {
-      if (error instanceof ApiError) {
-        ctx.reply.error(error);
-        if (ctx.inferenceKey && refusedBeforeAdmission(ctx, error)) this.options.onRefusedBeforeAdmission?.(ctx.inferenceKey);
-      }
+      failure = error;
+      if (error instanceof ApiError) ctx.reply.error(error);
       else if (isRedisUnreachable(error)) ctx.reply.error(redisUnavailable());
       else if (!(error instanceof ClientGone)) {
         this.options.onUnexpectedError(ctx, error);
@@ -133,6 +153,8 @@ export class Router {
       this.options.onUnexpectedError(ctx, new Error('handler finished without answering'));
       ctx.reply.error(internalError());
     }
+    // Unset on an admitted call: nothing more to do on its path.
+    if (ctx.windowKey !== undefined && countedAfterwards(failure)) this.options.onAnsweredWithoutAdmission?.(ctx.windowKey);
     this.options.inflight.count--;
     this.options.onFinished(ctx, ctx.reply.aborted && !ctx.reply.finished ? 499 : ctx.reply.status);
   }
@@ -156,13 +178,14 @@ class Context implements RequestContext {
   readonly query: string;
   readonly headers: RequestHeaders;
   readonly startedAt = process.hrtime.bigint();
-  inferenceKey: AuthenticatedKey | undefined = undefined;
+  windowKey: AuthenticatedKey | undefined = undefined;
   private readonly forwardedFor: string;
   private address: string | undefined;
 
   constructor(
     readonly route: string, readonly method: string, req: HttpRequest, private readonly res: HttpResponse, readonly reply: Reply,
     readonly params: readonly string[], private readonly bodyPromise: Promise<Buffer>, private readonly trustedProxies: IpRanges,
+    readonly window: RouteWindow,
   ) {
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';

@@ -13,6 +13,7 @@ import { RedisKeys } from '../admission/keys.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
+import { RequestWindows } from '../admission/request-windows.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { SettlementJournal } from '../admission/settlement-journal.js';
 import { LedgerConfirmer } from '../admission/ledger-confirmer.js';
@@ -60,7 +61,6 @@ const metrics = createMetrics(undefined, {
   thread: threadName,
   pools: () => [...OnDemandWorkerPool.all].flatMap((pool) => pool.loopThreads().map((loop) => ({ ...loop, thread: `${threadName}/${loop.thread}` }))),
 });
-const auth = new Authenticator(sql, config.keySecret, config.keyPrefix, config.auth, (found) => metrics.authKeyLookups.labels(found ? 'found' : 'unknown').inc());
 const balances = new Balances(sql, redis, keys);
 // The hot path's script calls go over their own lean connection (see RedisPipe).
 const scriptPipe = new RedisPipe(config.redisUrl);
@@ -78,6 +78,9 @@ const scripts = new ScriptBatcher(scriptPipe, keys, ledgerMarked);
 const admission = new Admission(scripts, balances, {
   requests: config.rateLimit.requests, windowMs: config.rateLimit.windowMs, reservationTtlMs: config.reservationTtlMs,
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls }, { flushMs: config.settleFlushMs, journal });
+// API-key requests admission never sees (management calls, task reads and cancels) are counted as they arrive.
+const windows = new RequestWindows(scripts, { default: config.rateLimit, reads: config.readRateLimit }, DEFAULT_LEASE_POLICY.lifeMs, metrics);
+const auth = new Authenticator(sql, config.keySecret, config.keyPrefix, config.auth, (found) => metrics.authKeyLookups.labels(found ? 'found' : 'unknown').inc(), windows);
 // Ledger entries Redis loses with its data before the ledger writer committed them are charged again from the journal.
 const confirmer = new LedgerConfirmer(journal, redis, keys, new LedgerRecovery({ sql, redis, keys, scripts, balances, ttlMs: config.reservationTtlMs }));
 

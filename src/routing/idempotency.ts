@@ -52,12 +52,12 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /**
  * Whether a first request's answer is kept for its repeats: an answer made whole (a stream to its end,
  * with the client still there to take it), not 499, and either a success or made after the call was
- * admitted (a handler clears `inferenceKey` at admission; a refusal before it did no work).
+ * admitted (a handler clears `windowKey` at admission; a refusal before it did no work).
  */
 function keeps(ctx: RequestContext, recorder: AnswerRecorder): boolean {
   if (!recorder.complete || recorder.status === 499) return false;
   if (recorder.streamed && ctx.reply.aborted) return false;
-  return recorder.status < 400 || ctx.inferenceKey === undefined;
+  return recorder.status < 400 || ctx.windowKey === undefined;
 }
 
 /** Wraps paid handlers: a request without `Idempotency-Key` goes straight to the handler (nothing added to its path). */
@@ -109,7 +109,7 @@ export function idempotentHandlers(services: Services): (handler: Handler) => Ha
     } catch (error) {
       // After admission an ApiError is the call's answer (an upstream's, say): rendered here, where the
       // recorder sees it. Earlier ones, and failures of the gateway itself, go to the router as usual.
-      if (error instanceof ApiError && ctx.inferenceKey === undefined) ctx.reply.error(error);
+      if (error instanceof ApiError && ctx.windowKey === undefined) ctx.reply.error(error);
       else failure = error;
     } finally {
       clearInterval(renewal);

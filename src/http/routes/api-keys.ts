@@ -179,7 +179,7 @@ export function apiKeyRoutes(services: Services, box: SealedBox) {
     await Promise.all([
       redis.del(
         keys.rateWindow(userId, row.id), keys.rateWeights(userId, row.id), keys.minuteWindow(userId, row.id), keys.minuteWeights(userId, row.id),
-        keys.keySpend(userId, row.id), keys.keyTokens(userId, row.id),
+        keys.readWindow(userId, row.id), keys.readWeights(userId, row.id), keys.keySpend(userId, row.id), keys.keyTokens(userId, row.id),
       ),
       announce(`revoke:${row.public_id}`),
     ]);

@@ -425,7 +425,7 @@ export function chatCompletions(services: Services) {
       },
     });
     const platform = admitting instanceof Promise ? await admitting : admitting;
-    ctx.inferenceKey = undefined; // counted in its window by admission
+    ctx.windowKey = undefined; // counted in its window by admission
     if (!platform) return;
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
     const call = new MeteredCall(admission, admitted, recordUsage, platformIdentity);

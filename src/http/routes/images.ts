@@ -190,8 +190,8 @@ export function imageGenerations(services: Services) {
         }
       },
     });
+    ctx.windowKey = undefined; // counted in its window by admission (a call one of the caller's own credentials served too)
     if (!platform) return;
-    ctx.inferenceKey = undefined; // counted in its window by admission
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
     const call = new MeteredCall<MediaModel>(admission, admitted, NO_RECORDER, platformIdentity);
     await call.run(async () => {

@@ -64,7 +64,7 @@ export function mediaRoutes(services: Services) {
     if (!media) throw storageOff();
     const startedAtMs = Date.now();
     const admitted = await admission.admit(key.userId, key.id, 0n, keyLimitsOf(key.row, startedAtMs));
-    ctx.inferenceKey = undefined; // counted in its window by admission: a refusal from here on (the quota) is not counted again
+    ctx.windowKey = undefined; // counted in its window by admission: a refusal from here on (the quota) is not counted again
     let status = 201;
     let errorCode: string | null = null;
     try {

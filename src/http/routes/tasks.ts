@@ -48,7 +48,7 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
     const taskId = randomUUID();
     const holdId = holdIdOf(key.id, taskId);
     const headers = await admission.holdTask(key.userId, key.id, holdId, costNano, keyLimitsOf(key.row, Date.now()));
-    ctx.inferenceKey = undefined; // counted in its window by admission: a refusal from here on is not counted again
+    ctx.windowKey = undefined; // counted in its window by admission: a refusal from here on is not counted again
     const shard = shardOf(key.userId, config.tasks.shards);
     let accepted = false;
     try {
