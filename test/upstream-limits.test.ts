@@ -5,7 +5,7 @@
 // Streamed answers (every family): an event that never ends breaks the stream once it passes
 // UPSTREAM_MAX_EVENT_BYTES, and endless small events (comments, content) keep the memory flat.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
@@ -110,6 +110,16 @@ function peakRss(gateway: Gateway): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) * 1024;
 }
 
+/**
+ * Measures the gateway's peak memory from now: its peak is reset to its current RSS (clear_refs 5) so
+ * an earlier test's peak hides nothing; the answer gives how far the peak has grown since.
+ */
+function peakGrowth(gateway: Gateway): () => number {
+  writeFileSync(`/proc/${gateway.process.pid}/clear_refs`, '5');
+  const before = peakRss(gateway);
+  return () => peakRss(gateway) - before;
+}
+
 /** One raw HTTP/1.1 exchange with the gateway: the answer's bytes as they came (no client parser in between). */
 function rawChat(gateway: Gateway, key: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -150,7 +160,25 @@ t.before(async () => {
     }),
   ]);
   ({ key } = await gateway.user(USER, '50'));
+  await warmUp(streams);
 });
+
+/**
+ * What a gateway's first streams cost once (the token counting worker and its tables, the heap sized
+ * for a fast stream) is paid before the memory tests measure: a stream of 16 MiB of content, no usage.
+ */
+async function warmUp(gateway: Gateway): Promise<void> {
+  const { key: warmKey } = await gateway.user('upstream-limits-warm-up', '5');
+  const piece = repeated(CONTENT_DELTA);
+  const done = 'data: [DONE]\n\n';
+  const total = 16 * piece.length;
+  const marker = marked((socket) => { pour(socket, eventStreamHead(total + done.length), total, piece, done); });
+  const answer = await streamChat(gateway, warmKey, JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, max_tokens: 16, messages: [{ role: 'user', content: `warm ${marker}` }] }));
+  if (!answer.tail.endsWith(done)) throw new Error('the warm-up stream did not complete');
+}
+
+/** A chunk of 100 characters of content. */
+const CONTENT_DELTA = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content: 'word '.repeat(20) }, finish_reason: null }] })}\n\n`;
 t.teardown(async () => {
   await Promise.all([gateway?.close(), streams?.close()]);
   for (const socket of sockets) socket.destroy();
@@ -282,21 +310,20 @@ async function endlessEvent(t: Test, model: string, opening: string): Promise<vo
   const marker = marked((socket) => {
     progress = pour(socket, `${eventStreamHead(opening.length + MIB_200)}${opening}`, MIB_200);
   });
-  const rssBefore = peakRss(streams);
+  const grown = peakGrowth(streams);
   const streaming = streamChat(streams, userKey, JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: `endless ${marker}` }] }));
   const answer = await Promise.race([streaming, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000))]);
   const [record] = seenFor(marker);
   if (!answer) {
     record?.socket.destroy();
-    t.fail(`the stream did not break within 15 s (peak RSS grew by ${((peakRss(streams) - rssBefore) / 1048576).toFixed(1)} MiB)`);
+    t.fail(`the stream did not break within 15 s (peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB)`);
     return;
   }
   t.equal(answer.status, 200);
   endsBroken(t, answer.tail);
   await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
   t.ok(progress!.sent < MIB_200, `the gateway stopped reading: ${(progress!.sent / 1048576).toFixed(1)} of 200 MiB written`);
-  const grown = peakRss(streams) - rssBefore;
-  t.ok(grown < 64 * 1024 * 1024, `peak RSS grew by ${(grown / 1048576).toFixed(1)} MiB`);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
   await eventually('the reservation to be released', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
   t.equal((await streams.balanceNano(user)).credits, before.credits, 'a stream that broke before any usage is not charged');
   const [log] = await eventually('the call to be logged', async () => {
@@ -306,6 +333,47 @@ async function endlessEvent(t: Test, model: string, opening: string): Promise<vo
   t.equal(log!.status, 502);
   t.equal(log!.error_code, 'upstream_stream_broken');
 }
+
+// The streams' memory tests come first: on a gateway only warmed up, memory freed by earlier tests cannot hide growth.
+t.test('200 MiB of comment events are relayed with flat memory, and the usage after them is charged', async (t) => {
+  const user = 'upstream-limits-comments';
+  const { key: userKey } = await streams.user(user, '5');
+  const before = await streams.balanceNano(user);
+  const usage = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } })}\n\ndata: [DONE]\n\n`;
+  const piece = repeated(': x\n\n');
+  const total = Math.floor(MIB_200 / piece.length) * piece.length;
+  const marker = marked((socket) => { pour(socket, eventStreamHead(total + usage.length), total, piece, usage); });
+  const grown = peakGrowth(streams);
+  const answer = await streamChat(streams, userKey, JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `comments ${marker}` }] }));
+  t.equal(answer.status, 200);
+  t.ok(answer.bytes > total, `the comments reached the client (${(answer.bytes / 1048576).toFixed(1)} MiB)`);
+  t.match(answer.tail, /"usage":\{"prompt_tokens":7,"completion_tokens":3/);
+  t.match(answer.tail, /data: \[DONE\]\n\n$/);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
+  await eventually('the call to settle', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
+  t.equal((await streams.balanceNano(user)).credits, before.credits - costNano(7, 3), 'charged the usage the vendor reported');
+});
+
+t.test('200 MiB of content with no usage: memory stays flat and the counted charge stops at the output allowance', async (t) => {
+  const user = 'upstream-limits-content';
+  const { key: userKey } = await streams.user(user, '5');
+  const before = await streams.balanceNano(user);
+  const piece = repeated(CONTENT_DELTA);
+  const total = Math.floor(MIB_200 / piece.length) * piece.length;
+  const done = 'data: [DONE]\n\n';
+  const marker = marked((socket) => { pour(socket, eventStreamHead(total + done.length), total, piece, done); });
+  const body = JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, max_tokens: 16, messages: [{ role: 'user', content: `content ${marker}` }] });
+  const grown = peakGrowth(streams);
+  const answer = await streamChat(streams, userKey, body);
+  t.equal(answer.status, 200);
+  t.match(answer.tail, /data: \[DONE\]\n\n$/);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
+  await eventually('the call to settle', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
+  const charged = before.credits - (await streams.balanceNano(user)).credits;
+  const [log] = await streams.sql<{ completion_tokens: number }[]>`select completion_tokens from request_logs where user_id = ${user}`;
+  t.ok(log!.completion_tokens >= 16, `the text kept counts at least the allowance (${log!.completion_tokens} tokens)`);
+  t.equal(charged, reserveNano(body, 16), 'charged its reservation: the whole output allowance, no more');
+});
 
 t.test('an OpenAI-wire stream whose event never ends breaks at UPSTREAM_MAX_EVENT_BYTES', async (t) => {
   const opening = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\ndata: `;
@@ -320,49 +388,6 @@ t.test('an Anthropic stream whose event never ends breaks at UPSTREAM_MAX_EVENT_
 t.test('a Gemini stream whose event never ends breaks at UPSTREAM_MAX_EVENT_BYTES', async (t) => {
   const first = { candidates: [{ index: 0, content: { role: 'model', parts: [{ text: 'Hi' }] } }] };
   await endlessEvent(t, 'google/gemini-2.5-flash', `data: ${JSON.stringify(first)}\r\n\r\ndata: `);
-});
-
-t.test('200 MiB of comment events are relayed with flat memory, and the usage after them is charged', async (t) => {
-  const user = 'upstream-limits-comments';
-  const { key: userKey } = await streams.user(user, '5');
-  const before = await streams.balanceNano(user);
-  const usage = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } })}\n\ndata: [DONE]\n\n`;
-  const piece = repeated(': x\n\n');
-  const total = Math.floor(MIB_200 / piece.length) * piece.length;
-  const marker = marked((socket) => { pour(socket, eventStreamHead(total + usage.length), total, piece, usage); });
-  const rssBefore = peakRss(streams);
-  const answer = await streamChat(streams, userKey, JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `comments ${marker}` }] }));
-  t.equal(answer.status, 200);
-  t.ok(answer.bytes > total, `the comments reached the client (${(answer.bytes / 1048576).toFixed(1)} MiB)`);
-  t.match(answer.tail, /"usage":\{"prompt_tokens":7,"completion_tokens":3/);
-  t.match(answer.tail, /data: \[DONE\]\n\n$/);
-  const grown = peakRss(streams) - rssBefore;
-  t.ok(grown < 64 * 1024 * 1024, `peak RSS grew by ${(grown / 1048576).toFixed(1)} MiB`);
-  await eventually('the call to settle', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
-  t.equal((await streams.balanceNano(user)).credits, before.credits - costNano(7, 3), 'charged the usage the vendor reported');
-});
-
-t.test('200 MiB of content with no usage: memory stays flat and the counted charge stops at the output allowance', async (t) => {
-  const user = 'upstream-limits-content';
-  const { key: userKey } = await streams.user(user, '5');
-  const before = await streams.balanceNano(user);
-  const delta = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content: 'word '.repeat(20) }, finish_reason: null }] })}\n\n`;
-  const piece = repeated(delta);
-  const total = Math.floor(MIB_200 / piece.length) * piece.length;
-  const done = 'data: [DONE]\n\n';
-  const marker = marked((socket) => { pour(socket, eventStreamHead(total + done.length), total, piece, done); });
-  const body = JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, max_tokens: 16, messages: [{ role: 'user', content: `content ${marker}` }] });
-  const rssBefore = peakRss(streams);
-  const answer = await streamChat(streams, userKey, body);
-  t.equal(answer.status, 200);
-  t.match(answer.tail, /data: \[DONE\]\n\n$/);
-  const grown = peakRss(streams) - rssBefore;
-  t.ok(grown < 64 * 1024 * 1024, `peak RSS grew by ${(grown / 1048576).toFixed(1)} MiB`);
-  await eventually('the call to settle', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
-  const charged = before.credits - (await streams.balanceNano(user)).credits;
-  const [log] = await streams.sql<{ completion_tokens: number }[]>`select completion_tokens from request_logs where user_id = ${user}`;
-  t.ok(log!.completion_tokens >= 16, `the text kept counts at least the allowance (${log!.completion_tokens} tokens)`);
-  t.equal(charged, reserveNano(body, 16), 'charged its reservation: the whole output allowance, no more');
 });
 
 t.test('MAX_CHARS_PER_TOKEN bounds the text of every o200k token', async (t) => {
