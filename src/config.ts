@@ -78,6 +78,8 @@ export const EnvSchema = v.object({
   UPSTREAM_DEADLINE_MS: v.optional(intFrom(1000, 86_400_000), '1800000'),
   UPSTREAM_MAX_ERROR_BODY_BYTES: v.optional(intFrom(1024, 16 * 1024 * 1024), '65536'),
   UPSTREAM_MAX_BODY_BYTES: v.optional(intFrom(64 * 1024, 1024 * 1024 * 1024), String(16 * 1024 * 1024)),
+  // A streamed answer is relayed as it comes; what it holds is one event until its blank line, at most this.
+  UPSTREAM_MAX_EVENT_BYTES: v.optional(intFrom(16 * 1024, 256 * 1024 * 1024), String(1024 * 1024)),
   SHUTDOWN_DRAIN_MS: v.optional(intFrom(0, 3_600_000), '30000'),
   // `auto`: the built-in mock plays keyless vendors outside production only; `on`: in production too.
   MOCK_VENDOR: v.optional(v.picklist(['auto', 'on', 'off'], 'must be auto, on or off'), 'auto'),
@@ -229,6 +231,8 @@ export interface Config {
   readonly upstreamMaxErrorBodyBytes: number;
   /** A non-streamed upstream answer larger than this is refused (502 upstream_response_too_large). */
   readonly upstreamMaxBodyBytes: number;
+  /** A streamed upstream event still incomplete after this many bytes breaks the stream (upstream_stream_broken). */
+  readonly upstreamMaxEventBytes: number;
   readonly shutdownDrainMs: number;
   readonly mockVendor: 'auto' | 'on' | 'off';
   readonly mockVendorPort: number;
@@ -471,6 +475,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     upstreamDeadlineMs: e.UPSTREAM_DEADLINE_MS,
     upstreamMaxErrorBodyBytes: e.UPSTREAM_MAX_ERROR_BODY_BYTES,
     upstreamMaxBodyBytes: e.UPSTREAM_MAX_BODY_BYTES,
+    upstreamMaxEventBytes: e.UPSTREAM_MAX_EVENT_BYTES,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     mockVendor: e.MOCK_VENDOR,
     mockVendorPort: e.MOCK_VENDOR_PORT,

@@ -10,6 +10,7 @@ import { anthropicFamily } from '../src/providers/anthropic/family.js';
 import { buildAnthropicBody, JSON_RESPONSE_TOOL } from '../src/providers/anthropic/request.js';
 import { finishAnthropicMessage, readAnthropicUsage } from '../src/providers/anthropic/answer.js';
 import { AnthropicStreamRelay } from '../src/providers/anthropic/stream-relay.js';
+import type { AnswerOptions } from '../src/providers/family.js';
 
 const seed = CHAT_MODELS.find((m) => m.id === 'anthropic/claude-sonnet-4-5')!;
 const MODEL: CatalogModel = {
@@ -227,7 +228,7 @@ const RECORDED = [
   sse('message_stop', { type: 'message_stop' }),
 ].join('');
 
-function relayPieces(pieces: Buffer[], options = OPTIONS): { out: string; relay: AnthropicStreamRelay } {
+function relayPieces(pieces: Buffer[], options: AnswerOptions = OPTIONS): { out: string; relay: AnthropicStreamRelay } {
   const relay = new AnthropicStreamRelay(MODEL.id, options);
   const out: Buffer[] = [];
   for (const piece of pieces) {
@@ -336,4 +337,15 @@ t.test('an upstream error event or a truncated stream ends with the gateway erro
   const truncated = relayPieces([Buffer.from(RECORDED.slice(0, RECORDED.indexOf('event: message_delta')))]);
   t.match(events(truncated.out).at(-1), { error: { code: 'upstream_stream_broken' } });
   t.notMatch(truncated.out, /\[DONE\]/);
+});
+
+t.test('bounds: an event still incomplete past maxEventBytes throws; generated text stops at maxGeneratedChars', async (t) => {
+  const endless = new AnthropicStreamRelay(MODEL.id, { ...OPTIONS, maxEventBytes: 1024 });
+  endless.push(Buffer.from(RECORDED.slice(0, RECORDED.indexOf('\n\n') + 2)));
+  t.throws(() => {
+    for (let i = 0; i < 20; i++) endless.push(Buffer.from('data: '.padEnd(100, 'A')));
+  }, /grew past 1024 bytes/);
+  const { out, relay } = relayPieces([Buffer.from(RECORDED)], { ...OPTIONS, maxGeneratedChars: 10 });
+  t.match(out, /Café ☕/, 'the stream itself is whole');
+  t.equal(relay.generatedText(), 'Hmm, weath');
 });

@@ -275,3 +275,14 @@ t.test('a blocked prompt streams content_filter; an error event or garbage break
   t.throws(() => relay.push(Buffer.from(event({ error: { code: 500, message: 'boom', status: 'INTERNAL' } }))), /boom/);
   t.throws(() => new GeminiStreamRelay('m/g', OPTIONS).push(Buffer.from('data: {nope\n\n')));
 });
+
+t.test('bounds: an event still incomplete past maxEventBytes throws; generated text stops at maxGeneratedChars', async (t) => {
+  const endless = new GeminiStreamRelay('m/g', { ...OPTIONS, maxEventBytes: 1024 });
+  t.throws(() => {
+    for (let i = 0; i < 20; i++) endless.push(Buffer.from('data: '.padEnd(100, 'A')));
+  }, /grew past 1024 bytes/);
+  const relay = new GeminiStreamRelay('m/g', { ...OPTIONS, maxGeneratedChars: 12 });
+  relay.push(Buffer.from(STREAM));
+  relay.flush();
+  t.equal(relay.generatedText(), 'Pondering Hé');
+});

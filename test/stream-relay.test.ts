@@ -102,3 +102,40 @@ t.test("the OpenAI family's stream relay is the relay itself, so pipeEvents sees
   t.ok((relay.usageEventAt ?? 0) > 0);
   t.equal(relay.generatedText(), ' a');
 });
+
+t.test('CRLF-framed events split at any byte, the blank line too, are reassembled', async (t) => {
+  const whole = [delta(' hello'), delta(' world'), usageChunk, 'data: [DONE]\n\n'].map((event) => event.replace(/\n\n$/, '\r\n\r\n')).join('');
+  for (const size of [1, 2, 3, 5]) {
+    const pieces: string[] = [];
+    for (let i = 0; i < whole.length; i += size) pieces.push(whole.slice(i, i + size));
+    const relay = new OpenAiStreamRelay('m/x', true);
+    const out = relayAll(relay, pieces);
+    t.equal(out.match(/\r?\n\r?\n/g)?.length, 4, `piece size ${size}: four events`);
+    t.equal(relay.usage?.completionTokens, 3);
+    t.equal(relay.generatedText(), ' hello world');
+  }
+});
+
+t.test('an event still incomplete past maxEventBytes throws; one just under it passes', async (t) => {
+  const relay = new OpenAiStreamRelay('m/x', true, 1024);
+  const long = delta('x'.repeat(900));
+  let out = '';
+  for (let i = 0; i < long.length; i += 100) out += relay.push(Buffer.from(long.slice(i, i + 100)))?.toString() ?? '';
+  t.match(out, /x{900}/, 'an event under the bound, in pieces');
+  const endless = new OpenAiStreamRelay('m/x', true, 1024);
+  t.throws(() => {
+    for (let i = 0; i < 20; i++) endless.push(Buffer.from('data: '.padEnd(100, 'A')));
+  }, /grew past 1024 bytes/);
+});
+
+t.test('generatedText of a long stream equals that of its events, and stops at maxGeneratedChars', async (t) => {
+  const events = Array.from({ length: 3000 }, (_, i) => delta(` w${i}`)); // well past the raw events kept
+  const expected = generatedText([Buffer.from(events.join(''))]);
+  const relay = new OpenAiStreamRelay('m/x', true);
+  const whole = events.join('');
+  for (let i = 0; i < whole.length; i += 999) relay.push(Buffer.from(whole.slice(i, i + 999)));
+  t.equal(relay.generatedText(), expected);
+  const capped = new OpenAiStreamRelay('m/x', true, undefined, 100);
+  for (const event of events) capped.push(Buffer.from(event));
+  t.equal(capped.generatedText(), expected.slice(0, 100));
+});

@@ -2,14 +2,18 @@
 // the OpenAI vendor's base URL) cannot blow up the gateway's memory with a huge error body or answer,
 // hold a call past the exchange deadline, inject headers through Retry-After, or get a POST twice
 // after a dead kept-alive connection; a non-streamed call whose client leaves is cut upstream and settled.
+// Streamed answers (every family): an event that never ends breaks the stream once it passes
+// UPSTREAM_MAX_EVENT_BYTES, and endless small events (comments, content) keep the memory flat.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { eachRequest } from './helpers/raw-requests.js';
+import { decode } from 'gpt-tokenizer';
 import { startGateway, type Gateway } from './helpers/harness.js';
-import { chatBody, eventually, parseJson, postChat } from './helpers/billing-checks.js';
+import { chatBody, costNano, eventually, parseJson, postChat, reserveNano } from './helpers/billing-checks.js';
+import { MAX_CHARS_PER_TOKEN } from '../src/providers/pending-event.js';
 
 /** What the hostile upstream does with a request whose body holds the mode's marker. */
 type Mode = (socket: net.Socket, request: string) => void;
@@ -55,10 +59,12 @@ const COMPLETION = JSON.stringify({
 });
 const answerOk = (socket: net.Socket) => socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${COMPLETION.length}\r\n\r\n${COMPLETION}`);
 
-/** Writes `total` bytes of `head`'s body as fast as the reader takes them; counts what was written. */
-function pour(socket: net.Socket, head: string, total: number): { sent: number } {
+/**
+ * Writes `head`, then `total` bytes of `piece` repeated (about 1 MiB of 'A' by default), then `tail`,
+ * as fast as the reader takes them; counts the poured bytes written.
+ */
+function pour(socket: net.Socket, head: string, total: number, piece = Buffer.alloc(1024 * 1024, 'A'), tail = ''): { sent: number } {
   const progress = { sent: 0 };
-  const piece = Buffer.alloc(1024 * 1024, 'A');
   socket.write(head);
   const more = (): void => {
     while (progress.sent < total && !socket.destroyed) {
@@ -69,15 +75,49 @@ function pour(socket: net.Socket, head: string, total: number): { sent: number }
         return;
       }
     }
+    if (progress.sent === total && tail !== '' && !socket.destroyed) socket.write(tail);
   };
   more();
   return progress;
+}
+
+/** `text` repeated to about 1 MiB (whole repetitions only, so a stream of them is cut at no event). */
+const repeated = (text: string) => Buffer.from(text.repeat(Math.floor(1024 * 1024 / text.length)));
+
+/** A 200 `text/event-stream` head for a body of `length` bytes. */
+const eventStreamHead = (length: number) => `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${length}\r\n\r\n`;
+
+/** Reads a streamed answer as it comes, keeping only its size and its last 64 KiB. */
+async function streamChat(gateway: Gateway, key: string, body: string): Promise<{ status: number; bytes: number; tail: string }> {
+  const response = await fetch(`${gateway.v1}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body,
+  });
+  let bytes = 0;
+  let tail = Buffer.alloc(0);
+  for await (const part of response.body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += part.length;
+    tail = Buffer.concat([tail, part]);
+    if (tail.length > 128 * 1024) tail = tail.subarray(tail.length - 64 * 1024);
+  }
+  return { status: response.status, bytes, tail: tail.toString('utf8') };
 }
 
 /** The gateway process's peak resident memory (VmHWM), bytes. */
 function peakRss(gateway: Gateway): number {
   const status = readFileSync(`/proc/${gateway.process.pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}
+
+/**
+ * Measures the gateway's peak memory from now: its peak is reset to its current RSS (clear_refs 5) so
+ * an earlier test's peak hides nothing; the answer gives how far the peak has grown since.
+ */
+function peakGrowth(gateway: Gateway): () => number {
+  writeFileSync(`/proc/${gateway.process.pid}/clear_refs`, '5');
+  const before = peakRss(gateway);
+  return () => peakRss(gateway) - before;
 }
 
 /** One raw HTTP/1.1 exchange with the gateway: the answer's bytes as they came (no client parser in between). */
@@ -96,21 +136,51 @@ function rawChat(gateway: Gateway, key: string, body: string): Promise<string> {
 let gateway: Gateway;
 let key: string;
 const USER = 'upstream-limits-user';
+/** A gateway for streams, with the default UPSTREAM_MAX_EVENT_BYTES and a deadline long enough to pour 200 MiB. */
+let streams: Gateway;
 
 t.before(async () => {
   await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
   const port = (hostile.address() as AddressInfo).port;
-  gateway = await startGateway({
-    env: {
-      OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
-      UPSTREAM_DEADLINE_MS: '1500',
-      UPSTREAM_MAX_BODY_BYTES: String(256 * 1024),
-    },
-  });
+  [gateway, streams] = await Promise.all([
+    startGateway({
+      env: {
+        OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        UPSTREAM_DEADLINE_MS: '1500',
+        UPSTREAM_MAX_BODY_BYTES: String(256 * 1024),
+      },
+    }),
+    startGateway({
+      env: {
+        OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        GEMINI_BASE_URL: `http://127.0.0.1:${port}/v1beta`,
+        UPSTREAM_DEADLINE_MS: '60000',
+      },
+    }),
+  ]);
   ({ key } = await gateway.user(USER, '50'));
+  await warmUp(streams);
 });
+
+/**
+ * What a gateway's first streams cost once (the token counting worker and its tables, the heap sized
+ * for a fast stream) is paid before the memory tests measure: a stream of 16 MiB of content, no usage.
+ */
+async function warmUp(gateway: Gateway): Promise<void> {
+  const { key: warmKey } = await gateway.user('upstream-limits-warm-up', '5');
+  const piece = repeated(CONTENT_DELTA);
+  const done = 'data: [DONE]\n\n';
+  const total = 16 * piece.length;
+  const marker = marked((socket) => { pour(socket, eventStreamHead(total + done.length), total, piece, done); });
+  const answer = await streamChat(gateway, warmKey, JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, max_tokens: 16, messages: [{ role: 'user', content: `warm ${marker}` }] }));
+  if (!answer.tail.endsWith(done)) throw new Error('the warm-up stream did not complete');
+}
+
+/** A chunk of 100 characters of content. */
+const CONTENT_DELTA = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { content: 'word '.repeat(20) }, finish_reason: null }] })}\n\n`;
 t.teardown(async () => {
-  await gateway?.close();
+  await Promise.all([gateway?.close(), streams?.close()]);
   for (const socket of sockets) socket.destroy();
   hostile.close();
 });
@@ -221,4 +291,115 @@ t.test('a POST written to a kept-alive connection the upstream then dropped is n
   const records = seenFor(marker);
   t.equal(records.length, 2, 'the upstream got each POST once');
   t.equal(records[0]!.socket, records[1]!.socket, 'the second went over the kept-alive connection');
+});
+
+const MIB_200 = 200 * 1024 * 1024;
+
+/** The stream's broken-stream ending: the error event, and no `[DONE]`. */
+function endsBroken(t: Test, tail: string): void {
+  t.match(tail, /"code":"upstream_stream_broken"/, 'the stream ends with the broken-stream error event');
+  t.notMatch(tail, /data: \[DONE\]/, 'and no [DONE]');
+}
+
+/** A streamed call whose upstream sends `opening`, then 200 MiB with no blank line: broken, nothing charged, memory flat. */
+async function endlessEvent(t: Test, model: string, opening: string): Promise<void> {
+  const user = `upstream-limits-endless-${randomBytes(3).toString('hex')}`;
+  const { key: userKey } = await streams.user(user, '5');
+  const before = await streams.balanceNano(user);
+  let progress: { sent: number } | undefined;
+  const marker = marked((socket) => {
+    progress = pour(socket, `${eventStreamHead(opening.length + MIB_200)}${opening}`, MIB_200);
+  });
+  const grown = peakGrowth(streams);
+  const streaming = streamChat(streams, userKey, JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: `endless ${marker}` }] }));
+  const answer = await Promise.race([streaming, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000))]);
+  const [record] = seenFor(marker);
+  if (!answer) {
+    record?.socket.destroy();
+    t.fail(`the stream did not break within 15 s (peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB)`);
+    return;
+  }
+  t.equal(answer.status, 200);
+  endsBroken(t, answer.tail);
+  await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
+  t.ok(progress!.sent < MIB_200, `the gateway stopped reading: ${(progress!.sent / 1048576).toFixed(1)} of 200 MiB written`);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
+  await eventually('the reservation to be released', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
+  t.equal((await streams.balanceNano(user)).credits, before.credits, 'a stream that broke before any usage is not charged');
+  const [log] = await eventually('the call to be logged', async () => {
+    const rows = await streams.sql<{ status: number; error_code: string | null }[]>`select status, error_code from request_logs where user_id = ${user}`;
+    return rows.length > 0 ? rows : undefined;
+  });
+  t.equal(log!.status, 502);
+  t.equal(log!.error_code, 'upstream_stream_broken');
+}
+
+// The streams' memory tests come first: on a gateway only warmed up, memory freed by earlier tests cannot hide growth.
+t.test('200 MiB of comment events are relayed with flat memory, and the usage after them is charged', async (t) => {
+  const user = 'upstream-limits-comments';
+  const { key: userKey } = await streams.user(user, '5');
+  const before = await streams.balanceNano(user);
+  const usage = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } })}\n\ndata: [DONE]\n\n`;
+  const piece = repeated(': x\n\n');
+  const total = Math.floor(MIB_200 / piece.length) * piece.length;
+  const marker = marked((socket) => { pour(socket, eventStreamHead(total + usage.length), total, piece, usage); });
+  const grown = peakGrowth(streams);
+  const answer = await streamChat(streams, userKey, JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: `comments ${marker}` }] }));
+  t.equal(answer.status, 200);
+  t.ok(answer.bytes > total, `the comments reached the client (${(answer.bytes / 1048576).toFixed(1)} MiB)`);
+  t.match(answer.tail, /"usage":\{"prompt_tokens":7,"completion_tokens":3/);
+  t.match(answer.tail, /data: \[DONE\]\n\n$/);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
+  await eventually('the call to settle', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
+  t.equal((await streams.balanceNano(user)).credits, before.credits - costNano(7, 3), 'charged the usage the vendor reported');
+});
+
+t.test('200 MiB of content with no usage: memory stays flat and the counted charge stops at the output allowance', async (t) => {
+  const user = 'upstream-limits-content';
+  const { key: userKey } = await streams.user(user, '5');
+  const before = await streams.balanceNano(user);
+  const piece = repeated(CONTENT_DELTA);
+  const total = Math.floor(MIB_200 / piece.length) * piece.length;
+  const done = 'data: [DONE]\n\n';
+  const marker = marked((socket) => { pour(socket, eventStreamHead(total + done.length), total, piece, done); });
+  const body = JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, max_tokens: 16, messages: [{ role: 'user', content: `content ${marker}` }] });
+  const grown = peakGrowth(streams);
+  const answer = await streamChat(streams, userKey, body);
+  t.equal(answer.status, 200);
+  t.match(answer.tail, /data: \[DONE\]\n\n$/);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
+  await eventually('the call to settle', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
+  const charged = before.credits - (await streams.balanceNano(user)).credits;
+  const [log] = await streams.sql<{ completion_tokens: number }[]>`select completion_tokens from request_logs where user_id = ${user}`;
+  t.ok(log!.completion_tokens >= 16, `the text kept counts at least the allowance (${log!.completion_tokens} tokens)`);
+  t.equal(charged, reserveNano(body, 16), 'charged its reservation: the whole output allowance, no more');
+});
+
+t.test('an OpenAI-wire stream whose event never ends breaks at UPSTREAM_MAX_EVENT_BYTES', async (t) => {
+  const opening = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\ndata: `;
+  await endlessEvent(t, 'openai/gpt-4o-mini', opening);
+});
+
+t.test('an Anthropic stream whose event never ends breaks at UPSTREAM_MAX_EVENT_BYTES', async (t) => {
+  const start = { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, usage: { input_tokens: 5, output_tokens: 1 } } };
+  await endlessEvent(t, 'anthropic/claude-sonnet-4-5', `event: message_start\ndata: ${JSON.stringify(start)}\n\nevent: content_block_delta\ndata: `);
+});
+
+t.test('a Gemini stream whose event never ends breaks at UPSTREAM_MAX_EVENT_BYTES', async (t) => {
+  const first = { candidates: [{ index: 0, content: { role: 'model', parts: [{ text: 'Hi' }] } }] };
+  await endlessEvent(t, 'google/gemini-2.5-flash', `data: ${JSON.stringify(first)}\r\n\r\ndata: `);
+});
+
+t.test('MAX_CHARS_PER_TOKEN bounds the text of every o200k token', async (t) => {
+  let longest = 0;
+  for (let id = 0; id < 201_000; id++) {
+    let text: string;
+    try {
+      text = decode([id]);
+    } catch {
+      continue;
+    }
+    longest = Math.max(longest, Buffer.byteLength(text));
+  }
+  t.ok(longest > 0 && longest <= MAX_CHARS_PER_TOKEN, `the longest token is ${longest} bytes`);
 });

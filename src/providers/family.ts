@@ -76,6 +76,13 @@ export interface AnswerOptions {
   /** The completion's id (`chatcmpl-...`) and creation time, for families whose answers carry none. */
   readonly id: string;
   readonly created: number;
+  /** A stream's longest event still incomplete (UPSTREAM_MAX_EVENT_BYTES): past it, the stream breaks. */
+  readonly maxEventBytes?: number;
+  /**
+   * The generated text a stream keeps for counting when the vendor reports no usage: the call's output
+   * allowance at MAX_CHARS_PER_TOKEN (src/providers/pending-event.ts). Text past it cannot raise the charge.
+   */
+  readonly maxGeneratedChars?: number;
 }
 
 export interface FinishedCompletion {

@@ -9,6 +9,7 @@ import { pipeEvents, sseCallHeaders, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, CacheScope, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
 import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
+import { MAX_CHARS_PER_TOKEN } from '../../providers/pending-event.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
 import { promptTokenEstimate } from '../../billing/token-estimate.js';
@@ -103,11 +104,12 @@ function checkCapabilities(request: ChatRequest, model: CatalogModel): number {
  * allowance for each choice.
  */
 function worstCaseTokens(request: ChatRequest, model: CatalogModel, bodyBytes: number, imageParts: number): { prompt: number; output: number } {
-  const caps = model.capabilities;
-  return {
-    prompt: bodyBytes + imageParts * caps.maxImageTokens,
-    output: (request.max_completion_tokens ?? request.max_tokens ?? caps.maxOutputTokens) * (request.n ?? 1),
-  };
+  return { prompt: bodyBytes + imageParts * model.capabilities.maxImageTokens, output: outputAllowance(request, model) };
+}
+
+/** The most output tokens a call may be charged: its cap (or the model's) for each choice. */
+function outputAllowance(request: ChatRequest, model: CatalogModel): number {
+  return (request.max_completion_tokens ?? request.max_tokens ?? model.capabilities.maxOutputTokens) * (request.n ?? 1);
 }
 
 /**
@@ -172,6 +174,7 @@ export function chatCompletions(services: Services) {
   const ttfbOf = children((vendor) => metrics.upstreamTtfb.labels(vendor));
   const recordUsage = usageRecorder(metrics);
   const cachePartition = promptCachePartitions(services.config.keySecret);
+  const maxEventBytes = services.config.upstreamMaxEventBytes;
 
   /** Non-streaming: the whole completion, rewritten; the call settles (and is journaled) just before it is written. */
   async function complete(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, headers: CallHeaders, output: ChatOutput): Promise<void> {
@@ -302,7 +305,10 @@ export function chatCompletions(services: Services) {
 
   /** How the family renders the call's answer; built while the upstream works, off the path from its answer to ours. */
   function answerOptions(call: MeteredCall, request: ChatRequest): AnswerOptions {
-    return { includeReasoning: request.include_reasoning !== false, id: `chatcmpl-${call.identity.callId.replaceAll('-', '')}`, created: Math.floor(call.startedAtMs / 1000) };
+    return {
+      includeReasoning: request.include_reasoning !== false, id: `chatcmpl-${call.identity.callId.replaceAll('-', '')}`, created: Math.floor(call.startedAtMs / 1000),
+      maxEventBytes, maxGeneratedChars: outputAllowance(request, call.identity.model) * MAX_CHARS_PER_TOKEN,
+    };
   }
 
   /** Answers the client from a 200 upstream response, whole or streamed. */
@@ -443,6 +449,7 @@ export function chatCompletions(services: Services) {
           if (Date.now() - call.startedAtMs >= routing.config.deadlineMs) break;
           routing.fellBack(legs[legIndex - 1]!.model.id, leg.model.id);
           call.serveAs(leg.model);
+          options = undefined; // its output allowance is the new model's
         }
         let index = leg.firstIndex;
         let target = targets[index]!;

@@ -4,6 +4,7 @@ import { renderUsage, type NormalizedUsage } from '../usage.js';
 import { sseErrorEvent } from '../../http/sse.js';
 import { finishReason, readAnthropicUsage } from './answer.js';
 import { JSON_RESPONSE_TOOL } from './request.js';
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS, PendingEvent } from '../pending-event.js';
 
 type Block = { kind: 'text' | 'thinking' | 'json' | 'other' } | { kind: 'tool'; toolIndex: number };
 
@@ -19,7 +20,7 @@ const DONE = 'data: [DONE]\n\n';
  */
 export class AnthropicStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
-  private carry: Buffer | undefined;
+  private readonly carry: PendingEvent;
   private readonly blocks = new Map<number, Block>();
   private tools = 0;
   private jsonResponse = false;
@@ -29,16 +30,21 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
   private finished = false;
   private ended = false;
   private generated: string[] = [];
+  private generatedChars = 0;
+  private readonly maxGeneratedChars: number;
   private readonly head: string;
   /** The stream's event separator, learnt from its first event ("\r\n\r\n" holds no "\n\n"). */
   private separator: string | undefined;
 
   constructor(modelId: string, private readonly options: AnswerOptions) {
     this.head = `{"id":${JSON.stringify(options.id)},"object":"chat.completion.chunk","created":${options.created},"model":${JSON.stringify(modelId)},"choices":`;
+    this.carry = new PendingEvent(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
+    this.maxGeneratedChars = options.maxGeneratedChars ?? DEFAULT_MAX_GENERATED_CHARS;
   }
 
   push(chunk: Buffer): Buffer | undefined {
-    const data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    const data = this.carry.add(chunk, this.separator === undefined ? 'either' : this.separator === '\n\n' ? 'lf' : 'crlf');
+    if (data === undefined) return undefined;
     let out = '';
     let from = 0;
     this.separator ??= framing(data);
@@ -49,20 +55,20 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
         from = end + separator.length;
       }
     }
-    this.carry = from < data.length ? Buffer.from(data.subarray(from)) : undefined;
+    if (from < data.length) this.carry.hold(Buffer.from(data.subarray(from)));
     return out === '' ? undefined : Buffer.from(out);
   }
 
   flush(): Buffer | undefined {
     let out = '';
-    if (this.carry) out += this.event(this.carry.toString('utf8'));
-    this.carry = undefined;
+    const rest = this.carry.take();
+    if (rest) out += this.event(rest.toString('utf8'));
     if (!this.ended) out += this.finished ? this.close() : this.fail('upstream_stream_broken', 'The upstream stream ended before the message was complete.');
     return out === '' ? undefined : Buffer.from(out);
   }
 
   generatedText(): string {
-    return this.generated.join('');
+    return this.generated.join('').slice(0, this.maxGeneratedChars);
   }
 
   private event(text: string): string {
@@ -99,7 +105,7 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
           }
           const toolIndex = this.tools++;
           this.blocks.set(event.index, { kind: 'tool', toolIndex });
-          this.generated.push(block.name);
+          this.keep(block.name);
           return this.chunk({ tool_calls: [{ index: toolIndex, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] });
         }
         this.blocks.set(event.index, { kind: 'other' });
@@ -113,7 +119,7 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
         if (delta.type === 'input_json_delta' && delta.partial_json !== '') {
           if (block?.kind === 'json') return this.content(delta.partial_json);
           if (block?.kind === 'tool') {
-            this.generated.push(delta.partial_json);
+            this.keep(delta.partial_json);
             return this.chunk({ tool_calls: [{ index: block.toolIndex, function: { arguments: delta.partial_json } }] });
           }
         }
@@ -136,14 +142,21 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
     }
   }
 
-  private content(text: string): string {
+  /** Keeps generated text for counting, up to the most the call's output allowance can stand for. */
+  private keep(text: string): void {
+    if (this.generatedChars >= this.maxGeneratedChars) return;
     this.generated.push(text);
+    this.generatedChars += text.length;
+  }
+
+  private content(text: string): string {
+    this.keep(text);
     // The most frequent chunk by far, written without building an object to stringify.
     return `data: ${this.head}[{"index":0,"delta":{"content":${JSON.stringify(text)}},"logprobs":null,"finish_reason":null}]}\n\n`;
   }
 
   private reasoning(text: string): string {
-    this.generated.push(text);
+    this.keep(text);
     return this.options.includeReasoning ? this.chunk({ reasoning_content: text }) : '';
   }
 

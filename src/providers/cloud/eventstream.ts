@@ -22,29 +22,48 @@ export class EventStreamError extends Error {
 
 /** Decodes messages as their bytes arrive (a message may split anywhere across chunks). */
 export class EventStreamDecoder {
-  private pending: Buffer | undefined;
+  /** An incomplete message's bytes, as they came: joined once the message is whole (linear, not a copy per chunk). */
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** The incomplete message's length, once its prelude is in (else 0). */
+  private awaited = 0;
 
   /** The messages completed by `chunk`; throws EventStreamError on a corrupt frame. */
   push(chunk: Buffer): EventStreamMessage[] {
-    let data = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
+    if (this.awaited > 0 && this.pendingBytes + chunk.length < this.awaited) {
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+      return [];
+    }
+    let data = chunk;
+    if (this.pendingBytes > 0) {
+      this.pending.push(chunk);
+      data = Buffer.concat(this.pending, this.pendingBytes + chunk.length);
+    }
     const messages: EventStreamMessage[] = [];
+    this.awaited = 0;
     while (data.length >= PRELUDE) {
       const total = data.readUInt32BE(0);
       const headersLength = data.readUInt32BE(4);
       if (crc32(data.subarray(0, 8)) !== data.readUInt32BE(8)) throw new EventStreamError('event stream prelude CRC mismatch');
       if (total < PRELUDE + TRAILER + headersLength || total > MAX_MESSAGE) throw new EventStreamError(`event stream message of impossible length ${total}`);
-      if (data.length < total) break;
+      if (data.length < total) {
+        this.awaited = total;
+        break;
+      }
       if (crc32(data.subarray(0, total - TRAILER)) !== data.readUInt32BE(total - TRAILER)) throw new EventStreamError('event stream message CRC mismatch');
       messages.push({ headers: decodeHeaders(data.subarray(PRELUDE, PRELUDE + headersLength)), payload: Buffer.from(data.subarray(PRELUDE + headersLength, total - TRAILER)) });
       data = data.subarray(total);
     }
-    this.pending = data.length > 0 ? Buffer.from(data) : undefined;
+    this.pending.length = 0;
+    this.pendingBytes = data.length;
+    if (data.length > 0) this.pending.push(Buffer.from(data));
     return messages;
   }
 
   /** Bytes of an incomplete message still held (a stream that ends with some was cut). */
   get buffered(): number {
-    return this.pending?.length ?? 0;
+    return this.pendingBytes;
   }
 }
 

@@ -2,6 +2,7 @@ import { renderUsage, type NormalizedUsage } from '../usage.js';
 import type { AnswerOptions } from '../family.js';
 import { finishReasonOf, generatedOf, readGeminiUsage, readParts } from './response.js';
 import type { GeminiResponse } from './wire.js';
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS, PendingEvent } from '../pending-event.js';
 
 const LF = 0x0a;
 
@@ -19,39 +20,42 @@ interface ChoiceState {
  */
 export class GeminiStreamRelay {
   usage: NormalizedUsage | undefined;
-  private carry: Buffer | undefined;
+  private readonly carry: PendingEvent;
   private lastUsage: NormalizedUsage | undefined;
   private readonly choices = new Map<number, ChoiceState>();
   private generated = '';
+  private readonly maxGeneratedChars: number;
   private readonly head: string;
 
   constructor(modelId: string, private readonly options: AnswerOptions) {
     this.head = `{"id":${JSON.stringify(options.id)},"object":"chat.completion.chunk","created":${options.created},"model":${JSON.stringify(modelId)},`;
+    this.carry = new PendingEvent(options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES);
+    this.maxGeneratedChars = options.maxGeneratedChars ?? DEFAULT_MAX_GENERATED_CHARS;
   }
 
   push(chunk: Buffer): Buffer | undefined {
-    const data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
+    const data = this.carry.add(chunk, 'either');
+    if (data === undefined) return undefined;
     // Events end at a blank line; cut after the last complete line and parse whole events only.
     const lastLine = data.lastIndexOf(LF);
     if (lastLine === -1) {
-      this.carry = data;
+      this.carry.hold(data);
       return undefined;
     }
     const complete = data.subarray(0, lastLine + 1).toString('utf8');
     const blank = lastBlankLineEnd(complete);
     if (blank === -1) {
-      this.carry = data;
+      this.carry.hold(data);
       return undefined;
     }
     const rest = Buffer.byteLength(complete.slice(0, blank));
-    this.carry = rest < data.length ? Buffer.from(data.subarray(rest)) : undefined;
+    if (rest < data.length) this.carry.hold(Buffer.from(data.subarray(rest)));
     const out = this.translate(complete.slice(0, blank));
     return out === '' ? undefined : Buffer.from(out);
   }
 
   flush(): Buffer | undefined {
-    const rest = this.carry?.toString('utf8') ?? '';
-    this.carry = undefined;
+    const rest = this.carry.take()?.toString('utf8') ?? '';
     let out = rest.trim() === '' ? '' : this.translate(`${rest}\n\n`);
     this.usage ??= this.lastUsage;
     if (this.usage) out += `data: ${this.head}"choices":[],"usage":${JSON.stringify(renderUsage(this.usage))}}\n\n`;
@@ -60,7 +64,7 @@ export class GeminiStreamRelay {
   }
 
   generatedText(): string {
-    return this.generated;
+    return this.generated.slice(0, this.maxGeneratedChars);
   }
 
   private translate(events: string): string {
@@ -95,7 +99,7 @@ export class GeminiStreamRelay {
       let state = this.choices.get(index);
       if (!state) this.choices.set(index, (state = { started: false, toolCalls: 0, finished: false }));
       const parts = readParts(candidate?.content?.parts);
-      this.generated += generatedOf(parts);
+      if (this.generated.length < this.maxGeneratedChars) this.generated += generatedOf(parts);
       const delta: Record<string, unknown> = {};
       if (!state.started) {
         delta.role = 'assistant';

@@ -48,6 +48,6 @@ export const openAiFamily: ChatFamily = {
     return finishOpenAiCompletion(upstreamText, model.id, options.includeReasoning);
   },
   relay(model, options) {
-    return new OpenAiStreamRelay(model.id, options.includeReasoning);
+    return new OpenAiStreamRelay(model.id, options.includeReasoning, options.maxEventBytes, options.maxGeneratedChars);
   },
 };

@@ -1,5 +1,6 @@
 import type { ChatStreamRelay } from '../family.js';
 import { readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS, PendingEvent } from '../pending-event.js';
 
 const LF2 = Buffer.from('\n\n');
 const CRLF2 = Buffer.from('\r\n\r\n');
@@ -7,6 +8,9 @@ const MODEL_KEY = Buffer.from('"model"');
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 const USAGE_KEY = Buffer.from('"usage"');
 const REASONING_KEY = Buffer.from('"reasoning');
+const DATA_FIELD = Buffer.from('data:');
+/** Complete events kept raw (not copied) for counting, at most; beyond, their text is extracted and they are let go. */
+const KEPT_EVENT_BYTES = 1024 * 1024;
 
 /**
  * Relays an OpenAI-wire SSE stream byte for byte. Per chunk it only finds the last event boundary
@@ -17,44 +21,70 @@ const REASONING_KEY = Buffer.from('"reasoning');
 export class OpenAiStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
   usageEventAt: number | undefined;
-  /** Every upstream chunk as received, kept (not copied) so an aborted stream can be counted. */
-  readonly received: Buffer[] = [];
-  private carry: Buffer | undefined;
+  /** The stream's complete events as received, kept (not copied) so an aborted stream can be counted; see keep. */
+  private readonly events: Buffer[] = [];
+  private eventBytes = 0;
+  /** The text extracted from the events let go so far. */
+  private generated = '';
+  private readonly carry: PendingEvent;
   private crlfFramed: boolean | undefined;
   private modelNeedle: Buffer | undefined;
   private readonly modelReplacement: Buffer;
 
-  constructor(private readonly modelId: string, private readonly includeReasoning: boolean) {
+  /**
+   * `maxEventBytes`: the longest event held before it ends (longer breaks the stream); `maxGeneratedChars`:
+   * the generated text kept for counting (the call's output allowance at the longest a token can be).
+   */
+  constructor(private readonly modelId: string, private readonly includeReasoning: boolean, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
     this.modelReplacement = Buffer.from(`"model":${JSON.stringify(modelId)}`);
+    this.carry = new PendingEvent(maxEventBytes);
   }
 
   /** Takes an upstream chunk; returns the bytes to forward now (complete events only). */
   push(chunk: Buffer): Buffer | undefined {
     this.usageEventAt = undefined;
-    this.received.push(chunk);
-    const data = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
-    const lf = data.lastIndexOf(LF2);
     // "\r\n\r\n" contains no "\n\n": once the first boundary shows the framing, look only for that one.
+    const data = this.carry.add(chunk, this.crlfFramed === false ? 'lf' : 'either');
+    if (data === undefined) return undefined;
+    const lf = data.lastIndexOf(LF2);
     const crlf = this.crlfFramed === false ? -1 : data.lastIndexOf(CRLF2);
     const boundary = Math.max(lf === -1 ? -1 : lf + 2, crlf === -1 ? -1 : crlf + 4);
-    if (boundary !== -1) this.crlfFramed ??= crlf !== -1;
     if (boundary === -1) {
-      this.carry = data;
+      this.carry.hold(data);
       return undefined;
     }
-    this.carry = boundary < data.length ? data.subarray(boundary) : undefined;
-    return this.transform(boundary < data.length ? data.subarray(0, boundary) : data);
+    this.crlfFramed ??= crlf !== -1;
+    const events = boundary < data.length ? data.subarray(0, boundary) : data;
+    if (boundary < data.length) this.carry.hold(data.subarray(boundary));
+    this.keep(events);
+    return this.transform(events);
   }
 
   generatedText(): string {
-    return generatedText(this.received);
+    const pending = this.generated.length < this.maxGeneratedChars ? generatedText([...this.events, ...this.carry.held]) : '';
+    return (this.generated + pending).slice(0, this.maxGeneratedChars);
   }
 
   /** Whatever is left when the upstream ends (an unterminated last event). */
   flush(): Buffer | undefined {
-    const rest = this.carry;
-    this.carry = undefined;
-    return rest && rest.length > 0 ? this.transform(rest) : undefined;
+    const rest = this.carry.take();
+    if (!rest) return undefined;
+    this.keep(rest);
+    return this.transform(rest);
+  }
+
+  /**
+   * Keeps complete events for generatedText as they are (most streams are short, and never counted);
+   * past KEPT_EVENT_BYTES their text is extracted and kept instead, up to maxGeneratedChars.
+   */
+  private keep(events: Buffer): void {
+    if (this.generated.length >= this.maxGeneratedChars) return;
+    this.events.push(events);
+    if ((this.eventBytes += events.length) <= KEPT_EVENT_BYTES) return;
+    this.generated += generatedText(this.events);
+    if (this.generated.length > this.maxGeneratedChars) this.generated = this.generated.slice(0, this.maxGeneratedChars);
+    this.events.length = 0;
+    this.eventBytes = 0;
   }
 
   private transform(events: Buffer): Buffer {
@@ -161,12 +191,15 @@ const past = (at: number, length: number) => (at === -1 ? -1 : at + length);
 
 /** The text an OpenAI-wire stream generated so far (content, reasoning, tool-call arguments), for counting after an abort. */
 export function generatedText(received: readonly Buffer[]): string {
-  const text = Buffer.concat(received as Buffer[]).toString('utf8');
+  const bytes = received.length === 1 ? received[0]! : Buffer.concat(received as Buffer[]);
   let generated = '';
-  for (const line of text.split(/\r?\n/)) {
-    if (!line.startsWith('data:')) continue;
-    const payload = line.slice(5).trim();
-    if (!payload.startsWith('{')) continue;
+  // Each line that starts with `data:`; other lines (comments, other fields) are skipped unread.
+  for (let at = bytes.indexOf(DATA_FIELD); at !== -1; at = bytes.indexOf(DATA_FIELD, at + DATA_FIELD.length)) {
+    if (at > 0 && bytes[at - 1] !== 0x0a) continue;
+    const end = bytes.indexOf(0x0a, at);
+    const payload = bytes.toString('utf8', at + DATA_FIELD.length, end === -1 ? bytes.length : end).trim();
+    // Only a chunk that may carry text is parsed (keep-alives and empty deltas are not).
+    if (!payload.startsWith('{') || !(payload.includes('"content"') || payload.includes('"reasoning_content"') || payload.includes('"tool_calls"'))) continue;
     let chunk: Record<string, any>;
     try {
       chunk = JSON.parse(payload);
