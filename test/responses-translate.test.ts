@@ -210,3 +210,20 @@ t.test('a cut-off stream ends with response.incomplete; a broken one with an err
   t.equal(error[2]!.data.code, 'upstream_stream_broken');
   t.equal(error[2]!.data.error.code, 'upstream_stream_broken', 'the error object the openai client throws on');
 });
+
+t.test('the output items hold at most maxKeptChars: text, arguments, and item after item, each past it throws', async (t) => {
+  const bounded = () => new ResponsesEventRelay(fakeRelay(), meta, undefined, 1000);
+  const text = bounded();
+  text.push(Buffer.from(chunk({ content: 'x'.repeat(900) })));
+  t.throws(() => text.push(Buffer.from(chunk({ content: 'x'.repeat(100) }))), /grew past 1000 characters/, 'text');
+
+  const args = bounded();
+  args.push(Buffer.from(chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: 'a'.repeat(900) } }] })));
+  t.throws(() => args.push(Buffer.from(chunk({ tool_calls: [{ index: 0, function: { arguments: 'a'.repeat(100) } }] }))), /grew past 1000 characters/, 'arguments');
+
+  // Empty calls alternating between two indexes open a new item each: their ids count.
+  const items = bounded();
+  const alternating = Array.from({ length: 200 }, (_, i) => chunk({ tool_calls: [{ index: i % 2 }] })).join('');
+  t.throws(() => items.push(Buffer.from(alternating)), /grew past 1000 characters/, 'items without text');
+  t.match(parseEvents(items.errorEvent('upstream_stream_broken', 'gone')).at(-1)!.data, { code: 'upstream_stream_broken' }, 'the stream then ends with its error event');
+});

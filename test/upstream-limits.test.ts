@@ -3,7 +3,8 @@
 // hold a call past the exchange deadline, inject headers through Retry-After, or get a POST twice
 // after a dead kept-alive connection; a non-streamed call whose client leaves is cut upstream and settled.
 // Streamed answers (every family): an event that never ends breaks the stream once it passes
-// UPSTREAM_MAX_EVENT_BYTES, and endless small events (comments, content) keep the memory flat.
+// UPSTREAM_MAX_EVENT_BYTES, and endless small events (comments, content) keep the memory flat; a
+// /v1/responses stream, whose output items are kept whole, breaks once they pass the output allowance.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -87,9 +88,9 @@ const repeated = (text: string) => Buffer.from(text.repeat(Math.floor(1024 * 102
 /** A 200 `text/event-stream` head for a body of `length` bytes. */
 const eventStreamHead = (length: number) => `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${length}\r\n\r\n`;
 
-/** Reads a streamed answer as it comes, keeping only its size and its last 64 KiB. */
-async function streamChat(gateway: Gateway, key: string, body: string): Promise<{ status: number; bytes: number; tail: string }> {
-  const response = await fetch(`${gateway.v1}/chat/completions`, {
+/** Reads a streamed answer (of `path`, chat by default) as it comes, keeping only its size and its last 64 KiB. */
+async function streamChat(gateway: Gateway, key: string, body: string, path = 'chat/completions'): Promise<{ status: number; bytes: number; tail: string }> {
+  const response = await fetch(`${gateway.v1}/${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body,
@@ -373,6 +374,61 @@ t.test('200 MiB of content with no usage: memory stays flat and the counted char
   const [log] = await streams.sql<{ completion_tokens: number }[]>`select completion_tokens from request_logs where user_id = ${user}`;
   t.ok(log!.completion_tokens >= 16, `the text kept counts at least the allowance (${log!.completion_tokens} tokens)`);
   t.equal(charged, reserveNano(body, 16), 'charged its reservation: the whole output allowance, no more');
+});
+
+t.test('a /v1/responses stream of 200 MiB of content: the output items stop at the output allowance, the stream ends with its error event', async (t) => {
+  const user = 'upstream-limits-responses';
+  const { key: userKey } = await streams.user(user, '5');
+  const before = await streams.balanceNano(user);
+  const piece = repeated(CONTENT_DELTA);
+  const total = Math.floor(MIB_200 / piece.length) * piece.length;
+  const done = 'data: [DONE]\n\n';
+  let progress: { sent: number } | undefined;
+  const marker = marked((socket) => { progress = pour(socket, eventStreamHead(total + done.length), total, piece, done); });
+  // No max_output_tokens: the model's output limit (gpt-4o-mini: 16,384 tokens) at MAX_CHARS_PER_TOKEN bounds the items.
+  const body = JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, input: `responses ${marker}` });
+  const grown = peakGrowth(streams);
+  const streaming = streamChat(streams, userKey, body, 'responses');
+  const answer = await Promise.race([streaming, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 30_000))]);
+  const [record] = seenFor(marker);
+  if (!answer) {
+    record?.socket.destroy();
+    t.fail(`the stream did not break within 30 s (peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB)`);
+    return;
+  }
+  t.equal(answer.status, 200);
+  t.match(answer.tail, /event: error\ndata: \{"type":"error","sequence_number":\d+,"code":"upstream_stream_broken"/, 'the stream ends with the Responses error event');
+  t.notMatch(answer.tail, /response\.completed|response\.incomplete/, 'and does not complete');
+  const allowanceChars = 16_384 * MAX_CHARS_PER_TOKEN;
+  t.ok(answer.bytes < 16 * allowanceChars, `the client got ${(answer.bytes / 1048576).toFixed(1)} MiB, a few times the allowance's characters`);
+  await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
+  t.ok(progress!.sent < MIB_200, `the gateway stopped reading: ${(progress!.sent / 1048576).toFixed(1)} of 200 MiB written`);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
+  await eventually('the reservation to be released', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
+  t.equal((await streams.balanceNano(user)).credits, before.credits, 'a stream that broke before any usage is not charged (as a chat stream)');
+  const [log] = await eventually('the call to be logged', async () => {
+    const rows = await streams.sql<{ status: number; error_code: string | null; endpoint: string }[]>`select status, error_code, endpoint from request_logs where user_id = ${user}`;
+    return rows.length > 0 ? rows : undefined;
+  });
+  t.equal(log!.status, 502);
+  t.equal(log!.error_code, 'upstream_stream_broken');
+  t.match(log!.endpoint, /responses/);
+});
+
+t.test('a non-streamed /v1/responses answer beyond UPSTREAM_MAX_BODY_BYTES is a clean 502, as a chat answer', async (t) => {
+  const total = 4 * 1024 * 1024;
+  const marker = marked((socket) => {
+    pour(socket, `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${total}\r\n\r\n`, total);
+  });
+  const response = await fetch(`${gateway.v1}/responses`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'openai/gpt-4o-mini', input: `big ${marker}` }),
+  });
+  t.equal(response.status, 502);
+  t.equal(parseJson(await response.text()).error.code, 'upstream_response_too_large');
+  await eventually('the upstream connection to close', () => (seenFor(marker)[0]?.closed ? true : undefined));
+  await eventually('the reservation to be released', async () => ((await gateway.balanceNano(USER)).held === 0n ? true : undefined));
 });
 
 t.test('an OpenAI-wire stream whose event never ends breaks at UPSTREAM_MAX_EVENT_BYTES', async (t) => {

@@ -1,6 +1,7 @@
 // A family's chat.completion.chunk SSE stream as the Responses-style `response.*` events.
 import type { ChatStreamRelay } from '../../providers/family.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
+import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
 import { functionCallItemId, messageItemId, responseObject, statusOf, type FunctionCallItem, type MessageItem, type OutputItem, type ResponseMeta } from './response-object.js';
 
 const EVENT_BOUNDARY = /\r?\n\r?\n/;
@@ -13,6 +14,8 @@ const EVENT_BOUNDARY = /\r?\n\r?\n/;
  * `response.content_part.done` | `response.function_call_arguments.delta`...,
  * `response.function_call_arguments.done`), `response.output_item.done`; last `response.completed`
  * (or `response.incomplete` when the answer was cut off). Every event carries `sequence_number`.
+ * The items are kept whole for the closing events, so what they hold is bounded (`maxKeptChars`): an
+ * upstream streaming past it breaks the stream, which then ends with an `error` event.
  */
 export class ResponsesEventRelay implements ChatStreamRelay {
   private sequence = 0;
@@ -25,9 +28,18 @@ export class ResponsesEventRelay implements ChatStreamRelay {
   private messages = 0;
   private calls = 0;
   private finishReason: unknown;
+  /** Characters the output items hold (text, arguments, ids and names). */
+  private keptChars = 0;
 
-  /** `keep`: writes the finished output items for `item_reference` (awaited before the closing events). */
-  constructor(private readonly inner: ChatStreamRelay, private readonly meta: ResponseMeta, private readonly keep?: (items: readonly OutputItem[]) => Promise<void>) {}
+  /**
+   * `keep`: writes the finished output items for `item_reference` (awaited before the closing events).
+   * `maxKeptChars`: the most characters the items may hold, the call's output allowance at
+   * MAX_CHARS_PER_TOKEN (AnswerOptions.maxGeneratedChars), more than any vendor generates within it.
+   */
+  constructor(
+    private readonly inner: ChatStreamRelay, private readonly meta: ResponseMeta, private readonly keep?: (items: readonly OutputItem[]) => Promise<void>,
+    private readonly maxKeptChars = DEFAULT_MAX_GENERATED_CHARS,
+  ) {}
 
   get usage(): NormalizedUsage | undefined {
     return this.inner.usage;
@@ -116,12 +128,13 @@ export class ResponsesEventRelay implements ChatStreamRelay {
     if (item?.type !== 'message') {
       out += this.closeItem();
       item = { type: 'message', id: messageItemId(this.meta, this.messages++), status: 'in_progress', role: 'assistant', content: [] };
-      this.openItem(item);
+      this.openItem(item, item.id.length);
       out += this.event('response.output_item.added', { output_index: this.output.length - 1, item: { ...item, content: [] } });
       const part = { type: 'output_text', text: '', annotations: [] };
       item.content.push({ type: 'output_text', text: '', annotations: [] });
       out += this.event('response.content_part.added', { item_id: item.id, output_index: this.output.length - 1, content_index: 0, part });
     }
+    this.hold(delta.length);
     item.content[0]!.text += delta;
     return out + this.event('response.output_text.delta', { item_id: item.id, output_index: this.output.length - 1, content_index: 0, delta, logprobs: [] });
   }
@@ -136,21 +149,29 @@ export class ResponsesEventRelay implements ChatStreamRelay {
         type: 'function_call', id: functionCallItemId(this.meta, this.calls++), call_id: typeof call.id === 'string' ? call.id : '',
         name: typeof call.function?.name === 'string' ? call.function.name : '', arguments: '', status: 'in_progress',
       };
-      this.openItem(item);
+      this.openItem(item, item.id.length + item.call_id.length + item.name.length);
       this.openToolIndex = index;
       out += this.event('response.output_item.added', { output_index: this.output.length - 1, item: { ...item } });
     }
     const args = call.function?.arguments;
     if (typeof args === 'string' && args !== '') {
+      this.hold(args.length);
       item.arguments += args;
       out += this.event('response.function_call_arguments.delta', { item_id: item.id, output_index: this.output.length - 1, delta: args });
     }
     return out;
   }
 
-  private openItem(item: OutputItem): void {
+  private openItem(item: OutputItem, chars: number): void {
+    this.hold(chars);
     this.open = item;
     this.output.push(item);
+  }
+
+  /** Counts `chars` more kept in the items; past `maxKeptChars` the stream breaks (the throw fails the upstream exchange). */
+  private hold(chars: number): void {
+    this.keptChars += chars;
+    if (this.keptChars > this.maxKeptChars) throw new Error(`the streamed output items grew past ${this.maxKeptChars} characters`);
   }
 
   /** Closes the open item: its `.done` events, then `response.output_item.done` with the whole item. */

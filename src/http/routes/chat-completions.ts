@@ -43,8 +43,8 @@ export interface ChatOutput {
   readonly fieldNames?: Readonly<Record<string, string>>;
   /** The response body for a finished chat.completion body and its usage (a promise: written once it resolves). */
   render?(completionJson: string, usage: NormalizedUsage, call: MeteredCall, request: ChatRequest, services: Services): string | Promise<string>;
-  /** A relay over the family's chunk relay, rendering this endpoint's events. */
-  stream?(relay: ChatStreamRelay, call: MeteredCall, request: ChatRequest, services: Services): OutputRelay;
+  /** A relay over the family's chunk relay, rendering this endpoint's events (bounded by `options.maxGeneratedChars`). */
+  stream?(relay: ChatStreamRelay, call: MeteredCall, request: ChatRequest, services: Services, options: AnswerOptions): OutputRelay;
 }
 
 /** A stream relay that may add a tail once the call is settled and render its own error event. */
@@ -209,7 +209,7 @@ export function chatCompletions(services: Services) {
   async function relay(ctx: RequestContext, call: MeteredCall, family: ChatFamily, request: ChatRequest, response: UpstreamResponse, options: AnswerOptions, upstreamStarted: bigint, headers: CallHeaders, target: UpstreamTarget, output: ChatOutput): Promise<void> {
     const { model } = call.identity;
     const chunks = family.relay(model, options, target);
-    const events: OutputRelay = output.stream ? output.stream(chunks, call, request, services) : chunks;
+    const events: OutputRelay = output.stream ? output.stream(chunks, call, request, services, options) : chunks;
     ctx.reply.beginStream(200, sseCallHeaders(headers));
     metrics.activeStreams.inc();
     try {

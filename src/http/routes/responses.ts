@@ -75,9 +75,9 @@ export const RESPONSES_OUTPUT: ChatOutput = Object.freeze<ChatOutput>({
     if (!store || output.length === 0) return json;
     return itemStore(services).keep(call.identity.userId, output).then(() => json);
   },
-  stream: (relay, call, request, services) => {
+  stream: (relay, call, request, services, options) => {
     const { store } = parsedOf(request);
     const keep = store ? (items: Parameters<ItemStore['keep']>[1]) => itemStore(services).keep(call.identity.userId, items) : undefined;
-    return new ResponsesEventRelay(relay, responseMeta(call.identity.callId, call.startedAtMs, call.identity.model.id, request, store), keep);
+    return new ResponsesEventRelay(relay, responseMeta(call.identity.callId, call.startedAtMs, call.identity.model.id, request, store), keep, options.maxGeneratedChars);
   },
 });
