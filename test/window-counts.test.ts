@@ -7,7 +7,8 @@
 // (task cancels, BYOK rows, key management, with a regular or a management key) in the default
 // window, so past it they get 429 without doing anything (a BYOK row's host is not even resolved);
 // reads (GET) in a read window of their own (RATE_LIMIT_READS), which a full default window does not
-// touch. Requests made with a dashboard JWT count in neither.
+// touch. Requests made with a dashboard JWT count in neither. Video and audio submits resolve the hosts
+// of their callback_url and image URLs only once admitted: a full window (or no money) refuses them first.
 import t from 'tap';
 import type { Test } from 'tap';
 import { randomUUID } from 'node:crypto';
@@ -159,6 +160,42 @@ t.test("BYOK writes with a regular key count whatever their answer; past the win
   const listed = await send('GET', '/api/v1/byok', mintToken(user));
   t.equal(listed.status, 200);
   t.same((listed.body as { label: string }[]).map((r) => r.label).sort(), ['ok-0', 'ok-1', 'ok-2'], 'nothing was created past the window');
+});
+
+/** Task submits the gateway refuses only once it has resolved a host (`localhost`: loopback, refused without FETCH_ALLOW_LOOPBACK). */
+const LOOPBACK_SUBMITS: readonly { path: string; body: object; code: string }[] = [
+  { path: '/v1/audio/speech', body: { model: 'openai/tts-1-hd', input: 'Hello.', voice: 'alloy', callback_url: 'https://localhost/hook' }, code: 'invalid_callback_url' },
+  { path: '/v1/audio/generations', body: { model: 'minimax/music-2.5', prompt: 'Indie folk', lyrics: '[Verse]\nHome', callback_url: 'https://localhost/hook' }, code: 'invalid_callback_url' },
+  { path: '/v1/videos/generations', body: { model: 'shengshu/viduq3-pro-i2v', image_urls: ['https://localhost/first.png'] }, code: 'invalid_image_url' },
+  { path: '/v1/videos/generations', body: { model: 'shengshu/viduq3-pro-i2v', image_urls: ['https://example.com/first.png'], callback_url: 'https://localhost/hook' }, code: 'invalid_callback_url' },
+];
+
+t.test('task submits resolve the hosts they name only once admitted: a bad callback_url or image URL is a 400 with nothing held, and a full window is 429 before any resolution', async (t) => {
+  const user = 'submits-funded';
+  const { key } = await fastUser(low, user, '10');
+  const before = await low.balanceNano(user);
+  const answers: string[] = [];
+  for (let i = 0; i < LOW_WRITES; i++) {
+    const submit = LOOPBACK_SUBMITS[i % LOOPBACK_SUBMITS.length]!;
+    answers.push(answerOf(await send('POST', submit.path, key, submit.body)));
+  }
+  t.same(answers, Array.from({ length: LOW_WRITES }, (_, i) => `400 ${LOOPBACK_SUBMITS[i % LOOPBACK_SUBMITS.length]!.code}`), 'admitted, then refused at the host');
+  t.same(await low.balanceNano(user), before, 'nothing held or charged');
+  const [tasks] = await low.sql<{ n: number }[]>`select count(*)::int as n from tasks where user_id = ${user}`;
+  t.equal(tasks!.n, 0, 'no task written');
+  // Each of these is a 400 once `localhost` is resolved: a 429 says the vetting never ran.
+  for (const [i, submit] of LOOPBACK_SUBMITS.entries()) assertWindowRefusal(t, await send('POST', submit.path, key, submit.body), LOW_WRITES, `submit ${i} past the window`);
+  t.same(await low.balanceNano(user), before, 'still nothing held');
+});
+
+t.test('a $0 account cannot make the gateway resolve hosts: its submits are 402, then 429, never vetted', async (t) => {
+  const { key } = await fastUser(low, 'submits-zero', '0');
+  const answers: string[] = [];
+  for (let i = 0; i < LOW_WRITES + LOOPBACK_SUBMITS.length; i++) {
+    const submit = LOOPBACK_SUBMITS[i % LOOPBACK_SUBMITS.length]!;
+    answers.push(answerOf(await send('POST', submit.path, key, submit.body)));
+  }
+  t.same(answers, [...times(LOW_WRITES, '402 insufficient_credits'), ...times(LOOPBACK_SUBMITS.length, '429 rate_limit_exceeded')]);
 });
 
 t.test('a management key counts its writes too, in its own window', async (t) => {

@@ -21,7 +21,7 @@ const ENDPOINT: Readonly<Record<AudioTask, string>> = { speech: 'POST /v1/audio/
  * priced (per character, per second asked for, per request, or by tokens), held and handed over.
  */
 export function audioRoutes(services: Services) {
-  const { auth, config } = services;
+  const { auth } = services;
   const speechTasks = taskRoutes(services, 'audio.speech', 'speech task');
   const musicTasks = taskRoutes(services, 'audio.generation', 'audio generation task');
 
@@ -66,7 +66,7 @@ export function audioRoutes(services: Services) {
     const model = modelFor(body, task);
     const job = task === 'speech' ? await withTokens(model, parseSpeechRequest(body, model)) : parseMusicRequest(body, model);
     const costNano = costOf(model, job);
-    const callbackUrl = await callbackUrlOf(body, config.fetch.allowLoopback);
+    const callbackUrl = callbackUrlOf(body);
     await (task === 'speech' ? speechTasks : musicTasks).accept(ctx, key, { model, job, costNano, callbackUrl });
   };
 

@@ -26,9 +26,13 @@ import { UUID } from '../../store/ids.js';
 
 export interface TaskSubmission {
   readonly model: MediaModel;
-  /** The job, or what builds it once the cost is held (work a refused submit must not do, e.g. storing inline images). */
+  /**
+   * The job, or what builds it once the cost is held: work a refused submit must not do (resolving the
+   * hosts of image URLs, storing inline images). A 400 it throws releases the hold.
+   */
   readonly job: object | (() => Promise<object>);
   readonly costNano: bigint;
+  /** Not vetted yet: `accept` vets it once the cost is held (resolving its host is work a full window refuses). */
   readonly callbackUrl: string | null;
 }
 
@@ -40,6 +44,7 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
 
   /**
    * Holds the cost (admission: rate windows, the key's credit limit, the user's available credit),
+   * then vets `callbackUrl` and builds the job (a 400 there releases the hold: nothing is charged),
    * writes the pending task and hands it to the user's actor through the shard stream, then answers
    * without waiting for the vendor.
    */
@@ -52,6 +57,7 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
     const shard = shardOf(key.userId, config.tasks.shards);
     let accepted = false;
     try {
+      if (callbackUrl !== null) await checkPublicUrl(callbackUrl, 'callback_url', 'invalid_callback_url', config.fetch.allowLoopback);
       const row = await insertTask(sql, {
         id: taskId, userId: key.userId, keyId: key.id, kind, model: model.id, shard, job: typeof job === 'function' ? await job() : job, holdNano: costNano, upstreamVendor: model.upstreamVendor, callbackUrl,
       });
@@ -170,12 +176,13 @@ export async function checkPublicUrl(url: string, param: string, code: string, a
   }
 }
 
-/** A body's `callback_url`, vetted; anything but a string or nothing is refused, whatever the route's schema let through. */
-export async function callbackUrlOf(body: Record<string, unknown>, allowLoopback: boolean): Promise<string | null> {
+/**
+ * A body's `callback_url`, not vetted yet (`accept` vets it once admitted); anything but a string or
+ * nothing is refused, whatever the route's schema let through.
+ */
+export function callbackUrlOf(body: Record<string, unknown>): string | null {
   if (body.callback_url !== undefined && body.callback_url !== null && typeof body.callback_url !== 'string') {
     throw badRequest("Invalid value for 'callback_url': must be a string.", 'callback_url');
   }
-  const callbackUrl = typeof body.callback_url === 'string' ? body.callback_url : null;
-  if (callbackUrl !== null) await checkPublicUrl(callbackUrl, 'callback_url', 'invalid_callback_url', allowLoopback);
-  return callbackUrl;
+  return typeof body.callback_url === 'string' ? body.callback_url : null;
 }

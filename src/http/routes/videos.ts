@@ -27,8 +27,8 @@ export function videoRoutes(services: Services) {
   /**
    * A reference image as the vendor is given it: a `data:` URI (or an upload on this media host) is
    * hosted here, so the task keeps a link rather than megabytes; a URL elsewhere goes to the vendor
-   * as sent, once its host is known to be public (the vendor fetches it, not the gateway). Hosting
-   * happens only once the submit is admitted (see `submit`).
+   * as sent, once its host is known to be public (the vendor fetches it, not the gateway). Vetting and
+   * hosting happen only once the submit is admitted (see `submit`).
    */
   const isOwnMedia = (entry: string) => services.media !== undefined && entry.startsWith(`${config.media.url}/`);
   const isHosted = (entry: string) => /^data:/i.test(entry) || isOwnMedia(entry);
@@ -46,7 +46,7 @@ export function videoRoutes(services: Services) {
     if (!VIDEO_ADAPTERS[model.family] || !services.routing.mediaTargetsOf(model)) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} task API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
-    const callbackUrl = await callbackUrlOf(body, config.fetch.allowLoopback);
+    const callbackUrl = callbackUrlOf(body);
     let costNano: bigint;
     try {
       costNano = worstCaseNano(model.sheet, videoCallOf(job));
@@ -54,11 +54,14 @@ export function videoRoutes(services: Services) {
       if (!(error instanceof PricingError)) throw error;
       throw badRequest(`${error.message}.`, error.field === 'seconds' ? 'duration' : error.field, error.field === 'model' ? 'model_not_supported' : 'invalid_request');
     }
-    await Promise.all(job.imageUrls.map(checkImageUrl));
-    await Promise.all(job.videoUrls.map((entry, index) => (isOwnMedia(entry) ? undefined : checkPublicUrl(entry, `video_urls[${index}]`, 'invalid_video_url', config.fetch.allowLoopback))));
-    // Inline images are decoded and stored only once the submit holds its cost: a refused one stores nothing.
-    const withHostedImages = async () => ({ ...job, imageUrls: await Promise.all(job.imageUrls.map(hostImage)) });
-    await tasks.accept(ctx, key, { model, job: withHostedImages, costNano, callbackUrl });
+    // Hosts are resolved, and inline images decoded and stored, only once the submit holds its cost:
+    // a refused one (a full window, no credit) does neither.
+    const vettedWithHostedImages = async () => {
+      await Promise.all(job.imageUrls.map(checkImageUrl));
+      await Promise.all(job.videoUrls.map((entry, index) => (isOwnMedia(entry) ? undefined : checkPublicUrl(entry, `video_urls[${index}]`, 'invalid_video_url', config.fetch.allowLoopback))));
+      return { ...job, imageUrls: await Promise.all(job.imageUrls.map(hostImage)) };
+    };
+    await tasks.accept(ctx, key, { model, job: vettedWithHostedImages, costNano, callbackUrl });
   };
 
   /**
