@@ -559,10 +559,6 @@ function refuseInProduction(e: Env): void {
   }
 }
 
-/**
- * A journal is replayed only into the Redis database and prefix it was written for (no password in the
- * name). A cluster is named by its distinct seeds, sorted: the same whatever order REDIS_URL lists them in.
- */
 /** A `<requests>/<seconds>` window setting; both at least 1. */
 function windowOf(name: string, text: string): { readonly requests: number; readonly windowMs: number } {
   const [requests, seconds] = text.split('/').map(Number) as [number, number];
@@ -570,6 +566,10 @@ function windowOf(name: string, text: string): { readonly requests: number; read
   return Object.freeze({ requests, windowMs: seconds * 1000 });
 }
 
+/**
+ * A journal is replayed only into the Redis database and prefix it was written for (no password in the
+ * name). A cluster is named by its distinct seeds, sorted: the same whatever order REDIS_URL lists them in.
+ */
 function journalNamespace(redisUrl: string, prefix: string): string {
   const target = parseRedisUrl(redisUrl);
   if (target.cluster) {
