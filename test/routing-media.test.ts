@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, parsePrometheus } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, parsePrometheus, sumSamples } from './helpers/http-tools.js';
 import { leasesClosed } from './helpers/billing-checks.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 
@@ -103,9 +103,21 @@ async function finished(key: string, id: string, path?: string): Promise<Task> {
 
 /** The sum of a metric's samples whose labels include `labels`, as /metrics serves them now. */
 async function metric(name: string, labels: Record<string, string>): Promise<number> {
-  const samples = parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text());
-  return samples.filter((sample) => sample.name === name && Object.entries(labels).every(([label, value]) => sample.labels[label] === value))
-    .reduce((sum, sample) => sum + sample.value, 0);
+  return sumSamples(parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text()), name, labels);
+}
+
+/**
+ * A failover's counts on /metrics from now on: attempts failed on `first`, served by `second`, and
+ * retries of `model`; the function it returns reads how much each has grown since.
+ */
+async function failoverCounts(first: string, second: string, model: string): Promise<() => Promise<number[]>> {
+  const read = () => Promise.all([
+    metric('gateway_routing_attempts_total', { target: first, outcome: 'failed' }),
+    metric('gateway_routing_attempts_total', { target: second, outcome: 'served' }),
+    metric('gateway_routing_retries_total', { model }),
+  ]);
+  const before = await read();
+  return async () => (await read()).map((value, i) => value - before[i]!);
 }
 
 const submitVideo = (key: string, prompt: string) =>
@@ -140,12 +152,7 @@ t.test('a video submit refused with 503 by its first target: accepted by the sec
   const { user, key } = await newUser();
   mock.setFaults({ 'video-first-key': { kind: 503 } });
   const mark = mock.requests().length;
-  const attempts = () => Promise.all([
-    metric('gateway_routing_attempts_total', { target: 'video-first', outcome: 'failed' }),
-    metric('gateway_routing_attempts_total', { target: 'video-second', outcome: 'served' }),
-    metric('gateway_routing_retries_total', { model: VIDEO_MODEL }),
-  ]);
-  const attemptsBefore = await attempts();
+  const attemptsSince = await failoverCounts('video-first', 'video-second', VIDEO_MODEL);
   const submitted = await submitVideo(key, 'two friends wave [[mock job_ms=300]]');
   t.equal(submitted.status, 200, JSON.stringify(submitted.body));
   const task = await finished(key, submitted.body.id);
@@ -161,8 +168,7 @@ t.test('a video submit refused with 503 by its first target: accepted by the sec
   t.same([...new Set(polls.map((r) => r.authorization))], [bearer('video-second-key')], 'every poll carries the key that created the task');
   const [row] = await gateway.sql<{ upstream_target: string | null }[]>`select upstream_target from tasks where id = ${submitted.body.id}`;
   t.equal(row?.upstream_target, 'video-second', 'the task remembers the target that accepted it');
-  const attemptsAfter = await attempts();
-  t.same(attemptsAfter.map((value, i) => value - attemptsBefore[i]!), [1, 1, 1],
+  t.same(await attemptsSince(), [1, 1, 1],
     'the submit\'s attempts are on /metrics: one failed on the first target, one served by the second, one retry');
 
   await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
@@ -174,12 +180,7 @@ t.test('an audio submit refused with 503 by its first target is accepted by the 
   const { user, key } = await newUser();
   mock.setFaults({ 'audio-first-key': { kind: 503 } });
   const mark = mock.requests().length;
-  const attempts = () => Promise.all([
-    metric('gateway_routing_attempts_total', { target: 'audio-first', outcome: 'failed' }),
-    metric('gateway_routing_attempts_total', { target: 'audio-second', outcome: 'served' }),
-    metric('gateway_routing_retries_total', { model: SPEECH_MODEL }),
-  ]);
-  const attemptsBefore = await attempts();
+  const attemptsSince = await failoverCounts('audio-first', 'audio-second', SPEECH_MODEL);
   const input = 'A chapter read aloud. [[mock job_ms=300 audio_ms=1500]]';
   const submitted = await postJson(`${gateway.v1}/audio/speech`, key, { model: SPEECH_MODEL, input });
   t.equal(submitted.status, 200, JSON.stringify(submitted.body));
@@ -196,8 +197,7 @@ t.test('an audio submit refused with 503 by its first target is accepted by the 
   t.same([...new Set(polls.map((r) => r.authorization))], [bearer('audio-second-key')], 'every poll carries the key that created the task');
   const [row] = await gateway.sql<{ upstream_target: string | null }[]>`select upstream_target from tasks where id = ${submitted.body.id}`;
   t.equal(row?.upstream_target, 'audio-second', 'the task remembers the target that accepted it');
-  const attemptsAfter = await attempts();
-  t.same(attemptsAfter.map((value, i) => value - attemptsBefore[i]!), [1, 1, 1],
+  t.same(await attemptsSince(), [1, 1, 1],
     'the submit\'s attempts are on /metrics: one failed on the first target, one served by the second, one retry');
 
   await eventually(async () => (await gateway.balanceNano(user)).held === 0n);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { chatBody, eventually, parseJson, postChat } from './helpers/billing-checks.js';
-import { TEST_JWT_SECRET, fastUser, parsePrometheus } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, fastUser, parsePrometheus, sumSamples } from './helpers/http-tools.js';
 import { RedisKeys } from '../src/admission/keys.js';
 import { defineScripts } from '../src/admission/scripts.js';
 import { fingerprintOf } from '../src/routing/idempotency.js';
@@ -173,9 +173,7 @@ t.test('a call served by the caller\'s own key carries x-gateway-attempts: 1; al
 
 async function scrape(): Promise<(name: string, labels: Record<string, string>) => number> {
   const samples = parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text());
-  return (name, labels) => samples
-    .filter((sample) => sample.name === name && Object.entries(labels).every(([label, value]) => sample.labels[label] === value))
-    .reduce((sum, sample) => sum + sample.value, 0);
+  return (name, labels) => sumSamples(samples, name, labels);
 }
 
 async function post(key: string, body: string, idempotencyKey: string) {

@@ -302,6 +302,40 @@ function endsBroken(t: Test, tail: string): void {
   t.notMatch(tail, /data: \[DONE\]/, 'and no [DONE]');
 }
 
+/**
+ * The streamed answer of a call whose upstream never stops; undefined (the upstream's socket destroyed,
+ * the test failed) when the gateway did not end the stream within `ms`.
+ */
+async function brokenWithin(t: Test, streaming: ReturnType<typeof streamChat>, marker: string, ms: number, grown: () => number) {
+  const answer = await Promise.race([streaming, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))]);
+  const [record] = seenFor(marker);
+  if (!answer) {
+    record?.socket.destroy();
+    t.fail(`the stream did not break within ${ms / 1000} s (peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB)`);
+    return undefined;
+  }
+  return { answer, record };
+}
+
+/**
+ * After a stream broke before any usage: the gateway let go of the upstream before its 200 MiB, its
+ * memory stayed flat, nothing was charged and the call is logged 502 `upstream_stream_broken`.
+ */
+async function brokeCleanly(t: Test, user: string, before: { credits: bigint }, record: { closed: boolean } | undefined, progress: { sent: number }, grown: () => number) {
+  await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
+  t.ok(progress.sent < MIB_200, `the gateway stopped reading: ${(progress.sent / 1048576).toFixed(1)} of 200 MiB written`);
+  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
+  await eventually('the reservation to be released', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
+  t.equal((await streams.balanceNano(user)).credits, before.credits, 'a stream that broke before any usage is not charged');
+  const [log] = await eventually('the call to be logged', async () => {
+    const rows = await streams.sql<{ status: number; error_code: string | null; endpoint: string }[]>`select status, error_code, endpoint from request_logs where user_id = ${user}`;
+    return rows.length > 0 ? rows : undefined;
+  });
+  t.equal(log!.status, 502);
+  t.equal(log!.error_code, 'upstream_stream_broken');
+  return log!;
+}
+
 /** A streamed call whose upstream sends `opening`, then 200 MiB with no blank line: broken, nothing charged, memory flat. */
 async function endlessEvent(t: Test, model: string, opening: string): Promise<void> {
   const user = `upstream-limits-endless-${randomBytes(3).toString('hex')}`;
@@ -313,26 +347,11 @@ async function endlessEvent(t: Test, model: string, opening: string): Promise<vo
   });
   const grown = peakGrowth(streams);
   const streaming = streamChat(streams, userKey, JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: `endless ${marker}` }] }));
-  const answer = await Promise.race([streaming, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000))]);
-  const [record] = seenFor(marker);
-  if (!answer) {
-    record?.socket.destroy();
-    t.fail(`the stream did not break within 15 s (peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB)`);
-    return;
-  }
-  t.equal(answer.status, 200);
-  endsBroken(t, answer.tail);
-  await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
-  t.ok(progress!.sent < MIB_200, `the gateway stopped reading: ${(progress!.sent / 1048576).toFixed(1)} of 200 MiB written`);
-  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
-  await eventually('the reservation to be released', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
-  t.equal((await streams.balanceNano(user)).credits, before.credits, 'a stream that broke before any usage is not charged');
-  const [log] = await eventually('the call to be logged', async () => {
-    const rows = await streams.sql<{ status: number; error_code: string | null }[]>`select status, error_code from request_logs where user_id = ${user}`;
-    return rows.length > 0 ? rows : undefined;
-  });
-  t.equal(log!.status, 502);
-  t.equal(log!.error_code, 'upstream_stream_broken');
+  const broken = await brokenWithin(t, streaming, marker, 15_000, grown);
+  if (!broken) return;
+  t.equal(broken.answer.status, 200);
+  endsBroken(t, broken.answer.tail);
+  await brokeCleanly(t, user, before, broken.record, progress!, grown);
 }
 
 // The streams' memory tests come first: on a gateway only warmed up, memory freed by earlier tests cannot hide growth.
@@ -389,30 +408,16 @@ t.test('a /v1/responses stream of 200 MiB of content: the output items stop at t
   const body = JSON.stringify({ model: 'openai/gpt-4o-mini', stream: true, input: `responses ${marker}` });
   const grown = peakGrowth(streams);
   const streaming = streamChat(streams, userKey, body, 'responses');
-  const answer = await Promise.race([streaming, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 30_000))]);
-  const [record] = seenFor(marker);
-  if (!answer) {
-    record?.socket.destroy();
-    t.fail(`the stream did not break within 30 s (peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB)`);
-    return;
-  }
+  const broken = await brokenWithin(t, streaming, marker, 30_000, grown);
+  if (!broken) return;
+  const { answer } = broken;
   t.equal(answer.status, 200);
   t.match(answer.tail, /event: error\ndata: \{"type":"error","sequence_number":\d+,"code":"upstream_stream_broken"/, 'the stream ends with the Responses error event');
   t.notMatch(answer.tail, /response\.completed|response\.incomplete/, 'and does not complete');
   const allowanceChars = 16_384 * MAX_CHARS_PER_TOKEN;
   t.ok(answer.bytes < 16 * allowanceChars, `the client got ${(answer.bytes / 1048576).toFixed(1)} MiB, a few times the allowance's characters`);
-  await eventually('the upstream connection to close', () => (record?.closed ? true : undefined));
-  t.ok(progress!.sent < MIB_200, `the gateway stopped reading: ${(progress!.sent / 1048576).toFixed(1)} of 200 MiB written`);
-  t.ok(grown() < 64 * 1024 * 1024, `peak RSS grew by ${(grown() / 1048576).toFixed(1)} MiB`);
-  await eventually('the reservation to be released', async () => ((await streams.balanceNano(user)).held === 0n ? true : undefined));
-  t.equal((await streams.balanceNano(user)).credits, before.credits, 'a stream that broke before any usage is not charged (as a chat stream)');
-  const [log] = await eventually('the call to be logged', async () => {
-    const rows = await streams.sql<{ status: number; error_code: string | null; endpoint: string }[]>`select status, error_code, endpoint from request_logs where user_id = ${user}`;
-    return rows.length > 0 ? rows : undefined;
-  });
-  t.equal(log!.status, 502);
-  t.equal(log!.error_code, 'upstream_stream_broken');
-  t.match(log!.endpoint, /responses/);
+  const log = await brokeCleanly(t, user, before, broken.record, progress!, grown);
+  t.match(log.endpoint, /responses/);
 });
 
 t.test('a non-streamed /v1/responses answer beyond UPSTREAM_MAX_BODY_BYTES is a clean 502, as a chat answer', async (t) => {
