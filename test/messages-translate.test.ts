@@ -5,7 +5,7 @@ import Anthropic, { APIError } from '@anthropic-ai/sdk';
 import { MESSAGES_FIELD_NAMES, effortForBudget, messagesToChatRequest } from '../src/http/messages/to-chat.js';
 import { anthropicUsage, messageFromCompletion, messageIdOf, thinkingSignature } from '../src/http/messages/message-object.js';
 import { MessagesEventRelay } from '../src/http/messages/event-stream.js';
-import { anthropicErrorBody, anthropicErrorEvent, anthropicErrorType } from '../src/http/messages/errors.js';
+import { anthropicErrorJson, anthropicErrorEvent, anthropicErrorType } from '../src/http/messages/errors.js';
 import { THINKING_BUDGETS } from '../src/providers/anthropic/request.js';
 import { readAnthropicUsage } from '../src/providers/anthropic/answer.js';
 import { sseErrorEvent } from '../src/http/sse.js';
@@ -137,10 +137,10 @@ t.test('tool use, tool results (string, blocks with an image, is_error), tools a
 });
 
 t.test('thinking: budgets map to reasoning_effort, disabled or absent leaves reasoning out; thinking blocks sent back are dropped', async (t) => {
-  for (const [effort, budget] of Object.entries(THINKING_BUDGETS)) t.equal(effortForBudget(budget), effort, `${budget} is ${effort}`);
+  for (const [effort, budget] of Object.entries(THINKING_BUDGETS)) t.equal(effortForBudget(budget), effort === 'minimal' ? 'low' : effort, `${budget} is ${effort === 'minimal' ? 'low: enabled thinking never turns it off' : effort}`);
   t.equal(effortForBudget(10_000), 'medium');
   t.equal(effortForBudget(31_999), 'high');
-  t.equal(effortForBudget(2_000), 'minimal');
+  t.equal(effortForBudget(2_000), 'low');
   t.equal(effortForBudget(128_000), 'high');
   const thinking = messagesToChatRequest({ model: 'm', max_tokens: 40_000, thinking: { type: 'enabled', budget_tokens: 31_999 }, messages: [USER] });
   t.equal(thinking.reasoning_effort, 'high');
@@ -170,7 +170,7 @@ t.test('thinking: budgets map to reasoning_effort, disabled or absent leaves rea
     { role: 'tool', tool_call_id: 'call_1', content: 'x' },
     { role: 'user', content: 'and?' },
   ], 'thinking dropped, a turn of only thinking left out');
-  t.equal(chat.reasoning_effort, 'minimal');
+  t.equal(chat.reasoning_effort, 'low');
 });
 
 t.test('refusals name the Messages field', async (t) => {
@@ -246,7 +246,7 @@ t.test('anthropicUsage is the inverse of readAnthropicUsage; error types by stat
     400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error', 403: 'permission_error', 404: 'not_found_error', 409: 'invalid_request_error',
     413: 'request_too_large', 422: 'invalid_request_error', 429: 'rate_limit_error', 500: 'api_error', 502: 'api_error', 503: 'overloaded_error', 504: 'timeout_error', 529: 'overloaded_error',
   });
-  t.same(JSON.parse(anthropicErrorBody('rate_limit_error', 'slow down')), { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
+  t.same(JSON.parse(anthropicErrorJson('rate_limit_error', 'slow down')), { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } });
 });
 
 /** A stand-in family relay: hands back the chunk events it is given; `flush` the usage chunk and [DONE]. */

@@ -23,14 +23,14 @@ export function anthropicErrorType(status: number): string {
   return TYPE_BY_STATUS[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 }
 
-/** The JSON error body. */
-export function anthropicErrorBody(type: string, message: string): string {
+/** The JSON error body (src/http/errors.ts's anthropicErrorBody adds the gateway's fields for a route's errors). */
+export function anthropicErrorJson(type: string, message: string): string {
   return JSON.stringify({ type: 'error', error: { type, message } });
 }
 
 /** The SSE `error` event, for a stream that fails after its head went out. */
 export function anthropicErrorEvent(type: string, message: string): string {
-  return `event: error\ndata: ${anthropicErrorBody(type, message)}\n\n`;
+  return `event: error\ndata: ${anthropicErrorJson(type, message)}\n\n`;
 }
 
 /**

@@ -57,14 +57,20 @@ const ToolUseBlock = v.looseObject({
 const ThinkingBlock = v.looseObject({ type: v.literal('thinking') });
 const RedactedThinkingBlock = v.looseObject({ type: v.literal('redacted_thinking') });
 
-const Block = v.variant('type', [TextBlock, ImageBlock, DocumentBlock, ToolResultBlock, ToolUseBlock, ThinkingBlock, RedactedThinkingBlock],
+const KnownBlock = v.variant('type', [TextBlock, ImageBlock, DocumentBlock, ToolResultBlock, ToolUseBlock, ThinkingBlock, RedactedThinkingBlock],
   "type must be one of text, image, document, tool_use, tool_result, thinking, redacted_thinking");
-type Block = v.InferOutput<typeof Block>;
+/** Any other block, which only an Anthropic model reads (server tool use and results, search results, blocks added later). */
+const OtherBlock = v.looseObject({ type: v.pipe(text(), v.minLength(1, 'must not be empty')) });
+type Block = v.InferOutput<typeof KnownBlock> | (v.InferOutput<typeof OtherBlock> & { type: '' });
+const KNOWN_BLOCK_TYPES = new Set(['text', 'image', 'document', 'tool_result', 'tool_use', 'thinking', 'redacted_thinking']);
 
-const Message = v.looseObject({
+const messageSchema = <TBlock extends v.GenericSchema>(block: TBlock) => v.looseObject({
   role: v.picklist(['user', 'assistant'], "must be 'user' or 'assistant'"),
-  content: stringOr(Block, 'must be a string or an array of content blocks'),
+  content: stringOr(block, 'must be a string or an array of content blocks'),
 });
+const Message = messageSchema(KnownBlock);
+/** A block of a request passed through to Anthropic: a known one is checked as such, any other only for its `type`. */
+const PassedBlock = v.lazy((input) => (KNOWN_BLOCK_TYPES.has((input as { type?: unknown } | null)?.type as string) ? KnownBlock : OtherBlock));
 
 /** A custom tool, or a server tool (any other `type`: refused where the request is translated). */
 const Tool = v.looseObject({
@@ -86,12 +92,7 @@ const Thinking = v.variant('type', [
   v.looseObject({ type: v.literal('disabled') }),
 ], "type must be 'enabled' or 'disabled'");
 
-/**
- * The Messages request, as far as these families can serve it. Unknown top-level fields are refused
- * (strict), as on the chat and Responses endpoints: a field the gateway does not know could change
- * what the upstream does or charges. Its text goes to the vendor and is never stored (`textPassesThrough`).
- */
-export const MessagesRequestSchema = textPassesThrough(v.strictObject({
+const FIELDS = {
   model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
   models: FallbackModels,
   max_tokens: positiveInteger(),
@@ -107,8 +108,27 @@ export const MessagesRequestSchema = textPassesThrough(v.strictObject({
   thinking: v.optional(v.nullable(Thinking)),
   metadata: v.optional(v.nullable(v.looseObject({ user_id: v.optional(v.nullable(v.pipe(text(), v.maxLength(256, 'must be at most 256 characters')))) }))),
   service_tier: v.optional(v.nullable(v.picklist(['auto', 'standard_only'], "must be 'auto' or 'standard_only'"))),
-}));
+};
+
+/**
+ * The Messages request, as far as these families can serve it. Unknown top-level fields are refused
+ * (strict), as on the chat and Responses endpoints: a field the gateway does not know could change
+ * what the upstream does or charges. Its text goes to the vendor and is never stored (`textPassesThrough`).
+ */
+export const MessagesRequestSchema = textPassesThrough(v.strictObject(FIELDS));
 export type MessagesRequest = v.InferOutput<typeof MessagesRequestSchema>;
+
+/**
+ * A request for an Anthropic model, which goes upstream as sent: the fields the gateway reads are
+ * checked as above (the pipeline needs `max_tokens`, the messages, tools and thinking to size and
+ * route the call); fields, blocks and values it does not read are Anthropic's to judge.
+ */
+const PassedRequestSchema = textPassesThrough(v.looseObject({
+  ...FIELDS,
+  messages: v.pipe(v.array(messageSchema(PassedBlock), 'is required and must be an array'), v.minLength(1, 'must contain at least one message')),
+  thinking: v.optional(v.nullable(v.looseObject({ type: text() }))),
+  service_tier: v.optional(v.unknown()),
+}));
 
 type TextPart = { type: 'text'; text: string };
 type ImagePart = { type: 'image_url'; image_url: { url: string } };
@@ -127,7 +147,7 @@ function imagePart(block: Extract<Block, { type: 'image' }>): ImagePart {
  * translate; a PDF (base64 or URL) or a file has no chat part these families take, so it is a 400
  * naming its `source` (Anthropic models read them: the route passes their requests through untranslated).
  */
-function documentParts(block: Extract<Block, { type: 'document' }>, at: string): Part[] {
+function documentParts(block: Extract<Block, { type: 'document' }>, at: string, passThrough: boolean): Part[] {
   const source = block.source as { type: string; data?: unknown; content?: unknown };
   if (source.type === 'text') {
     if (typeof source.data !== 'string') throw badRequest(`Invalid value for '${at}.source.data': must be a string.`, `${at}.source.data`);
@@ -140,27 +160,30 @@ function documentParts(block: Extract<Block, { type: 'document' }>, at: string):
     if (!content.success) throw badRequest(`Invalid value for '${at}.source.content': must be a string or an array of text and image blocks.`, `${at}.source.content`);
     return content.output.map((inner) => (inner.type === 'text' ? { type: 'text', text: inner.text } : imagePart(inner)));
   }
+  if (passThrough) return []; // read by Anthropic; its bytes are in the body the reservation counts
   throw unsupported(`${at}.source`, `a ${source.type} document (a PDF or a file) can be read only by Anthropic models; send its text as a text source or a text block.`);
 }
 
 /** Parts of user content: text, images, documents (empty text left out, as Anthropic refuses it). */
-function partsOf(block: Block, at: string): Part[] {
+function partsOf(block: Block, at: string, passThrough: boolean): Part[] {
   switch (block.type) {
     case 'text': return block.text === '' ? [] : [{ type: 'text', text: block.text }];
     case 'image': return [imagePart(block)];
-    case 'document': return documentParts(block, at);
-    default: throw unsupported(`${at}.type`, `a ${block.type} block cannot appear here.`);
+    case 'document': return documentParts(block, at, passThrough);
+    default:
+      if (passThrough) return [];
+      throw unsupported(`${at}.type`, `a ${block.type} block cannot appear here.`);
   }
 }
 
 /** A tool result's content: its text for the tool message, its images for the user message after it. */
-function toolResultOf(block: Extract<Block, { type: 'tool_result' }>, at: string): { text: string; images: ImagePart[] } {
+function toolResultOf(block: Extract<Block, { type: 'tool_result' }>, at: string, passThrough: boolean): { text: string; images: ImagePart[] } {
   let text = '';
   const images: ImagePart[] = [];
   if (typeof block.content === 'string') text = block.content;
   else {
     (block.content ?? []).forEach((inner, k) => {
-      for (const part of partsOf(inner, `${at}.content[${k}]`)) {
+      for (const part of partsOf(inner, `${at}.content[${k}]`, passThrough)) {
         if (part.type === 'text') text += text === '' ? part.text : `\n${part.text}`;
         else images.push(part);
       }
@@ -176,18 +199,18 @@ function toolResultOf(block: Extract<Block, { type: 'tool_result' }>, at: string
  * the assistant's calls), then the rest (and the results' images, which chat tool messages cannot
  * carry) one user message.
  */
-function userMessages(content: string | Block[], at: string): ChatMessage[] {
+function userMessages(content: string | Block[], at: string, passThrough: boolean): ChatMessage[] {
   if (typeof content === 'string') return [{ role: 'user', content }];
   const tools: ChatMessage[] = [];
   const parts: Part[] = [];
   content.forEach((block, j) => {
     const blockAt = `${at}[${j}]`;
     if (block.type === 'tool_result') {
-      const result = toolResultOf(block, blockAt);
+      const result = toolResultOf(block, blockAt, passThrough);
       tools.push({ role: 'tool', tool_call_id: block.tool_use_id, content: result.text });
       parts.push(...result.images);
     } else {
-      parts.push(...partsOf(block, blockAt));
+      parts.push(...partsOf(block, blockAt, passThrough));
     }
   });
   if (parts.length === 0) return tools;
@@ -198,7 +221,7 @@ function userMessages(content: string | Block[], at: string): ChatMessage[] {
 }
 
 /** An assistant turn: text joined, `tool_use` blocks as tool calls; thinking dropped (these families cannot take it back). */
-function assistantMessage(content: string | Block[], at: string): ChatMessage | undefined {
+function assistantMessage(content: string | Block[], at: string, passThrough: boolean): ChatMessage | undefined {
   if (typeof content === 'string') return { role: 'assistant', content };
   let text = '';
   const calls: ToolCall[] = [];
@@ -214,6 +237,7 @@ function assistantMessage(content: string | Block[], at: string): ChatMessage | 
       case 'redacted_thinking':
         return;
       default:
+        if (passThrough) return;
         throw unsupported(`${at}[${j}].type`, `an assistant message cannot carry a ${block.type} block.`);
     }
   });
@@ -222,16 +246,16 @@ function assistantMessage(content: string | Block[], at: string): ChatMessage | 
   return text === '' && content.length > 0 ? undefined : { role: 'assistant', content: text };
 }
 
-function messagesOf(request: MessagesRequest): ChatMessage[] {
+function messagesOf(request: MessagesRequest, passThrough: boolean): ChatMessage[] {
   const messages: ChatMessage[] = [];
   const system = typeof request.system === 'string' ? request.system : (request.system ?? []).map((block) => block.text).filter((t) => t !== '').join('\n\n');
   // One system message: every chat family takes that (some vendors refuse several, or parts).
   if (system !== '') messages.push({ role: 'system', content: system });
   request.messages.forEach((message, i) => {
     const at = `messages[${i}].content`;
-    if (message.role === 'user') messages.push(...userMessages(message.content, at));
+    if (message.role === 'user') messages.push(...userMessages(message.content, at, passThrough));
     else {
-      const assistant = assistantMessage(message.content, at);
+      const assistant = assistantMessage(message.content, at, passThrough);
       if (assistant) messages.push(assistant);
     }
   });
@@ -241,10 +265,11 @@ function messagesOf(request: MessagesRequest): ChatMessage[] {
   return messages;
 }
 
-function toolsOf(tools: NonNullable<MessagesRequest['tools']>): NonNullable<ChatRequest['tools']> {
-  return tools.map((tool, i) => {
-    // Anthropic's server tools (web search, bash, text editor, code execution, ...) run at Anthropic.
-    if (tool.type != null && tool.type !== 'custom') {
+function toolsOf(tools: NonNullable<MessagesRequest['tools']>, passThrough: boolean): NonNullable<ChatRequest['tools']> {
+  // Anthropic's server tools (web search, bash, text editor, code execution, ...) run at Anthropic.
+  const isServerTool = (tool: (typeof tools)[number]) => tool.type != null && tool.type !== 'custom';
+  return (passThrough ? tools.filter((tool) => !isServerTool(tool)) : tools).map((tool, i) => {
+    if (isServerTool(tool)) {
       throw badRequest(`Invalid value for 'tools[${i}].type': '${tool.type}' is a tool Anthropic runs, available only with Anthropic models; describe it as a custom tool (name, description, input_schema) instead.`, `tools[${i}].type`, 'unsupported_parameter');
     }
     if (tool.input_schema == null) throw badRequest(`Missing required parameter 'tools[${i}].input_schema'.`, `tools[${i}].input_schema`);
@@ -255,14 +280,17 @@ function toolsOf(tools: NonNullable<MessagesRequest['tools']>): NonNullable<Chat
   });
 }
 
+/** The efforts that always think: `minimal` turns thinking off on some families (Gemini 2.5 Flash), which `enabled` never means. */
+const THINKING_EFFORTS = ['low', 'medium', 'high'] as const;
+
 /**
- * The chat `reasoning_effort` for a thinking budget: the effort whose budget in THINKING_BUDGETS
- * (what the Anthropic family sends for each effort) is nearest on a log scale, so each of those
- * budgets maps back to its own effort and Claude Code's usual 4k / 10k / 32k land on low / medium / high.
+ * The chat `reasoning_effort` for a thinking budget: of low, medium and high, the effort whose budget
+ * in THINKING_BUDGETS (what the Anthropic family sends for each effort) is nearest on a log scale, so
+ * Claude Code's usual 4k / 10k / 32k land on low / medium / high, and Anthropic's least (1024) on low.
  */
-export function effortForBudget(budget: number): ChatRequest['reasoning_effort'] & string {
-  let best: keyof typeof THINKING_BUDGETS = 'minimal';
-  for (const effort of Object.keys(THINKING_BUDGETS) as (keyof typeof THINKING_BUDGETS)[]) {
+export function effortForBudget(budget: number): (typeof THINKING_EFFORTS)[number] {
+  let best: (typeof THINKING_EFFORTS)[number] = 'low';
+  for (const effort of THINKING_EFFORTS) {
     if (Math.abs(Math.log(budget / THINKING_BUDGETS[effort])) < Math.abs(Math.log(budget / THINKING_BUDGETS[best]))) best = effort;
   }
   return best;
@@ -293,23 +321,26 @@ function toolChoiceOf(request: MessagesRequest, chat: Record<string, unknown>, h
  * `system` leads as one system message, `tool_result` blocks become tool messages, `tool_use` blocks
  * tool calls, thinking blocks are dropped, `cache_control` and `service_tier` are ignored, `top_k`
  * (no chat counterpart) is a 400, server tools are a 400, PDFs and files are a 400.
+ * `passThrough`: the request goes to an Anthropic model as sent, and the chat request only sizes and
+ * routes it: what no chat family could take (unknown fields and blocks, server tools, PDFs, `top_k`)
+ * is left out of it instead of refused.
  */
-export function messagesToChatRequest(body: Record<string, unknown>): ChatRequest {
-  const request = parseWith(MessagesRequestSchema, body);
-  if (request.top_k != null) {
+export function messagesToChatRequest(body: Record<string, unknown>, { passThrough = false }: { passThrough?: boolean } = {}): ChatRequest {
+  const request = passThrough ? parseWith(PassedRequestSchema, body) as MessagesRequest : parseWith(MessagesRequestSchema, body);
+  if (request.top_k != null && !passThrough) {
     throw badRequest("'top_k' is not supported for this model: only Anthropic models sample with top-k; leave it out (or use 'top_p').", 'top_k', 'unsupported_parameter');
   }
-  const chat: Record<string, unknown> = { model: request.model, messages: messagesOf(request), max_tokens: request.max_tokens };
+  const chat: Record<string, unknown> = { model: request.model, messages: messagesOf(request, passThrough), max_tokens: request.max_tokens };
   if (request.models?.length) chat.models = request.models;
   if (request.stop_sequences?.length) chat.stop = request.stop_sequences;
   if (request.stream === true) chat.stream = true;
   if (request.temperature != null) chat.temperature = request.temperature;
   if (request.top_p != null) chat.top_p = request.top_p;
-  const tools = request.tools?.length ? toolsOf(request.tools) : [];
+  const tools = request.tools?.length ? toolsOf(request.tools, passThrough) : [];
   if (tools.length > 0) chat.tools = tools;
   toolChoiceOf(request, chat, tools.length > 0);
   // Anthropic answers with thinking blocks only when asked: reasoning is left out otherwise, even from a model that reasons anyway.
-  if (request.thinking?.type === 'enabled') chat.reasoning_effort = effortForBudget(request.thinking.budget_tokens as number);
+  if (request.thinking?.type === 'enabled' && typeof request.thinking.budget_tokens === 'number') chat.reasoning_effort = effortForBudget(request.thinking.budget_tokens);
   else chat.include_reasoning = false;
   if (request.metadata?.user_id != null) chat.user = request.metadata.user_id;
   try {
