@@ -180,7 +180,7 @@ export function validate(req: AnthropicRequest): string | undefined {
     const budget = req.thinking.budget_tokens ?? 0;
     if (budget < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
     if (budget >= req.max_tokens) return '`max_tokens` must be greater than `thinking.budget_tokens`.';
-    if (req.temperature != null) return '`temperature` may only be set to 1 when thinking is enabled.';
+    if (req.temperature != null && req.temperature !== 1) return '`temperature` may only be set to 1 when thinking is enabled.';
     if (req.tool_choice && (req.tool_choice.type === 'any' || req.tool_choice.type === 'tool')) return 'Thinking may not be enabled when tool_choice forces tool use.';
   }
   return undefined;
