@@ -7,6 +7,7 @@ import { ApiError } from './errors.js';
 import { chatCompletions } from './routes/chat-completions.js';
 import { RESPONSES_OUTPUT } from './routes/responses.js';
 import { imageGenerations } from './routes/images.js';
+import { embeddings } from './routes/embeddings.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { billingRoutes } from './routes/billing.js';
 import { billingAlertRoutes } from './routes/billing-alerts.js';
@@ -72,6 +73,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .post('/v1/chat/completions', paid(chat), admitted)
     .post('/v1/responses', paid((ctx) => chat(ctx, RESPONSES_OUTPUT)), admitted)
     .post('/v1/images/generations', paid(imageGenerations(services)), admitted)
+    .post('/v1/embeddings', paid(embeddings(services)), admitted)
     .post('/v1/videos/generations', paid(videos.submit), admitted)
     .get('/v1/videos/generations', videos.list)
     .get('/v1/videos/generations/:id', videos.get)
