@@ -10,6 +10,10 @@ import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
 import { leasesClosed, type MoneyView } from './helpers/billing-checks.js';
 import { EMBEDDING_MODELS } from '../src/catalog/seed/embedding.js';
+import type { EmbeddingModel } from '../src/catalog/model.js';
+import type { EmbeddingJob } from '../src/providers/embeddings/family.js';
+import { compatibleEmbeddings, floatsOfBase64, openAiEmbeddings } from '../src/providers/embeddings/openai.js';
+import { geminiEmbeddings } from '../src/providers/embeddings/gemini.js';
 
 /** Seed prices in nano-USD per input token (USD per 1M tokens x 1000). */
 const PRICE: Readonly<Record<string, bigint>> = {
@@ -66,6 +70,60 @@ function floatsOf(base64: string): number[] {
 }
 const norm = (vector: readonly number[]) => Math.sqrt(vector.reduce((sum, value) => sum + value * value, 0));
 
+
+/** A seeded embedding model as the call path reads it (prices do not matter to the translators). */
+function seeded(id: string): EmbeddingModel {
+  const seed = EMBEDDING_MODELS.find((entry) => entry.id === id)!;
+  return {
+    id, name: seed.name, provider: seed.provider, modality: 'embedding', family: seed.family, upstreamVendor: seed.upstreamVendor,
+    upstreamModel: seed.upstreamModel, capabilities: seed.capabilities, prices: { input: 0n, cachedInput: 0n, cacheWrite: 0n, output: 0n },
+  };
+}
+const jobOf = (id: string, texts: string[], dimensions?: number): EmbeddingJob => ({ model: seeded(id), inputs: { kind: 'text', texts }, dimensions, user: 'u-1' });
+const target = { baseUrl: 'https://vendor.example/v1', apiKey: 'k-1' };
+const float32 = (values: number[]) => {
+  const bytes = Buffer.alloc(values.length * 4);
+  values.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
+  return bytes.toString('base64');
+};
+
+t.test('translators: OpenAI asks for base64 and decodes it, by index; the compatible vendors ask for floats', async (t) => {
+  const job = jobOf('openai/text-embedding-3-small', ['a', 'b'], 2);
+  const request = openAiEmbeddings.request(job, target);
+  t.equal(request.url, 'https://vendor.example/v1/embeddings');
+  t.same(request.headers, { authorization: 'Bearer k-1', 'content-type': 'application/json' });
+  t.same(JSON.parse(request.body), { model: 'text-embedding-3-small', input: ['a', 'b'], encoding_format: 'base64', dimensions: 2, user: 'u-1' });
+  const answer = openAiEmbeddings.read(JSON.stringify({
+    object: 'list', model: 'text-embedding-3-small', usage: { prompt_tokens: 2, total_tokens: 2 },
+    data: [{ object: 'embedding', index: 1, embedding: float32([0.5, -0.25]) }, { object: 'embedding', index: 0, embedding: float32([1, 0]) }],
+  }), job);
+  t.same(answer, { vectors: [[1, 0], [0.5, -0.25]], promptTokens: 2 }, 'ordered by index, usage read');
+  t.same(floatsOfBase64(float32([0.1])), [Math.fround(0.1)]);
+  const mistral = jobOf('mistral/mistral-embed', ['a']);
+  t.same(JSON.parse(compatibleEmbeddings.request(mistral, target).body), { model: 'mistral-embed', input: ['a'], encoding_format: 'float' }, 'no user, no dimensions');
+  const tokens: EmbeddingJob = { ...job, inputs: { kind: 'tokens', tokens: [[1, 2], [3]] }, dimensions: undefined };
+  t.same(JSON.parse(openAiEmbeddings.request(tokens, target).body).input, [[1, 2], [3]], 'token arrays as they are');
+  const bad = (data: unknown) => () => openAiEmbeddings.read(JSON.stringify({ data }), job);
+  t.throws(bad([{ index: 0, embedding: [1, 0] }]), 'one vector for two inputs');
+  t.throws(bad([{ index: 0, embedding: [1, 0, 0] }, { index: 1, embedding: [1, 0, 0] }]), 'the wrong length');
+  t.throws(bad([{ index: 0, embedding: [1, 0] }, { index: 0, embedding: [1, 0] }]), 'a repeated index');
+  t.throws(bad([{ index: 0, embedding: [1, 'x'] }, { index: 1, embedding: [1, 0] }]), 'not a number');
+  t.throws(() => openAiEmbeddings.read('{"error": {}}', job), 'no data');
+});
+
+t.test('translators: Gemini batchEmbedContents both ways, no usage', async (t) => {
+  const job = jobOf('google/gemini-embedding-001', ['first', 'second'], 3);
+  const request = geminiEmbeddings.request(job, target);
+  t.equal(request.url, 'https://vendor.example/v1/models/gemini-embedding-001:batchEmbedContents');
+  t.same(request.headers, { 'x-goog-api-key': 'k-1', 'content-type': 'application/json' });
+  t.same(JSON.parse(request.body), { requests: [
+    { model: 'models/gemini-embedding-001', content: { parts: [{ text: 'first' }] }, outputDimensionality: 3 },
+    { model: 'models/gemini-embedding-001', content: { parts: [{ text: 'second' }] }, outputDimensionality: 3 },
+  ] });
+  t.same(geminiEmbeddings.read(JSON.stringify({ embeddings: [{ values: [1, 2, 3] }, { values: [4, 5, 6] }] }), job), { vectors: [[1, 2, 3], [4, 5, 6]], promptTokens: undefined });
+  t.throws(() => geminiEmbeddings.read(JSON.stringify({ embeddings: [{ values: [1, 2, 3] }] }), job), 'a vector missing');
+  t.throws(() => geminiEmbeddings.read(JSON.stringify({ embedding: { values: [1, 2, 3] } }), job), 'embedContent\'s answer is not batchEmbedContents\'');
+});
 
 t.test('this file covers every seeded embedding model (the served families: test/callable-models.test.ts)', async (t) => {
   t.same(EMBEDDING_MODELS.map((seed) => seed.id).sort(), Object.keys(PRICE).sort());
@@ -215,12 +273,13 @@ t.test('an upstream 5xx is answered as chat answers it (502), with nothing charg
     t.equal(reply.headers.get('x-gateway-attempts'), '1', 'one attempt (a one-target route is not retried on a 500)');
   }
   assertEnvelope(t, await embed(key, { model: 'openai/text-embedding-3-small', input: 'x [[mock fail=400]]' }), 400, 'upstream_rejected');
+  assertEnvelope(t, await embed(key, { model: 'alibaba/text-embedding-v4', input: 'x [[mock fault=reset]]' }), 502, 'upstream_unreachable', 'a reset connection');
   const money = await settled(user);
   t.equal(money.charged, 0n, 'nothing charged');
   t.equal(money.held, 0n, 'nothing left held');
   t.equal(money.credits, 10_000_000_000n, 'the balance is whole');
   const logs = await gateway.sql<{ status: number }[]>`select status from request_logs where user_id = ${user} and endpoint = 'embeddings' order by status`;
-  t.same(logs.map((row) => row.status), [400, 502, 502, 502], 'each failed call logged');
+  t.same(logs.map((row) => row.status), [400, 502, 502, 502, 502], 'each failed call logged');
 });
 
 t.test('BYOK: the caller\'s OpenAI credential serves embeddings first, uncharged; the platform after it fails', async (t) => {

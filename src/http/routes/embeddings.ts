@@ -158,9 +158,20 @@ export function embeddings(services: Services) {
     }
   }
 
-  /** Settles the call for its input tokens (not charged on the caller's own key) and writes the answer. */
+  /**
+   * Settles the call for its input tokens (not charged on the caller's own key) and writes the answer.
+   * A client that leaves while the vectors arrive pays for its input, as a chat client does for its prompt.
+   */
   async function serve(ctx: RequestContext, call: MeteredCall<EmbeddingModel>, family: EmbeddingFamily, job: EmbeddingJob, response: UpstreamResponse, base64: boolean, headers: CallHeaders): Promise<void> {
-    const answer = await answerOf(response, family, job);
+    let answer: EmbeddingAnswer;
+    try {
+      answer = await answerOf(response, family, job);
+    } catch (error) {
+      if (!call.clientAborted) throw error;
+      call.status = 499;
+      call.settle({ ...NO_USAGE, promptTokens: await countedTokens(job.inputs) });
+      return;
+    }
     call.firstByte();
     const promptTokens = answer.promptTokens ?? await countedTokens(job.inputs);
     const body = renderAnswer(call.identity.model, answer.vectors, base64, promptTokens);
