@@ -6,6 +6,9 @@
 // bad input, the catalog's `embedding` task, and `gateway ledger check` after it all.
 import t from 'tap';
 import OpenAI from 'openai';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
 import { leasesClosed, type MoneyView } from './helpers/billing-checks.js';
@@ -42,7 +45,16 @@ let gateway: Gateway;
 let users = 0;
 
 t.before(async () => {
-  gateway = await startGateway({ env: { JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_DEFAULT: '1000/10' } });
+  // DashScope through a pool of two keys (the routing test); every other vendor through its one key.
+  const routingFile = join(mkdtempSync(join(tmpdir(), 'embeddings-routing-')), 'routing.yaml');
+  writeFileSync(routingFile, `
+vendors:
+  alibaba:
+    targets:
+      - { name: emb-first, api_key: emb-first-key, priority: 1 }
+      - { name: emb-second, api_key: emb-second-key }
+`);
+  gateway = await startGateway({ env: { JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_DEFAULT: '1000/10', ROUTING_FILE: routingFile } });
 });
 t.teardown(() => gateway.close());
 
@@ -273,13 +285,30 @@ t.test('an upstream 5xx is answered as chat answers it (502), with nothing charg
     t.equal(reply.headers.get('x-gateway-attempts'), '1', 'one attempt (a one-target route is not retried on a 500)');
   }
   assertEnvelope(t, await embed(key, { model: 'openai/text-embedding-3-small', input: 'x [[mock fail=400]]' }), 400, 'upstream_rejected');
-  assertEnvelope(t, await embed(key, { model: 'alibaba/text-embedding-v4', input: 'x [[mock fault=reset]]' }), 502, 'upstream_unreachable', 'a reset connection');
+  assertEnvelope(t, await embed(key, { model: 'mistral/mistral-embed', input: 'x [[mock fault=reset]]' }), 502, 'upstream_unreachable', 'a reset connection');
   const money = await settled(user);
   t.equal(money.charged, 0n, 'nothing charged');
   t.equal(money.held, 0n, 'nothing left held');
   t.equal(money.credits, 10_000_000_000n, 'the balance is whole');
   const logs = await gateway.sql<{ status: number }[]>`select status from request_logs where user_id = ${user} and endpoint = 'embeddings' order by status`;
   t.same(logs.map((row) => row.status), [400, 502, 502, 502, 502], 'each failed call logged');
+});
+
+t.test('routing: a 503 from the first target is retried on the second, charged once; Idempotency-Key replays without a second call', async (t) => {
+  const { user, key } = await newUser();
+  const mark = gateway.mock.requests().length;
+  const body = { model: 'alibaba/text-embedding-v4', input: ['routed [[mock fault=503 fault_key=emb-first-key]]'] };
+  const headers = { 'idempotency-key': `emb-${user}` };
+  const first = await postJson(`${gateway.v1}/embeddings`, key, body, headers);
+  t.equal(first.status, 200, JSON.stringify(first.body).slice(0, 200));
+  t.equal(first.headers.get('x-gateway-attempts'), '2', 'two attempts');
+  t.same(upstreamSince(mark).map((r) => r.authorization), ['Bearer emb-first-key', 'Bearer emb-second-key'], 'the first target, then the second');
+  const again = await postJson(`${gateway.v1}/embeddings`, key, body, headers);
+  t.equal(again.status, 200);
+  t.equal(again.headers.get('idempotent-replayed'), 'true', 'a replay');
+  t.same(again.body, first.body, 'the first answer again');
+  t.equal(upstreamSince(mark).length, 2, 'no upstream call for the replay');
+  t.equal((await settled(user)).charged, BigInt(first.body.usage.prompt_tokens) * PRICE['alibaba/text-embedding-v4']!, 'charged once, for the attempt that served');
 });
 
 t.test('BYOK: the caller\'s OpenAI credential serves embeddings first, uncharged; the platform after it fails', async (t) => {

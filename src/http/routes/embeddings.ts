@@ -7,7 +7,7 @@ import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { EmbeddingRequestSchema, embeddingInputsOf, inputCount, type EmbeddingInputs, type EmbeddingRequest } from '../schemas/embeddings.js';
 import { EMBEDDING_FAMILIES } from '../../providers/embeddings/index.js';
 import type { EmbeddingAnswer, EmbeddingFamily, EmbeddingJob } from '../../providers/embeddings/family.js';
-import type { UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
+import type { UpstreamRequest } from '../../providers/family.js';
 import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../providers/upstream-errors.js';
@@ -244,8 +244,8 @@ export function embeddings(services: Services) {
         checkRevoked();
         call.attempts = ownAttempts + attempt;
         if (attempt > 1) routing.retried(model.id);
-        const target: UpstreamTarget & { readonly headTimeoutMs?: number } = targets[index]!;
-        const job: EmbeddingJob = { ...asked, model: upstreamModels.of(model, targets[index]!) };
+        const target = targets[index]!;
+        const job: EmbeddingJob = { ...asked, model: upstreamModels.of(model, target) };
         let response: UpstreamResponse | ApiError;
         try {
           response = await send(call, family.request(job, target), clientAbort, target.headTimeoutMs);
@@ -254,7 +254,7 @@ export function embeddings(services: Services) {
           response = error; // no answer: another target may give one
         }
         if (!(response instanceof ApiError) && response.status === 200) {
-          routing.answered(targets[index]!);
+          routing.answered(target);
           await serve(ctx, call, family, job, response, base64, callHeaders(admitted.headers, platformIdentity.callId, call.attempts));
           return;
         }
@@ -264,11 +264,11 @@ export function embeddings(services: Services) {
           metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
           failure = await upstreamFailure(response, model.upstreamVendor);
           if (!retryableAnswer(response.status, failure)) {
-            routing.answered(targets[index]!);
+            routing.answered(target);
             throw withAttempts(failure, call.attempts);
           }
         }
-        routing.failed(targets[index]!, model.id, attempt, failure);
+        routing.failed(target, model.id, attempt, failure);
         tried |= 1 << index;
         const inTime = Date.now() - call.startedAtMs < routing.config.deadlineMs;
         const next = attempt < routing.config.maxAttempts && inTime ? routing.pick(targets, tried) : -1;
