@@ -53,10 +53,11 @@ export const EMBEDDING_MODELS: readonly EmbeddingSeed[] = Object.freeze(([
     id: 'google/gemini-embedding-001', name: 'Gemini Embedding 001', provider: 'Google',
     description: 'Google gemini-embedding-001 through the Gemini API: 3072-dimension multilingual embeddings, 128 to 3072 on request.',
     tags: ['embedding', 'multilingual'], family: 'gemini-embeddings', upstreamVendor: 'gemini', upstreamModel: 'gemini-embedding-001',
-    // 100 requests per batchEmbedContents call: the Gemini API's batch limit (unverified here, from memory of its error text).
+    // 100 requests per batchEmbedContents call: the API's 400 "at most 100 requests can be in one batch"
+    // (langchain-ai/langchainjs#4491, weaviate/weaviate#11277, vercel/ai#16575).
     capabilities: { dimensions: 3072, dimensionsRange: [128, 3072], maxInputs: 100, maxInputTokens: 2048, tokenInput: false },
     usdPerMillionInput: '0.15', confidence: 'C', isPopular: true,
-    source: 'tokenmix.ai and embeddingcost.com/google (read 2026-11-27: 0.15 per 1M, 3072 default, 2048 input tokens); rig-core gemini embedding docs (batchEmbedContents)',
+    source: 'tokenmix.ai and embeddingcost.com/google (read 2026-11-27: 0.15 per 1M, 3072 default, 2048 input tokens); rig-core gemini embedding docs (batchEmbedContents); the 128 lower bound of outputDimensionality unverified (Google recommends 768, 1536, 3072)',
   },
   {
     id: 'mistral/mistral-embed', name: 'Mistral Embed', provider: 'Mistral',
