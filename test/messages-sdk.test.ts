@@ -231,3 +231,21 @@ t.test('count_tokens: exact through Anthropic\'s endpoint, an estimate elsewhere
   t.equal(money.usageTransactions, 0, 'not charged');
   t.equal(money.held, 0n);
 });
+
+t.test('fallback models: Anthropic names resolve, and only an all-Anthropic chain passes what chat families refuse', async (t) => {
+  const { key } = await gateway.user('msg-chain', '5');
+  const client = anthropicClient(key);
+  const body = (models: string[]) => ({ model: 'claude-sonnet-4-5', models, max_tokens: 20, top_k: 5, messages: [{ role: 'user' as const, content: `Hi msg-chain ${models.join()} [[mock chunks=1]]` }] });
+  const passed = await client.messages.create(body(['claude-haiku-4-5-20251001']) as Anthropic.MessageCreateParamsNonStreaming);
+  t.equal(passed.type, 'message', 'an all-Anthropic chain passes top_k through');
+  const sent = upstreamWith('msg-chain claude-haiku').at(-1)!.body as Record<string, unknown>;
+  t.equal(sent.top_k, 5);
+  t.notOk('models' in sent, 'the gateway\'s fallback list is not sent to Anthropic');
+  try {
+    await client.messages.create(body(['openai/gpt-4o-mini']) as Anthropic.MessageCreateParamsNonStreaming);
+    t.fail('a chain with a translated model took top_k');
+  } catch (error) {
+    t.ok(error instanceof Anthropic.BadRequestError, 'a chain that may reach a translated model refuses what it cannot take');
+    t.match((error as InstanceType<typeof Anthropic.APIError>).error, { error: { param: 'top_k' } });
+  }
+});
