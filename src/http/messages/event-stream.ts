@@ -5,8 +5,8 @@ import type { OutputRelay } from '../routes/chat-completions.js';
 import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
 import { ThinkingSignature, anthropicUsage, stopReasonOf, toolUseIdOf, type MessageMeta } from './message-object.js';
 import { anthropicErrorEvent, anthropicTypeOfChatError } from './errors.js';
+import { chatChunksOf } from '../chat-chunks.js';
 
-const EVENT_BOUNDARY = /\r?\n\r?\n/;
 /** Characters a block counts for itself besides its text, so blocks without text are bounded too. */
 const BLOCK_OVERHEAD_CHARS = 16;
 
@@ -96,18 +96,9 @@ export class MessagesEventRelay implements OutputRelay {
   private translate(bytes: Buffer | undefined): Buffer | undefined {
     if (this.failed) return undefined;
     let out = this.start();
+    // `[DONE]` is left out: the message stops in `end`.
     if (bytes && bytes.length > 0) {
-      for (const event of bytes.toString('utf8').split(EVENT_BOUNDARY)) {
-        const dataAt = event.indexOf('data:');
-        if (dataAt === -1) continue;
-        const payload = event.slice(dataAt + 5).trim();
-        if (!payload.startsWith('{')) continue; // `[DONE]`: the message stops in `end`
-        let chunk: { choices?: { delta?: Record<string, any>; finish_reason?: unknown }[]; error?: { message?: unknown; type?: unknown; code?: unknown } };
-        try {
-          chunk = JSON.parse(payload);
-        } catch {
-          continue;
-        }
+      for (const chunk of chatChunksOf(bytes)) {
         if (chunk.error && typeof chunk.error === 'object') {
           // The family failed mid-stream (sseErrorEvent, or the upstream's own error passed through).
           this.failed = true;

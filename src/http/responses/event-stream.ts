@@ -3,8 +3,8 @@ import type { ChatStreamRelay } from '../../providers/family.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
 import { functionCallItemId, messageItemId, responseObject, statusOf, type FunctionCallItem, type MessageItem, type OutputItem, type ResponseMeta } from './response-object.js';
+import { chatChunksOf } from '../chat-chunks.js';
 
-const EVENT_BOUNDARY = /\r?\n\r?\n/;
 
 /**
  * Wraps a family's relay (which keeps doing the billing work: usage, generated text) and turns the
@@ -92,18 +92,9 @@ export class ResponsesEventRelay implements ChatStreamRelay {
 
   private translate(bytes: Buffer | undefined): Buffer | undefined {
     let out = this.start();
+    // `[DONE]` is left out: the response completes in `end`.
     if (bytes && bytes.length > 0) {
-      for (const event of bytes.toString('utf8').split(EVENT_BOUNDARY)) {
-        const dataAt = event.indexOf('data:');
-        if (dataAt === -1) continue;
-        const payload = event.slice(dataAt + 5).trim();
-        if (!payload.startsWith('{')) continue; // `[DONE]`: the response completes in `end`
-        let chunk: { choices?: { delta?: Record<string, any>; finish_reason?: unknown }[] };
-        try {
-          chunk = JSON.parse(payload);
-        } catch {
-          continue;
-        }
+      for (const chunk of chatChunksOf(bytes)) {
         const choice = chunk.choices?.[0];
         if (choice) out += this.choice(choice);
       }
