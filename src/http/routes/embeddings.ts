@@ -7,8 +7,7 @@ import { parseJsonObject, parseWith } from '../schemas/issues.js';
 import { EmbeddingRequestSchema, embeddingInputsOf, inputCount, type EmbeddingInputs, type EmbeddingRequest } from '../schemas/embeddings.js';
 import { EMBEDDING_FAMILIES } from '../../providers/embeddings/index.js';
 import type { EmbeddingAnswer, EmbeddingFamily, EmbeddingJob } from '../../providers/embeddings/family.js';
-import type { UpstreamRequest } from '../../providers/family.js';
-import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { UpstreamError, type UpstreamResponse } from '../../providers/upstream-client.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../providers/upstream-errors.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
@@ -18,6 +17,7 @@ import { MeteredCall, NO_USAGE, type CallIdentity } from '../../billing/metered-
 import { usageRecorder } from '../../metrics.js';
 import { UpstreamModels, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
 import { retryableAnswer } from '../../routing/retryable.js';
+import { UpstreamSession } from '../../routing/upstream-session.js';
 
 /** The request log's and ledger event's endpoint name. */
 const ENDPOINT = 'embeddings';
@@ -105,37 +105,6 @@ export function embeddings(services: Services) {
   const upstreamModels = new UpstreamModels();
   const recordUsage = usageRecorder(metrics);
 
-  /**
-   * Sends one attempt; an HTTP answer comes back as it is, no answer as a 502 (499 when the client
-   * left). `headTimeoutMs` (a routing target's): no response head by then abandons the attempt.
-   */
-  async function send(call: MeteredCall<EmbeddingModel>, request: UpstreamRequest, clientAbort: UpstreamAbort, headTimeoutMs?: number): Promise<UpstreamResponse> {
-    const vendor = call.identity.model.upstreamVendor;
-    const guarded = request.guarded === true;
-    let abort = clientAbort;
-    let timer: NodeJS.Timeout | undefined;
-    if (headTimeoutMs !== undefined) {
-      const own = new UpstreamAbort();
-      if (clientAbort.aborted) own.abort();
-      clientAbort.addEventListener('abort', () => own.abort());
-      abort = own;
-      timer = setTimeout(() => own.abort(), headTimeoutMs);
-    }
-    try {
-      return await upstream.post(endpointFor(request.url, guarded), request.headers as Record<string, string>, request.body, abort);
-    } catch (error) {
-      if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
-      if (timer !== undefined && abort.aborted) {
-        metrics.upstreamErrors.inc({ vendor, reason: 'head_timeout' });
-        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} sent no response head within ${headTimeoutMs} ms.`);
-      }
-      metrics.upstreamErrors.inc({ vendor, reason: 'connect' });
-      throw upstreamUnreachable(error, vendor, guarded);
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
-    }
-  }
-
   /** The vectors of a 200 answer; an unreadable or malformed body is a 502 (the call is then charged nothing). */
   async function answerOf(response: UpstreamResponse, family: EmbeddingFamily, job: EmbeddingJob): Promise<EmbeddingAnswer> {
     const vendor = job.model.upstreamVendor;
@@ -204,22 +173,17 @@ export function embeddings(services: Services) {
       reservedTokens: budgeted ? worstTokens : 0,
     };
     const checkRevoked = () => auth.requireNotRevoked(key);
-    const clientAbort = new UpstreamAbort();
-    let current: MeteredCall<EmbeddingModel> | undefined;
-    ctx.reply.onAbort(() => {
-      if (current) current.clientAborted = true;
-      clientAbort.abort();
-    });
+    const session = new UpstreamSession(ctx.reply, upstream, metrics);
 
     const platform = await admitOwnCredentialsFirst({
       admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
       unusable: (candidate) => (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined),
       attempt: async (candidate, call) => {
-        current = call;
         const job: EmbeddingJob = { ...asked, model };
         let response: UpstreamResponse;
         try {
-          response = await send(call, family.request(job, candidate.target), clientAbort);
+          const request = family.request(job, candidate.target);
+          response = await session.send(call, request, request.guarded === true);
         } catch (error) {
           if (call.clientAborted || !(error instanceof ApiError)) throw error;
           return error;
@@ -235,7 +199,6 @@ export function embeddings(services: Services) {
     if (!platform) return;
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
     const call = new MeteredCall<EmbeddingModel>(admission, admitted, recordUsage, platformIdentity);
-    current = call;
     await call.run(async () => {
       // Taken now, after admission: a call refused there must not hold a half-open target's probe.
       let index = targets.length === 1 ? 0 : routing.take(targets, routing.first(targets));
@@ -248,7 +211,8 @@ export function embeddings(services: Services) {
         const job: EmbeddingJob = { ...asked, model: upstreamModels.of(model, target) };
         let response: UpstreamResponse | ApiError;
         try {
-          response = await send(call, family.request(job, target), clientAbort, target.headTimeoutMs);
+          const request = family.request(job, target);
+          response = await session.send(call, request, request.guarded === true, target.headTimeoutMs);
         } catch (error) {
           if (call.clientAborted || !(error instanceof ApiError)) throw error;
           response = error; // no answer: another target may give one
