@@ -1,5 +1,7 @@
 // A family relay's output (chat.completion.chunk SSE events) read back by the endpoints that render
 // it in another API's events (Responses, Anthropic's Messages).
+import type { ChatStreamRelay } from '../providers/family.js';
+import type { NormalizedUsage } from '../providers/usage.js';
 
 const EVENT_BOUNDARY = /\r?\n\r?\n/;
 
@@ -24,4 +26,31 @@ export function chatChunksOf(bytes: Buffer): ChatChunk[] {
     }
   }
   return chunks;
+}
+
+/**
+ * A relay over a family's relay, which keeps doing the billing work (usage, generated text), that
+ * renders the chunks it emits in another API's events (`translate`).
+ */
+export abstract class ChunkRenderer implements ChatStreamRelay {
+  constructor(protected readonly inner: ChatStreamRelay) {}
+
+  get usage(): NormalizedUsage | undefined {
+    return this.inner.usage;
+  }
+
+  generatedText(): string {
+    return this.inner.generatedText();
+  }
+
+  push(chunk: Buffer): Buffer | undefined {
+    return this.translate(this.inner.push(chunk));
+  }
+
+  flush(): Buffer | undefined {
+    return this.translate(this.inner.flush());
+  }
+
+  /** This API's events for the bytes the family's relay emitted (none: only what this API adds, if anything). */
+  protected abstract translate(bytes: Buffer | undefined): Buffer | undefined;
 }

@@ -5,7 +5,7 @@ import type { OutputRelay } from '../routes/chat-completions.js';
 import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
 import { ThinkingSignature, anthropicUsage, stopReasonOf, toolUseIdOf, type MessageMeta } from './message-object.js';
 import { anthropicErrorEvent, anthropicTypeOfChatError } from './errors.js';
-import { chatChunksOf } from '../chat-chunks.js';
+import { ChunkRenderer, chatChunksOf } from '../chat-chunks.js';
 
 /** Characters a block counts for itself besides its text, so blocks without text are bounded too. */
 const BLOCK_OVERHEAD_CHARS = 16;
@@ -27,7 +27,7 @@ interface OpenBlock {
  * becomes an `error` event, and nothing follows it. Nothing is kept but the open block, yet what
  * the blocks carry is bounded as in ResponsesEventRelay (`maxGeneratedChars`): past it the stream breaks.
  */
-export class MessagesEventRelay implements OutputRelay {
+export class MessagesEventRelay extends ChunkRenderer implements OutputRelay {
   private started = false;
   /** An error event went out: the stream is over for the client. */
   private failed = false;
@@ -39,22 +39,8 @@ export class MessagesEventRelay implements OutputRelay {
   private emittedChars = 0;
 
   /** `maxGeneratedChars`: the call's output allowance at MAX_CHARS_PER_TOKEN (AnswerOptions.maxGeneratedChars). */
-  constructor(private readonly inner: ChatStreamRelay, private readonly meta: MessageMeta, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {}
-
-  get usage(): NormalizedUsage | undefined {
-    return this.inner.usage;
-  }
-
-  generatedText(): string {
-    return this.inner.generatedText();
-  }
-
-  push(chunk: Buffer): Buffer | undefined {
-    return this.translate(this.inner.push(chunk));
-  }
-
-  flush(): Buffer | undefined {
-    return this.translate(this.inner.flush());
+  constructor(inner: ChatStreamRelay, private readonly meta: MessageMeta, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
+    super(inner);
   }
 
   /** The upstream ended and the call is settled: the open block closes, then `message_delta` and `message_stop`. */
@@ -93,7 +79,7 @@ export class MessagesEventRelay implements OutputRelay {
     return this.event('message_start', { message }) + this.event('ping', {});
   }
 
-  private translate(bytes: Buffer | undefined): Buffer | undefined {
+  protected translate(bytes: Buffer | undefined): Buffer | undefined {
     if (this.failed) return undefined;
     let out = this.start();
     // `[DONE]` is left out: the message stops in `end`.

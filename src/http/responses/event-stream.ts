@@ -3,7 +3,7 @@ import type { ChatStreamRelay } from '../../providers/family.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
 import { functionCallItemId, messageItemId, responseObject, statusOf, type FunctionCallItem, type MessageItem, type OutputItem, type ResponseMeta } from './response-object.js';
-import { chatChunksOf } from '../chat-chunks.js';
+import { ChunkRenderer, chatChunksOf } from '../chat-chunks.js';
 
 
 /**
@@ -17,7 +17,7 @@ import { chatChunksOf } from '../chat-chunks.js';
  * The items are kept whole for the closing events, so what they hold is bounded (`maxKeptChars`): an
  * upstream streaming past it breaks the stream, which then ends with an `error` event.
  */
-export class ResponsesEventRelay implements ChatStreamRelay {
+export class ResponsesEventRelay extends ChunkRenderer {
   private sequence = 0;
   private started = false;
   private ended = false;
@@ -37,24 +37,10 @@ export class ResponsesEventRelay implements ChatStreamRelay {
    * MAX_CHARS_PER_TOKEN (AnswerOptions.maxGeneratedChars), more than any vendor generates within it.
    */
   constructor(
-    private readonly inner: ChatStreamRelay, private readonly meta: ResponseMeta, private readonly keep?: (items: readonly OutputItem[]) => Promise<void>,
+    inner: ChatStreamRelay, private readonly meta: ResponseMeta, private readonly keep?: (items: readonly OutputItem[]) => Promise<void>,
     private readonly maxKeptChars = DEFAULT_MAX_GENERATED_CHARS,
-  ) {}
-
-  get usage(): NormalizedUsage | undefined {
-    return this.inner.usage;
-  }
-
-  generatedText(): string {
-    return this.inner.generatedText();
-  }
-
-  push(chunk: Buffer): Buffer | undefined {
-    return this.translate(this.inner.push(chunk));
-  }
-
-  flush(): Buffer | undefined {
-    return this.translate(this.inner.flush());
+  ) {
+    super(inner);
   }
 
   /**
@@ -90,7 +76,7 @@ export class ResponsesEventRelay implements ChatStreamRelay {
     return this.event('response.created', { response }) + this.event('response.in_progress', { response });
   }
 
-  private translate(bytes: Buffer | undefined): Buffer | undefined {
+  protected translate(bytes: Buffer | undefined): Buffer | undefined {
     let out = this.start();
     // `[DONE]` is left out: the response completes in `end`.
     if (bytes && bytes.length > 0) {
