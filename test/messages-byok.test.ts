@@ -8,19 +8,16 @@
 // is the routing file's target with the platform's service account, charged as any platform call.
 import t, { type Test } from 'tap';
 import Anthropic from '@anthropic-ai/sdk';
-import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor, type MockRequestRecord } from '../src/mock-vendor/server.js';
 import { TEST_JWT_SECRET, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
 import { leasesClosed, moneyView, type MoneyView } from './helpers/billing-checks.js';
+import { selfSignedCert } from './helpers/self-signed-cert.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'messages-byok-'));
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-  '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+const tls = selfSignedCert('messages-byok');
 const account = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
 const CLIENT_EMAIL = 'gateway-messages@proj-1.iam.gserviceaccount.com';
 const AWS_KEY_ID = 'AKIDMESSAGESEXAMPLE';
@@ -36,10 +33,10 @@ let mock: MockVendor;
 let gateway: Gateway;
 t.before(async () => {
   mock = await startMockVendor({
-    tls: { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
+    tls: { key: tls.key, cert: tls.cert },
     cloud: { awsSecrets: { [AWS_KEY_ID]: AWS_SECRET }, serviceAccounts: { [CLIENT_EMAIL]: account.publicKey } },
   });
-  const routing = join(dir, 'routing.yaml');
+  const routing = join(tls.dir, 'routing.yaml');
   writeFileSync(routing, `
 models:
   ${VERTEX_MODEL}:
@@ -58,7 +55,7 @@ models:
   gateway = await startGateway({
     mock,
     env: {
-      JWT_SECRET: TEST_JWT_SECRET, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem'), FETCH_ALLOW_LOOPBACK: 'true',
+      JWT_SECRET: TEST_JWT_SECRET, NODE_EXTRA_CA_CERTS: tls.certPath, FETCH_ALLOW_LOOPBACK: 'true',
       ROUTING_FILE: routing, VERTEX_SA: JSON.stringify(serviceAccount),
     },
   });
@@ -67,7 +64,7 @@ t.teardown(async () => {
   if (process.env.GW_DEBUG) console.error(gateway?.output);
   await gateway?.close();
   await mock?.close();
-  rmSync(dir, { recursive: true, force: true });
+  tls.remove();
 });
 
 const client = (key: string) => new Anthropic({ baseURL: gateway.url, apiKey: key, maxRetries: 0 });
