@@ -9,12 +9,10 @@
 // a management key, 401 for a revoked key); Idempotency-Key replays; count_tokens counts in the key's
 // window; Claude Code's `?beta=true`; an unknown top-level field refused when translated, passed on when not.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
@@ -23,6 +21,7 @@ import { startGateway, type Gateway } from './helpers/harness.js';
 import { eachRequest } from './helpers/raw-requests.js';
 import { TEST_JWT_SECRET, fastUser, rawRequest, type RawResponse } from './helpers/http-tools.js';
 import { eventually, leasesClosed, moneyView } from './helpers/billing-checks.js';
+import { selfSignedCert } from './helpers/self-signed-cert.js';
 import type { MockRequestRecord } from '../src/mock-vendor/server.js';
 import { CHAT_MODELS } from '../src/catalog/seed/chat.js';
 import { usdToNano } from '../src/catalog/model.js';
@@ -57,10 +56,8 @@ function hostileConnection(socket: net.Socket): void {
 const hostile = net.createServer(hostileConnection);
 // The same over TLS, for a BYOK row's base_url (https only), with a certificate made here and trusted
 // by the gateway through NODE_EXTRA_CA_CERTS; FETCH_ALLOW_LOOPBACK lets a row name loopback.
-const dir = mkdtempSync(join(tmpdir(), 'messages-edges-'));
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-  '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-const hostileTls = tls.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, hostileConnection);
+const certificate = selfSignedCert('messages-edges');
+const hostileTls = tls.createServer({ key: certificate.key, cert: certificate.cert }, hostileConnection);
 
 function marked(mode: Mode): string {
   const marker = `messages-edges-${randomBytes(4).toString('hex')}`;
@@ -83,7 +80,7 @@ let gateway: Gateway;
 t.before(async () => {
   await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
   await new Promise<void>((resolve) => hostileTls.listen(0, '127.0.0.1', resolve));
-  const routing = join(dir, 'routing.yaml');
+  const routing = join(certificate.dir, 'routing.yaml');
   writeFileSync(routing, `
 models:
   ${HOSTILE_MODEL}:
@@ -96,7 +93,7 @@ models:
   gateway = await startGateway({
     env: {
       JWT_SECRET: TEST_JWT_SECRET, ROUTING_FILE: routing, MAX_BODY_BYTES: String(MAX_BODY_BYTES),
-      NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem'), FETCH_ALLOW_LOOPBACK: 'true',
+      NODE_EXTRA_CA_CERTS: certificate.certPath, FETCH_ALLOW_LOOPBACK: 'true',
     },
   });
 });
@@ -106,7 +103,7 @@ t.teardown(async () => {
   for (const socket of sockets) socket.destroy();
   hostile.close();
   hostileTls.close();
-  rmSync(dir, { recursive: true, force: true });
+  certificate.remove();
 });
 
 // ---- tools ----
@@ -388,7 +385,7 @@ t.test('refusals in Anthropic\'s envelope with code and msg: 413, 401 for the Co
   await nothingCharged(t, user, 0);
 });
 
-t.test('a management key is 403 permission_error; a revoked key is 401 at once', async (t) => {
+t.test('a management key is 403 permission_error; a key revoked mid-flight fails before its next upstream call, then is 401 at once', async (t) => {
   const user = 'edges-keys';
   const { key, token } = await fastUser(gateway, user, '5');
   const management = await gateway.createKey(token, { name: 'automation', is_provisioning: true });
@@ -398,11 +395,23 @@ t.test('a management key is 403 permission_error; a revoked key is 401 at once',
     anthropicEnvelope(t, await post(path, management, body, { authorization: `Bearer ${management}` }), 403, 'permission_error', 'management_key', `${path}: a management key as a bearer token`);
   }
   t.equal((await post('/v1/messages', key, body)).status, 200, 'the regular key calls the model');
+
+  // Admitted, its first model answers 529 slowly; the key is revoked meanwhile: the fallback model is never called.
+  const marker = `revoked-${randomBytes(4).toString('hex')}`;
+  const calling = post('/v1/messages', key, {
+    model: 'claude-sonnet-4-5', models: ['anthropic/claude-haiku-4-5'], max_tokens: 10,
+    messages: [{ role: 'user', content: `hi ${marker} [[mock latency_ms=800 fail=529]]` }],
+  });
+  await eventually('the first model to be called', () => mockRecord(marker));
   const revoked = await rawRequest(`${gateway.url}/api/v1/api-keys/${await regularKeyId(token)}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
-  t.equal(revoked.status, 204, 'revoked');
+  t.equal(revoked.status, 204, 'revoked while the call waits on its first model');
+  anthropicEnvelope(t, await calling, 401, 'authentication_error', 'key_revoked', 'the call in flight');
+  t.same(gateway.mock.requests().filter((r) => JSON.stringify(r.body ?? '').includes(marker)).map((r) => (r.body as { model: string }).model), ['claude-sonnet-4-5'], 'the fallback model was not called');
   for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
     anthropicEnvelope(t, await post(path, key, body), 401, 'authentication_error', 'invalid_api_key', `${path}: the revoked key, at once`);
   }
+  await gateway.ledgerSettled(user);
+  t.equal((await leasesClosed(gateway, user)).usageTransactions, 1, 'only the call before the revocation charged');
 });
 
 /** The id of the user's one regular key (the other is the management key). */
