@@ -1,6 +1,6 @@
 import type { Usage } from '@anthropic-ai/sdk/resources/messages';
 import type { ChatStreamRelay } from '../family.js';
-import type { NormalizedUsage } from '../usage.js';
+import { NO_USAGE, type NormalizedUsage } from '../usage.js';
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS } from '../pending-event.js';
 import { CompleteEvents, KeptEvents, eventAround } from '../relayed-events.js';
 import { mergeUsage, readAnthropicUsage } from './answer.js';
@@ -14,7 +14,6 @@ const CRLF2 = Buffer.from('\r\n\r\n');
  */
 const NEEDLES = [Buffer.from('"message_start"'), Buffer.from('"message_delta"'), Buffer.from('"message_stop"'), Buffer.from('"error"')];
 const DATA_FIELD = Buffer.from('data:');
-const NO_TOKENS: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
 
 /**
  * Relays Anthropic's Messages SSE stream to a client of the same API byte for byte (thinking
@@ -60,7 +59,7 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
       this.ended = true;
       if (this.finished) out += 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
       else {
-        this.usage = NO_TOKENS;
+        this.usage = NO_USAGE;
         out += anthropicErrorEvent('api_error', 'The upstream stream ended before the message was complete.');
       }
     }
@@ -105,18 +104,18 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
         break;
       case 'message_delta': {
         const hadUsage = this.usage !== undefined;
-        this.usage = readAnthropicUsage(mergeUsage(this.startUsage, parsed.usage)) ?? NO_TOKENS;
+        this.usage = readAnthropicUsage(mergeUsage(this.startUsage, parsed.usage)) ?? NO_USAGE;
         this.finished = true;
         if (!hadUsage) this.usageEventAt = start;
         break;
       }
       case 'message_stop':
         this.ended = true;
-        if (!this.finished) this.usage = NO_TOKENS;
+        if (!this.finished) this.usage = NO_USAGE;
         break;
       case 'error':
         this.ended = true;
-        this.usage = NO_TOKENS;
+        this.usage = NO_USAGE;
         break;
     }
   }

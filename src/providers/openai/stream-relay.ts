@@ -1,5 +1,5 @@
 import type { ChatStreamRelay } from '../family.js';
-import { readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
+import { NO_USAGE, readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS } from '../pending-event.js';
 import { CompleteEvents, KeptEvents, eventAround } from '../relayed-events.js';
 
@@ -7,13 +7,16 @@ const MODEL_KEY = Buffer.from('"model"');
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 const USAGE_KEY = Buffer.from('"usage"');
 const REASONING_KEY = Buffer.from('"reasoning');
+/** An `error` key (inside a JSON string a quote is escaped, so these bytes are never generated text). */
+const ERROR_KEY = Buffer.from('"error"');
 const DATA_FIELD = Buffer.from('data:');
 
 /**
  * Relays an OpenAI-wire SSE stream byte for byte. Per chunk it only finds the last event boundary
  * and swaps the upstream's model name for the gateway's id; it parses just the events that need it:
- * the usage-bearing one (billing, and usage as the spec words it) and, with include_reasoning false,
- * events carrying reasoning.
+ * the usage-bearing one (billing, and usage as the spec words it), one carrying an `error` (the
+ * vendor failed mid-stream: the call failed, its usage is zero and nothing is charged, as for a
+ * broken stream) and, with include_reasoning false, events carrying reasoning.
  */
 export class OpenAiStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
@@ -23,6 +26,8 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
   private readonly framing: CompleteEvents;
   private modelNeedle: Buffer | undefined;
   private readonly modelReplacement: Buffer;
+  /** The upstream reported an error mid-stream. */
+  private failed = false;
 
   /**
    * `maxEventBytes`: the longest event held before it ends (longer breaks the stream); `maxGeneratedChars`:
@@ -57,6 +62,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
 
   private transform(events: Buffer): Buffer {
     if (!this.modelNeedle) this.learnModelNeedle(events);
+    if (!this.failed && events.includes(ERROR_KEY)) this.readErrors(events);
     if (!this.includeReasoning && events.includes(REASONING_KEY)) return this.transformEvents(events);
     const usageAt = usageObjectAt(events);
     if (usageAt === -1) return this.replaceModel(events);
@@ -68,6 +74,24 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     if (!hadUsage && this.usage) this.usageEventAt = before.length;
     const after = end < events.length ? this.transform(events.subarray(end)) : undefined;
     return after ? Buffer.concat([before, usageEvent, after]) : Buffer.concat([before, usageEvent]);
+  }
+
+  /** Whether an event holding an `error` key is an error object (the vendor's failure) rather than a chunk: the call then failed. */
+  private readErrors(events: Buffer): void {
+    for (let at = events.indexOf(ERROR_KEY); at !== -1 && !this.failed; at = events.indexOf(ERROR_KEY, at + ERROR_KEY.length)) {
+      const { start, end } = eventAround(events, at);
+      const dataAt = events.indexOf(DATA_FIELD, start);
+      if (dataAt === -1 || dataAt >= end) continue;
+      try {
+        const event = JSON.parse(events.toString('utf8', dataAt + DATA_FIELD.length, end)) as { error?: unknown; choices?: unknown };
+        if (typeof event.error === 'object' && event.error !== null && event.choices === undefined) {
+          this.failed = true;
+          this.usage = NO_USAGE;
+        }
+      } catch {
+        // not JSON: passed on as it came
+      }
+    }
   }
 
   /** The upstream answers with its own (often dated) model name; remember its exact bytes once. */
@@ -124,7 +148,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     if (typeof chunk.model === 'string') chunk.model = this.modelId;
     if (needsUsage) {
       const usage = readOpenAiUsage(chunk.usage);
-      if (usage) {
+      if (usage && !this.failed) {
         this.usage = usage;
         chunk.usage = renderUsage(usage);
       }
