@@ -217,7 +217,7 @@ export function chatCompletions(services: Services) {
       finished = family.finish(text, model, options);
     } catch {
       metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'invalid_body' });
-      throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a chat completion.`);
+      throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a valid answer of its API.`);
     }
     const usage = finished.usage ?? (await countedUsage(request, finished.generated));
     const rendered = output.render ? output.render(finished.body, usage, call, request, services) : finished.body;
