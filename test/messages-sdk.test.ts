@@ -89,8 +89,13 @@ for (const model of MODELS) {
     const { key } = await gateway.user(user, '20');
     const client = anthropicClient(key, 'authToken');
     const question: Anthropic.MessageParam = { role: 'user', content: `What is the weather in Paris? ${user} [[mock tool=get_weather]]` };
-    const first = await client.messages.create({ model: model.id, max_tokens: 400, tools: [WEATHER], messages: [question] });
+    const { data: first, response: firstResponse } = await client.messages.create({ model: model.id, max_tokens: 400, tools: [WEATHER], messages: [question] }).withResponse();
     t.equal(first.stop_reason, 'tool_use');
+    const { response: chatResponse } = await openAiClient(key).chat.completions.create({
+      model: model.id, max_tokens: 400, messages: [{ role: 'user', content: question.content as string }],
+      tools: [{ type: 'function', function: { name: WEATHER.name, description: WEATHER.description!, parameters: WEATHER.input_schema } }],
+    }).withResponse();
+    t.equal(await chargeOf(user, firstResponse.headers.get('x-request-id')), await chargeOf(user, chatResponse.headers.get('x-request-id')), 'a tool call is charged as the same chat call');
     const call = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
     t.ok(call, 'a tool_use block');
     t.equal(call?.name, 'get_weather');
@@ -127,7 +132,11 @@ for (const model of MODELS) {
     const client = anthropicClient(key);
     const question: Anthropic.MessageParam = { role: 'user', content: `Think first ${user} [[mock reasoning=5 chunks=3]]` };
     const thinking = { type: 'enabled', budget_tokens: 4096 } as const;
-    const first = await client.messages.create({ model: model.id, max_tokens: 8192, thinking, messages: [question] });
+    const { data: first, response: firstResponse } = await client.messages.create({ model: model.id, max_tokens: 8192, thinking, messages: [question] }).withResponse();
+    const { response: chatResponse } = await openAiClient(key).chat.completions.create({
+      model: model.id, max_completion_tokens: 8192, reasoning_effort: 'low', messages: [{ role: 'user', content: question.content as string }],
+    }).withResponse();
+    t.equal(await chargeOf(user, firstResponse.headers.get('x-request-id')), await chargeOf(user, chatResponse.headers.get('x-request-id')), 'thinking is charged as the same chat call at the matching effort');
     const block = first.content.find((b): b is Anthropic.ThinkingBlock => b.type === 'thinking');
     t.ok(block, 'a thinking block');
     t.ok(block && block.thinking.length > 0, 'with the thinking text');
