@@ -270,7 +270,8 @@ t.test('an upstream error event mid-stream is passed on as sent; nothing charged
   t.ok(response.text.endsWith(error), 'the upstream\'s error event reaches the client as sent, last');
   endsWithError(t, response.text);
   t.equal(eventsOf(response.text).filter((e) => e.name === 'error').length, 1, 'one error event, none added');
-  await nothingCharged(t, user, 1);
+  const [log] = await nothingCharged(t, user, 1);
+  t.same(log, { status: 502, error_code: 'upstream_error', cost_nano: 0n }, 'logged as the failure it was');
 });
 
 t.test('a translated model: the upstream\'s error mid-stream becomes Anthropic\'s error event; nothing charged', async (t) => {
@@ -288,7 +289,8 @@ t.test('a translated model: the upstream\'s error mid-stream becomes Anthropic\'
   const last = eventsOf(response.text).at(-1)!;
   t.same(last.data, { type: 'error', error: { type: 'api_error', message: 'The server had an error while processing your request.' } }, 'the upstream\'s message, in Anthropic\'s event');
   t.equal(eventsOf(response.text).filter((e) => e.name === 'error').length, 1, 'one error event');
-  await nothingCharged(t, user, 1);
+  const [log] = await nothingCharged(t, user, 1);
+  t.same(log, { status: 502, error_code: 'upstream_error', cost_nano: 0n }, 'logged as the failure it was');
 });
 
 /** Starts the gateway's peak resident memory afresh (Linux's clear_refs); the answer is how far the peak grew since. */

@@ -37,10 +37,12 @@ t.test('an error object mid-stream is a failed call: passed on, usage zero, a la
     const out = relayAll(relay, pieces);
     t.ok(out.includes(error), `the error passes on as it came (pieces of ${size})`);
     t.same(relay.usage, { promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }, 'zero usage: nothing charged');
+    t.equal(relay.failure, 'upstream_error', 'a failed call (logged 502)');
   }
   const relay = new OpenAiStreamRelay('m/x', true);
   relayAll(relay, [quoted, usageChunk]);
   t.equal(relay.usage?.completionTokens, 3, '"error" inside generated text is text, not a failure');
+  t.equal(relay.failure, undefined);
 });
 
 t.test('events split across chunks at any byte are reassembled', async (t) => {

@@ -39,6 +39,10 @@ export abstract class ChunkRenderer implements ChatStreamRelay {
     return this.inner.usage;
   }
 
+  get failure(): string | undefined {
+    return this.inner.failure;
+  }
+
   generatedText(): string {
     return this.inner.generatedText();
   }

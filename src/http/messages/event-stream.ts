@@ -51,6 +51,10 @@ export class MessagesEventRelay extends ChunkRenderer implements OutputRelay {
     return this.upstreamFailed ? NO_USAGE : this.inner.usage;
   }
 
+  override get failure(): string | undefined {
+    return this.inner.failure ?? (this.upstreamFailed ? 'upstream_error' : undefined);
+  }
+
   /** The upstream ended and the call is settled: the open block closes, then `message_delta` and `message_stop`. */
   end(usage: NormalizedUsage): Buffer {
     if (this.failed || this.ended) return Buffer.alloc(0);

@@ -235,10 +235,14 @@ export function chatCompletions(services: Services) {
     try {
       await pipeEvents(response, ctx.reply, events, () => {
         if (call.firstByte()) ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
-        if (events.usage && !call.usage) call.settle(events.usage);
+        if (events.usage && !call.usage) {
+          if (events.failure !== undefined) failedInStream(call, events.failure);
+          call.settle(events.usage);
+        }
       });
       const rest = events.flush();
       if (rest) ctx.reply.write(rest);
+      if (events.failure !== undefined && !call.usage) failedInStream(call, events.failure);
       const usage = events.usage ?? (await countedUsage(request, events.generatedText()));
       call.settle(usage);
       if (events.end) {
@@ -262,6 +266,12 @@ export function chatCompletions(services: Services) {
     } finally {
       metrics.activeStreams.dec();
     }
+  }
+
+  /** The upstream said in its stream that the call failed: logged as a 502 with its code, charged nothing. */
+  function failedInStream(call: MeteredCall, failure: string): void {
+    call.fail(502, failure);
+    metrics.upstreamErrors.inc({ vendor: call.identity.model.upstreamVendor, reason: 'stream_error' });
   }
 
   /** A successful answer whose body could not be read whole: too large, cut off, or past the deadline. */

@@ -26,6 +26,7 @@ const DATA_FIELD = Buffer.from('data:');
 export class AnthropicPassThroughRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
   usageEventAt: number | undefined;
+  failure: string | undefined;
   private readonly framing: CompleteEvents;
   private readonly kept: KeptEvents;
   private startUsage: Partial<Usage> = {};
@@ -60,6 +61,7 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
       if (this.finished) out += 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
       else {
         this.usage = NO_USAGE;
+        this.failure = 'upstream_stream_broken';
         out += anthropicErrorEvent('api_error', 'The upstream stream ended before the message was complete.');
       }
     }
@@ -111,11 +113,15 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
       }
       case 'message_stop':
         this.ended = true;
-        if (!this.finished) this.usage = NO_USAGE;
+        if (!this.finished) {
+          this.usage = NO_USAGE;
+          this.failure = 'upstream_stream_broken';
+        }
         break;
       case 'error':
         this.ended = true;
         this.usage = NO_USAGE;
+        this.failure = 'upstream_error';
         break;
     }
   }

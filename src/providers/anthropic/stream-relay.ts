@@ -19,6 +19,7 @@ const DONE = 'data: [DONE]\n\n';
  */
 export class AnthropicStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
+  failure: string | undefined;
   private readonly carry: PendingEvent;
   private readonly blocks = new Map<number, Block>();
   private tools = 0;
@@ -173,6 +174,7 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
 
   private fail(code: string, message: string): string {
     this.ended = true;
+    this.failure = code;
     this.usage = NO_USAGE;
     return sseErrorEvent(code, message);
   }

@@ -26,8 +26,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
   private readonly framing: CompleteEvents;
   private modelNeedle: Buffer | undefined;
   private readonly modelReplacement: Buffer;
-  /** The upstream reported an error mid-stream. */
-  private failed = false;
+  failure: string | undefined;
 
   /**
    * `maxEventBytes`: the longest event held before it ends (longer breaks the stream); `maxGeneratedChars`:
@@ -62,7 +61,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
 
   private transform(events: Buffer): Buffer {
     if (!this.modelNeedle) this.learnModelNeedle(events);
-    if (!this.failed && events.includes(ERROR_KEY)) this.readErrors(events);
+    if (this.failure === undefined && events.includes(ERROR_KEY)) this.readErrors(events);
     if (!this.includeReasoning && events.includes(REASONING_KEY)) return this.transformEvents(events);
     const usageAt = usageObjectAt(events);
     if (usageAt === -1) return this.replaceModel(events);
@@ -78,14 +77,14 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
 
   /** Whether an event holding an `error` key is an error object (the vendor's failure) rather than a chunk: the call then failed. */
   private readErrors(events: Buffer): void {
-    for (let at = events.indexOf(ERROR_KEY); at !== -1 && !this.failed; at = events.indexOf(ERROR_KEY, at + ERROR_KEY.length)) {
+    for (let at = events.indexOf(ERROR_KEY); at !== -1 && this.failure === undefined; at = events.indexOf(ERROR_KEY, at + ERROR_KEY.length)) {
       const { start, end } = eventAround(events, at);
       const dataAt = events.indexOf(DATA_FIELD, start);
       if (dataAt === -1 || dataAt >= end) continue;
       try {
         const event = JSON.parse(events.toString('utf8', dataAt + DATA_FIELD.length, end)) as { error?: unknown; choices?: unknown };
         if (typeof event.error === 'object' && event.error !== null && event.choices === undefined) {
-          this.failed = true;
+          this.failure = 'upstream_error';
           this.usage = NO_USAGE;
         }
       } catch {
@@ -148,7 +147,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     if (typeof chunk.model === 'string') chunk.model = this.modelId;
     if (needsUsage) {
       const usage = readOpenAiUsage(chunk.usage);
-      if (usage && !this.failed) {
+      if (usage && this.failure === undefined) {
         this.usage = usage;
         chunk.usage = renderUsage(usage);
       }
