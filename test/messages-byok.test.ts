@@ -22,7 +22,7 @@ const account = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEnco
 const CLIENT_EMAIL = 'gateway-messages@proj-1.iam.gserviceaccount.com';
 const AWS_KEY_ID = 'AKIDMESSAGESEXAMPLE';
 const AWS_SECRET = 'mock/messages+secret/key';
-const OWN_KEY = 'sk-ant-api03-own-key-of-the-caller-0001';
+const OWN_KEY = 'sk-ant-api03-test-own-key-of-the-caller-0001';
 /** Served from Vertex AI only (the routing file); the BYOK tests use Sonnet, which no file names. */
 const VERTEX_MODEL = 'anthropic/claude-haiku-4-5';
 /** The harness's platform key for Anthropic. */
