@@ -8,6 +8,7 @@ import { startGateway, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { jwtFor, moneyView } from './helpers/billing-checks.js';
 import { assertEnvelope } from './helpers/http-tools.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 
 const WEBHOOK_SECRET = 'whsec_test_gateway_0123456789abcdefghijklmnop';
 let mock: MockVendor;
@@ -207,4 +208,46 @@ t.test('other events are acknowledged and ignored; refunds and disputes are not 
   const money = await moneyView(gateway, user);
   t.equal(money.credits, 20_000_000_000n, 'the balance is left for the operator to settle (docs/payments.md)');
   t.equal(money.ledgerSum, money.credits);
+});
+
+t.test('an Idempotency-Key makes retries one session; another amount under it is refused', async (t) => {
+  const target = restarted ?? gateway;
+  const token = jwtFor(target, 'stripe-idempotent');
+  const send = (amount: number, key: string) => call(target, '/api/v1/billing/checkout', { credential: token, body: JSON.stringify({ amount_usd: amount }), headers: { 'idempotency-key': key } });
+  const first = await send(30, 'topup-1');
+  const again = await send(30, 'topup-1');
+  t.equal(first.status, 201);
+  t.equal(again.status, 201);
+  t.equal(again.body.id, first.body.id, 'the same session');
+  assertEnvelope(t, await send(31, 'topup-1'), 409, 'idempotency_key_reused', 'another amount under the key');
+  const other = await send(30, 'topup-2');
+  t.not(other.body.id, first.body.id, 'another key, another session');
+  const otherUser = await call(target, '/api/v1/billing/checkout', { credential: jwtFor(target, 'stripe-idempotent-2'), body: JSON.stringify({ amount_usd: 30 }), headers: { 'idempotency-key': 'topup-1' } });
+  t.not(otherUser.body.id, first.body.id, 'keys are per account');
+});
+
+t.test('without Stripe settings: 503 payments_unavailable; a key Stripe refuses: 502, nothing created', async (t) => {
+  const off = await startGateway({ mock, env: { TOPUP_MIN_USD: '5' } });
+  t.teardown(() => off.close());
+  assertEnvelope(t, await checkout(jwtFor(off, 'stripe-off'), { amount_usd: 10 }, off), 503, 'payments_unavailable', 'checkout');
+  assertEnvelope(t, await deliver('{}', {}, off), 503, 'payments_unavailable', 'webhook');
+  const refused = await startGateway({ mock, env: { ...envOf(mock.url), STRIPE_SECRET_KEY: 'sk_test_revoked_key' } });
+  t.teardown(() => refused.close());
+  assertEnvelope(t, await checkout(jwtFor(refused, 'stripe-refused'), { amount_usd: 10 }, refused), 502, 'payment_processor_error', 'Stripe answers 401');
+});
+
+t.test('the settings are all or nothing, and the bounds are ordered', async (t) => {
+  const base = { STRIPE_SECRET_KEY: 'sk_test_x', STRIPE_WEBHOOK_SECRET: 'whsec_x', STRIPE_SUCCESS_URL: 'https://a.example/ok', STRIPE_CANCEL_URL: 'https://a.example/no' };
+  t.equal(loadConfig({}).payments.stripe, undefined, 'off by default');
+  t.same([loadConfig({}).payments.minUsd, loadConfig({}).payments.maxUsd], [5, 10000], 'default bounds');
+  t.throws(() => loadConfig({ ...base, STRIPE_WEBHOOK_SECRET: '' }), new ConfigError('invalid STRIPE_WEBHOOK_SECRET: required when STRIPE_SECRET_KEY is set (payments could not be credited without it)'));
+  t.throws(() => loadConfig({ STRIPE_WEBHOOK_SECRET: 'whsec_x' }), /invalid STRIPE_SECRET_KEY/);
+  t.throws(() => loadConfig({ ...base, STRIPE_SUCCESS_URL: '' }), /invalid STRIPE_SUCCESS_URL/, 'no return URL and no PUBLIC_URL');
+  t.throws(() => loadConfig({ ...base, STRIPE_SECRET_KEY: 'pk_test_x' }), /invalid STRIPE_SECRET_KEY/, 'a publishable key');
+  t.throws(() => loadConfig({ ...base, STRIPE_API_BASE: 'http://127.0.0.1:9/v1' }), /invalid STRIPE_API_BASE/, 'a path');
+  t.throws(() => loadConfig({ TOPUP_MIN_USD: '100', TOPUP_MAX_USD: '50' }), /invalid TOPUP_MIN_USD/);
+  const fromPublic = loadConfig({ ...base, STRIPE_SUCCESS_URL: '', STRIPE_CANCEL_URL: '', PUBLIC_URL: 'https://gw.example.com/' }).payments.stripe!;
+  t.equal(fromPublic.successUrl, 'https://gw.example.com/console/billing?checkout=success&session_id={CHECKOUT_SESSION_ID}');
+  t.equal(fromPublic.cancelUrl, 'https://gw.example.com/console/billing?checkout=cancelled');
+  t.same(loadConfig({ ...base, STRIPE_API_BASE: 'http://127.0.0.1:8090' }).payments.stripe!.apiBase, { protocol: 'http', host: '127.0.0.1', port: 8090 });
 });

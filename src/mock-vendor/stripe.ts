@@ -11,7 +11,7 @@
  */
 import type http from 'node:http';
 import { randomId } from './ids.js';
-import type { MockError } from './errors.js';
+import { isRevokedCredential, type MockError } from './errors.js';
 
 export const STRIPE_SESSIONS_PATH = '/v1/checkout/sessions';
 const SESSION_PATH = /^\/v1\/checkout\/sessions\/([A-Za-z0-9_]+)$/;
@@ -55,6 +55,9 @@ export class StripeMock {
       const key = /^Bearer\s+((?:sk|rk)_\S+)$/.exec(req.headers.authorization ?? '')?.[1];
       if (key === undefined) {
         return fail({ status: 401, type: 'invalid_request_error', message: 'You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. \'Authorization: Bearer YOUR_SECRET_KEY\').' });
+      }
+      if (isRevokedCredential(key)) {
+        return fail({ status: 401, type: 'invalid_request_error', code: 'api_key_expired', message: `Expired API Key provided: ${key.slice(0, 8)}***` });
       }
       const one = SESSION_PATH.exec(path);
       if (one) {
