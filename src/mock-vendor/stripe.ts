@@ -15,6 +15,8 @@ import { isRevokedCredential, type MockError } from './errors.js';
 
 export const STRIPE_SESSIONS_PATH = '/v1/checkout/sessions';
 const SESSION_PATH = /^\/v1\/checkout\/sessions\/([A-Za-z0-9_]+)$/;
+/** Sessions and idempotent answers kept (the oldest go first): a long-running demo mock stays small. */
+const KEEP = 10_000;
 const API_VERSION = '2026-10-28.endive'; // the stripe SDK's pinned version (node_modules/stripe/esm/apiVersion.js)
 
 interface StripeError { status: number; type: string; code?: string; message: string; param?: string }
@@ -33,6 +35,11 @@ export function parseStripeForm(text: string): Form {
     });
   }
   return root;
+}
+
+function keep<V>(map: Map<string, V>, key: string, value: V): void {
+  map.set(key, value);
+  if (map.size > KEEP) map.delete(map.keys().next().value!);
 }
 
 export type CheckoutSession = Record<string, unknown> & { id: string; amount_total: number; metadata: Record<string, string>; payment_status: string; status: string };
@@ -79,7 +86,7 @@ export class StripeMock {
       const created = this.create(parseStripeForm(text));
       if ('error' in created) return fail(created.error);
       const body = JSON.stringify(created.session);
-      if (scoped !== undefined) this.replies.set(scoped, { form: text, status: 200, body });
+      if (scoped !== undefined) keep(this.replies, scoped, { form: text, status: 200, body });
       reply(200, body);
     });
   }
@@ -132,7 +139,7 @@ export class StripeMock {
       success_url: form.success_url,
       url: `https://checkout.stripe.com/c/pay/${id}`,
     };
-    this.sessions.set(id, session);
+    keep(this.sessions, id, session);
     return { session };
   }
 
