@@ -168,6 +168,17 @@ export const EnvSchema = v.object({
   ROUTING_DEADLINE_MS: v.optional(intFrom(100, 3_600_000), '30000'),
   ROUTING_BREAKER_FAILURES: v.optional(intFrom(1, 1000), '5'),
   ROUTING_BREAKER_COOLDOWN_MS: v.optional(intFrom(100, 3_600_000), '30000'),
+  // Card top-ups through Stripe Checkout (docs/payments.md): off (503 payments_unavailable) without a secret key.
+  STRIPE_SECRET_KEY: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^(sk|rk)_[A-Za-z0-9_]+$/, 'must be a Stripe secret or restricted key (sk_... or rk_...)'))),
+  STRIPE_WEBHOOK_SECRET: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^whsec_[A-Za-z0-9+/=_]+$/, 'must be a webhook signing secret (whsec_...)'))),
+  // Where the SDK sends its API calls instead of https://api.stripe.com (tests and the demo: the mock vendor).
+  STRIPE_API_BASE: v.optional(url(/^https?:\/\//)),
+  STRIPE_TIMEOUT_MS: v.optional(intFrom(1000, 120_000), '20000'),
+  STRIPE_WEBHOOK_TOLERANCE_SECONDS: v.optional(intFrom(1, 3600), '300'),
+  STRIPE_SUCCESS_URL: v.optional(url(/^https?:\/\//)),
+  STRIPE_CANCEL_URL: v.optional(url(/^https?:\/\//)),
+  TOPUP_MIN_USD: v.optional(intFrom(1, 1_000_000), '5'),
+  TOPUP_MAX_USD: v.optional(intFrom(1, 1_000_000), '10000'),
 });
 
 export interface VendorConfig {
@@ -256,6 +267,27 @@ export interface Config {
   readonly auth: AuthConfig;
   readonly routing: RoutingConfig;
   readonly idempotency: IdempotencyConfig;
+  readonly payments: PaymentsConfig;
+}
+
+/** Card top-ups through Stripe Checkout (src/payments/, docs/payments.md). */
+export interface PaymentsConfig {
+  /** Undefined: top-ups by card are off (503 `payments_unavailable`); set, so are the webhook secret and both return URLs. */
+  readonly stripe: {
+    readonly secretKey: string;
+    readonly webhookSecret: string;
+    /** The SDK's `protocol`, `host` and `port` when STRIPE_API_BASE is set; undefined: Stripe itself. */
+    readonly apiBase: { readonly protocol: 'http' | 'https'; readonly host: string; readonly port: number } | undefined;
+    readonly timeoutMs: number;
+    /** Oldest signature timestamp the webhook takes, seconds. */
+    readonly webhookToleranceSeconds: number;
+    /** Where Checkout sends the payer back: set by the operator, never by the caller (no open redirect). */
+    readonly successUrl: string;
+    readonly cancelUrl: string;
+  } | undefined;
+  /** Bounds of one top-up, whole USD. */
+  readonly minUsd: number;
+  readonly maxUsd: number;
 }
 
 /** Idempotency-Key on paid POSTs (src/routing/idempotency.ts). */
@@ -526,6 +558,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       couponFailureBudget: e.COUPON_FAILURE_BUDGET,
       couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
     }),
+    payments: paymentsOf(e),
     idempotency: Object.freeze({
       retentionMs: e.IDEMPOTENCY_RETENTION_SECONDS * 1000,
       maxEntryBytes: e.IDEMPOTENCY_MAX_ENTRY_BYTES,
@@ -557,6 +590,40 @@ function refuseInProduction(e: Env): void {
   if (e.METRICS_TOKEN === undefined && e.METRICS_PORT === undefined && e.METRICS_PUBLIC !== 'true') {
     throw new ConfigError('invalid METRICS_TOKEN: production does not serve /metrics open on the public listener; set METRICS_TOKEN, or METRICS_PORT (a listener of its own), or METRICS_PUBLIC=true');
   }
+}
+
+/**
+ * The Stripe settings: all or nothing (a key without its webhook secret would take payments it can never
+ * credit). The return URLs default to the console's billing page under PUBLIC_URL.
+ */
+function paymentsOf(e: Env): PaymentsConfig {
+  if (e.TOPUP_MIN_USD > e.TOPUP_MAX_USD) throw new ConfigError('invalid TOPUP_MIN_USD: must not exceed TOPUP_MAX_USD');
+  const bounds = { minUsd: e.TOPUP_MIN_USD, maxUsd: e.TOPUP_MAX_USD };
+  if (e.STRIPE_SECRET_KEY === undefined) {
+    if (e.STRIPE_WEBHOOK_SECRET !== undefined) throw new ConfigError('invalid STRIPE_SECRET_KEY: required when STRIPE_WEBHOOK_SECRET is set');
+    return Object.freeze({ stripe: undefined, ...bounds });
+  }
+  if (e.STRIPE_WEBHOOK_SECRET === undefined) throw new ConfigError('invalid STRIPE_WEBHOOK_SECRET: required when STRIPE_SECRET_KEY is set (payments could not be credited without it)');
+  const billingPage = e.PUBLIC_URL === undefined ? undefined : `${e.PUBLIC_URL.replace(/\/+$/, '')}/console/billing`;
+  const successUrl = e.STRIPE_SUCCESS_URL ?? (billingPage && `${billingPage}?checkout=success&session_id={CHECKOUT_SESSION_ID}`);
+  const cancelUrl = e.STRIPE_CANCEL_URL ?? (billingPage && `${billingPage}?checkout=cancelled`);
+  if (successUrl === undefined || cancelUrl === undefined) {
+    throw new ConfigError('invalid STRIPE_SUCCESS_URL: required with STRIPE_SECRET_KEY unless PUBLIC_URL is set (then the console billing page is the default)');
+  }
+  let apiBase: NonNullable<PaymentsConfig['stripe']>['apiBase'];
+  if (e.STRIPE_API_BASE !== undefined) {
+    const base = new URL(e.STRIPE_API_BASE);
+    if (base.pathname !== '/' || base.search !== '') throw new ConfigError('invalid STRIPE_API_BASE: must be an origin (scheme, host, port) without a path');
+    const protocol = base.protocol === 'http:' ? 'http' : 'https';
+    apiBase = Object.freeze({ protocol, host: base.hostname.replace(/^\[|\]$/g, ''), port: Number(base.port || (protocol === 'http' ? 80 : 443)) });
+  }
+  return Object.freeze({
+    stripe: Object.freeze({
+      secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, apiBase, timeoutMs: e.STRIPE_TIMEOUT_MS,
+      webhookToleranceSeconds: e.STRIPE_WEBHOOK_TOLERANCE_SECONDS, successUrl, cancelUrl,
+    }),
+    ...bounds,
+  });
 }
 
 /** A `<requests>/<seconds>` window setting; both at least 1. */

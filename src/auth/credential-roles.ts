@@ -11,12 +11,15 @@ export type CredentialKind = 'jwt' | 'management' | 'regular';
 
 const ANY: readonly CredentialKind[] = ['jwt', 'management', 'regular'];
 const ACCOUNT: readonly CredentialKind[] = ['jwt', 'management'];
+/** A signed-in person only: the spec has no API endpoint for a top-up by payment. */
+const DASHBOARD: readonly CredentialKind[] = ['jwt'];
 
 /**
  * `METHOD pattern` (as registered with the router) to the kinds allowed. A regular key reads the
  * catalog and its account's balance and manages BYOK (the spec: JWT or API key; a row it creates
  * serves only its own calls); everything that acts for the whole account (keys, webhook signing
- * secret, alerts, transactions, coupons) takes a JWT or a management key.
+ * secret, alerts, transactions, coupons) takes a JWT or a management key; a card top-up takes a
+ * dashboard JWT alone.
  */
 export const ROUTE_CREDENTIALS: ReadonlyMap<string, readonly CredentialKind[]> = new Map([
   ['POST /api/v1/api-keys', ACCOUNT],
@@ -30,6 +33,7 @@ export const ROUTE_CREDENTIALS: ReadonlyMap<string, readonly CredentialKind[]> =
   ['GET /api/v1/billing/balance', ANY],
   ['GET /api/v1/billing/transactions', ACCOUNT],
   ['POST /api/v1/billing/coupons/redeem', ACCOUNT],
+  ['POST /api/v1/billing/checkout', DASHBOARD],
   ['POST /api/v1/billing/alerts', ACCOUNT],
   ['GET /api/v1/billing/alerts', ACCOUNT],
   ['DEL /api/v1/billing/alerts/:id', ACCOUNT],

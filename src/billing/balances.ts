@@ -3,7 +3,7 @@ import type { Sql } from '../store/db.js';
 import type { RedisKeys } from '../admission/keys.js';
 import { credit, hydrate, loadSpend, type ScriptedRedis } from '../admission/scripts.js';
 import { ensureAccount } from '../store/accounts.js';
-import { balanceFigures, insertDeposit, keySpendSince, ledgerTotals } from '../store/ledger.js';
+import { balanceFigures, insertDeposit, insertDepositOnce, keySpendSince, ledgerTotals } from '../store/ledger.js';
 import { pendingKeyHold } from '../store/tasks.js';
 import { lockLedgers } from '../ledger/locks.js';
 import { evaluateAlerts } from './alerts.js';
@@ -79,6 +79,20 @@ export class Balances {
     if (credited !== undefined) return credited;
     await this.load(userId);
     return (await credit(this.redis, this.keys, userId, totals.deposits)) ?? totals.credits;
+  }
+
+  /**
+   * A processor's payment confirmed on the server side, under an id derived from the payment (see
+   * payments/transaction-id.ts): the row is inserted at most once, however often the payment is
+   * reported. Redis is brought up to the ledger every time (credit.lua adds only deposits it has not
+   * seen), so a report retried after a crash between the insert and Redis still lands it. Returns
+   * whether this call inserted it, and the credits after.
+   */
+  async depositOnce(userId: string, id: string, amountNano: bigint, method: string, reference: string): Promise<{ inserted: boolean; credits: bigint }> {
+    await ensureAccount(this.sql, userId);
+    const inserted = await insertDepositOnce(this.sql, { id, userId, creditsNano: amountNano, method, reference });
+    const credits = inserted ? await this.applyCommittedDeposit(userId) : await this.creditCommitted(userId);
+    return { inserted, credits };
   }
 
   /** Server-side top-up confirmation (the payment flow's last step). Returns the credits after it. */

@@ -18,6 +18,7 @@ import { MULTIPART_OVERHEAD_BYTES, mediaRoutes } from './routes/media.js';
 import { videoRoutes } from './routes/videos.js';
 import { audioRoutes } from './routes/audio.js';
 import { webhookSecretRoutes } from './routes/webhook-secret.js';
+import { STRIPE_SIGNATURE_HEADER, STRIPE_WEBHOOK_MAX_BYTES, stripeTopUpRoutes } from './routes/stripe-topups.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
@@ -57,6 +58,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const byok = byokRoutes(services, box);
   const billing = billingRoutes(services);
   const alerts = billingAlertRoutes(services);
+  const topUps = stripeTopUpRoutes(services);
   // One chat pipeline for both inference endpoints (one prompt-cache partition map, one set of metric children).
   const chat = chatCompletions(services);
   const models = modelRoutes(services);
@@ -103,6 +105,8 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .get('/api/v1/billing/balance', billing.balance)
     .get('/api/v1/billing/transactions', billing.transactions)
     .post('/api/v1/billing/coupons/redeem', billing.redeem)
+    .post('/api/v1/billing/checkout', topUps.checkout)
+    .post('/hooks/stripe', topUps.webhook, { maxBodyBytes: STRIPE_WEBHOOK_MAX_BYTES, signatureHeader: STRIPE_SIGNATURE_HEADER })
     .post('/api/v1/billing/alerts', alerts.create)
     .get('/api/v1/billing/alerts', alerts.list)
     .del('/api/v1/billing/alerts/:id', alerts.remove)

@@ -20,6 +20,8 @@ export interface RequestHeaders {
   readonly idempotencyKey?: string;
   /** On routes of Anthropic's API (RouteOptions.anthropic): `anthropic-version` and `anthropic-beta` ('' when absent). */
   readonly anthropic?: { readonly version: string; readonly beta: string };
+  /** On a route with RouteOptions.signatureHeader: that header ('' when absent). */
+  readonly signature?: string;
 }
 
 /** Plain data about one request, captured synchronously from uWS (its request object dies after the handler returns). */
@@ -57,6 +59,8 @@ export interface RouteOptions {
    * `Authorization`), and `anthropic-version` and `anthropic-beta` are read (RequestHeaders.anthropic).
    */
   readonly anthropic?: boolean;
+  /** A webhook's signature header (e.g. `stripe-signature`), read into RequestHeaders.signature. */
+  readonly signatureHeader?: string;
 }
 
 export interface RouterOptions {
@@ -133,7 +137,7 @@ export class Router {
         : EMPTY_BODY;
       // A catch-all route takes every method: a read or a write by the request's own.
       const counted = window ?? (methodName === 'get' || methodName === 'head' ? 'reads' : 'default');
-      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic), credentials);
+      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic, options.signatureHeader), credentials);
     });
     return this;
   }
@@ -194,11 +198,12 @@ class Context implements RequestContext {
   constructor(
     readonly route: string, readonly method: string, req: HttpRequest, private readonly res: HttpResponse, readonly reply: Reply,
     readonly params: readonly string[], private readonly bodyPromise: Promise<Buffer>, private readonly trustedProxies: IpRanges,
-    readonly window: RouteWindow, anthropic: boolean,
+    readonly window: RouteWindow, anthropic: boolean, signatureHeader: string | undefined,
   ) {
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
     this.headers = anthropic ? anthropicHeaders(req) : { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range'), idempotencyKey: req.getHeader('idempotency-key') };
+    if (signatureHeader !== undefined) this.headers = { ...this.headers, signature: req.getHeader(signatureHeader) };
     this.forwardedFor = req.getHeader('x-forwarded-for');
   }
 

@@ -22,6 +22,7 @@ import { randomId } from './ids.js';
 import { RequestLog, recordBody, type MockRequestRecord } from './records.js';
 import { cutsBefore, streamFrames, type Frame } from './stream.js';
 import { VideoTasks } from './video-tasks.js';
+import { StripeMock } from './stripe.js';
 
 export type { MockBehaviour } from './completion.js';
 export type { MockRequestRecord } from './records.js';
@@ -37,6 +38,8 @@ export interface MockVendor {
   videos: VideoTasks;
   /** The audio vendors (OpenAI speech, ElevenLabs, MiniMax): MiniMax's speech tasks and the result files. */
   audio: AudioVendors;
+  /** Stripe's Checkout Sessions (the SDK reaches them at this URL's root; see stripe.ts). */
+  stripe: StripeMock;
   requests(): MockRequestRecord[];
   clearRequests(): void;
   /** Replaces the faults by credential (tests switch a key from failing to healthy). Throws on an invalid map. */
@@ -78,7 +81,8 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const videos = new VideoTasks(opts.videoJobMs ?? 1500);
   const audio = new AudioVendors(opts.audioJobMs ?? 800);
   const faults = new FaultBook(opts.faults);
-  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, faults, log, cloud, images, videos, audio);
+  const stripe = new StripeMock();
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, faults, log, cloud, images, videos, audio, stripe);
   const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
   server.keepAliveTimeout = 65_000;
@@ -104,6 +108,7 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
     cloud,
     videos,
     audio,
+    stripe,
     requests: () => log.list(),
     clearRequests: () => log.clear(),
     setFaults: (next) => faults.set(next),
@@ -125,7 +130,7 @@ function urlHost(host: string): string {
 
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, audio: AudioVendors): void {
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, audio: AudioVendors, stripe: StripeMock): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -148,6 +153,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   };
   log.add(record);
   const exchange = new Exchange(res, record);
+  if (StripeMock.handles(path)) return stripe.route(req, (status, body, headers) => exchange.sendJson(status, body, headers), path, readBody);
   const embeddings = req.method === 'POST' ? embeddingsEndpoint(path) : undefined;
   if (embeddings === 'openai') return openaiEmbeddings(req, exchange, behaviour, faults, readBody);
   if (embeddings === 'gemini') return geminiEmbeddings(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody);

@@ -52,6 +52,15 @@ export async function insertDeposit(sql: AnySql, deposit: { id: string; userId: 
     values (${deposit.id}, ${deposit.userId}, ${deposit.creditsNano.toString()}, ${deposit.method}, ${deposit.reference})`;
 }
 
+/** A deposit whose id names it for good (a processor payment): true when this call inserted it, false when it was already there. */
+export async function insertDepositOnce(sql: AnySql, deposit: { id: string; userId: string; creditsNano: bigint; method: string; reference: string | null }): Promise<boolean> {
+  const inserted = await sql`
+    insert into transactions (id, user_id, credits_nano, payment_method, reference)
+    values (${deposit.id}, ${deposit.userId}, ${deposit.creditsNano.toString()}, ${deposit.method}, ${deposit.reference})
+    on conflict (id) do nothing returning id`;
+  return inserted.length === 1;
+}
+
 export async function listTransactions(sql: AnySql, userId: string, page: number, perPage: number): Promise<{ rows: TransactionRow[]; total: number }> {
   const rows = await sql<TransactionRow[]>`
     select id, credits_nano, payment_method, status, created_at from transactions
