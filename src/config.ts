@@ -7,6 +7,7 @@ import { parseRedisUrl } from './store/redis-url.js';
 import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets.js';
 import { RoutingFileError, readRoutingFile } from './routing/file.js';
 import type { RoutingTable } from './routing/targets.js';
+import type { OidcConfig } from './auth/idp-tokens.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
 export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs'] as const;
@@ -155,6 +156,12 @@ export const EnvSchema = v.object({
   AUTH_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 86400), '60'),
   AUTH_KEY_CACHE_ENTRIES: v.optional(intFrom(100, 10_000_000), '100000'),
   JWT_MAX_LIFETIME_SECONDS: v.optional(intFrom(60, 30 * 86400), '86400'),
+  // Access tokens of an OpenID provider on /api/v1 (docs/api.md "Identity-provider tokens"): its issuer, the audience they must name, where its keys are.
+  OIDC_ISSUER: v.optional(url(/^https?:\/\//)),
+  OIDC_AUDIENCE: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(1024))),
+  OIDC_JWKS_URL: v.optional(url(/^https?:\/\//)),
+  OIDC_FETCH_TIMEOUT_MS: v.optional(intFrom(100, 60_000), '5000'),
+  OIDC_JWKS_COOLDOWN_MS: v.optional(intFrom(100, 3_600_000), '30000'),
   API_KEYS_PER_ACCOUNT: v.optional(intFrom(1, 1_000_000), '1000'),
   COUPON_FAILURE_BUDGET: v.optional(intFrom(1, 1_000_000), '10'),
   COUPON_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 7 * 86400), '3600'),
@@ -265,6 +272,8 @@ export interface Config {
   readonly byok: ByokConfig;
   readonly metrics: MetricsAccessConfig;
   readonly auth: AuthConfig;
+  /** The identity provider whose access tokens /api/v1 takes; undefined: none (OIDC_ISSUER unset). */
+  readonly oidc: OidcConfig | undefined;
   readonly routing: RoutingConfig;
   readonly idempotency: IdempotencyConfig;
   readonly payments: PaymentsConfig;
@@ -422,6 +431,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
   const usesDevSecrets = e.JWT_SECRET === DEV_JWT_SECRET || e.KEY_SECRET === DEV_KEY_SECRET;
   if (production) refuseInProduction(e);
   const rateLimit = windowOf('RATE_LIMIT_DEFAULT', e.RATE_LIMIT_DEFAULT);
+  const oidc = oidcOf(e);
   const readRateLimit = windowOf('RATE_LIMIT_READS', e.RATE_LIMIT_READS);
 
   // Production never answers with the mock (at real prices) unless asked to in so many words. Outside
@@ -559,6 +569,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
     }),
     payments: paymentsOf(e),
+    oidc,
     idempotency: Object.freeze({
       retentionMs: e.IDEMPOTENCY_RETENTION_SECONDS * 1000,
       maxEntryBytes: e.IDEMPOTENCY_MAX_ENTRY_BYTES,
@@ -572,6 +583,10 @@ type Env = v.InferOutput<typeof EnvSchema>;
 /** What NODE_ENV=production refuses: published, guessable or shared secrets, test-only switches, an open /metrics. */
 function refuseInProduction(e: Env): void {
   if (e.FETCH_ALLOW_LOOPBACK === 'true') throw new ConfigError('invalid FETCH_ALLOW_LOOPBACK: only for tests, never in production');
+  // The provider's keys decide who may manage accounts: never fetched where they could be swapped on the way.
+  for (const name of ['OIDC_ISSUER', 'OIDC_JWKS_URL'] as const) {
+    if (e[name] !== undefined && !e[name].startsWith('https://')) throw new ConfigError(`invalid ${name}: must be https in production`);
+  }
   if (e.JWT_SECRET === DEV_JWT_SECRET || e.KEY_SECRET === DEV_KEY_SECRET) {
     throw new ConfigError('invalid JWT_SECRET/KEY_SECRET: set both in production (at least 32 characters each)');
   }
@@ -623,6 +638,23 @@ function paymentsOf(e: Env): PaymentsConfig {
       webhookToleranceSeconds: e.STRIPE_WEBHOOK_TOLERANCE_SECONDS, successUrl, cancelUrl,
     }),
     ...bounds,
+  });
+}
+
+/**
+ * OIDC_ISSUER turns identity-provider tokens on, and then needs OIDC_AUDIENCE (a token for another API
+ * of the same provider must not pass); the other OIDC_ settings mean nothing without it.
+ */
+function oidcOf(e: Env): OidcConfig | undefined {
+  if (e.OIDC_ISSUER === undefined) {
+    if (e.OIDC_AUDIENCE !== undefined) throw new ConfigError('invalid OIDC_AUDIENCE: set OIDC_ISSUER too (the identity provider whose tokens name this audience)');
+    if (e.OIDC_JWKS_URL !== undefined) throw new ConfigError('invalid OIDC_JWKS_URL: set OIDC_ISSUER too (the identity provider whose keys these are)');
+    return undefined;
+  }
+  if (e.OIDC_AUDIENCE === undefined) throw new ConfigError('invalid OIDC_AUDIENCE: required with OIDC_ISSUER (the `aud` the provider puts in access tokens for this gateway)');
+  return Object.freeze({
+    issuer: e.OIDC_ISSUER, audience: e.OIDC_AUDIENCE, jwksUrl: e.OIDC_JWKS_URL,
+    fetchTimeoutMs: e.OIDC_FETCH_TIMEOUT_MS, jwksCooldownMs: e.OIDC_JWKS_COOLDOWN_MS,
   });
 }
 

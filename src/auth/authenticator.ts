@@ -5,7 +5,8 @@ import { ApiError, unauthorized } from '../http/errors.js';
 import { ensureAccount, setAccountEmail } from '../store/accounts.js';
 import { findActiveKeyByPublicId, type ApiKeyRow } from '../store/api-keys.js';
 import { parseApiKey, secretMatches, type ParsedApiKey } from './api-key-format.js';
-import { DEFAULT_JWT_MAX_LIFETIME_SECONDS, verifyJwt } from './jwt.js';
+import { DEFAULT_JWT_MAX_LIFETIME_SECONDS, UNSUPPORTED_ALGORITHM, verifyJwt, type JwtResult } from './jwt.js';
+import { IdentityProviderUnavailable, type IdentityProviderTokens } from './idp-tokens.js';
 import { LruMap } from './lru-map.js';
 import { FailureBudget } from './failure-budget.js';
 import { credentialKindOf, type CredentialKind } from './credential-roles.js';
@@ -102,6 +103,8 @@ export class Authenticator {
     private readonly onLookup: (found: boolean) => void = () => {},
     /** Where requests of routes admission does not count are counted (see `counted`); none: they are not. */
     private readonly windows?: KeyWindows,
+    /** The OpenID provider whose RS256/ES256 access tokens count as management JWTs (OIDC_ISSUER); none: HS256 only. */
+    private readonly idp?: IdentityProviderTokens,
   ) {
     this.cache = new LruMap(limits.keyCacheEntries);
     this.unknown = new LruMap(limits.keyCacheEntries);
@@ -234,15 +237,19 @@ export class Authenticator {
   }
 
   /**
-   * A dashboard JWT; creates the account the first time it is seen, and stores the token's `email`
-   * claim (verified or not) on it when the claim differs from what this thread last stored (or that was long ago), so
-   * a token carrying an unchanged claim costs no write. API keys are refused here.
+   * A management JWT: the gateway's own (HS256, JWT_SECRET), or an RS256/ES256 access token of the
+   * configured identity provider, whose `sub` is the account id just the same (docs/api.md
+   * "Identity-provider tokens"). Creates the account the first time it is seen, and stores the token's
+   * `email` claim (verified or not) on it when the claim differs from what this thread last stored (or
+   * that was long ago), so a token carrying an unchanged claim costs no write. API keys are refused here.
    */
   async jwt(authorization: string, jwtSecret: string): Promise<string> {
     const token = bearerToken(authorization);
     if (!token) throw unauthorized('Access is not permitted: a dashboard JWT is required in the Authorization header (Bearer).');
     if (looksLikeApiKey(token)) throw unauthorized('Access is not permitted: this endpoint requires a dashboard JWT, not an API key.');
-    const result = verifyJwt(jwtSecret, token, Math.floor(Date.now() / 1000), this.limits.jwtMaxLifetimeSeconds);
+    let result = verifyJwt(jwtSecret, token, Math.floor(Date.now() / 1000), this.limits.jwtMaxLifetimeSeconds);
+    // Only a token that is not HS256 goes on to the provider's keys: the gateway's own JWTs cost what they did.
+    if (!result.ok && result.reason === UNSUPPORTED_ALGORITHM && this.idp) result = await this.providerToken(token);
     if (!result.ok) throw unauthorized(`Access is not permitted: ${result.reason}.`);
     const known = this.knownAccounts.get(result.sub);
     const email = result.email;
@@ -256,6 +263,16 @@ export class Authenticator {
         : { email, verified, until: Date.now() + ACCOUNT_EMAIL_TTL_MS });
     }
     return result.sub;
+  }
+
+  /** An access token of the identity provider, verified; 503 when its keys cannot be had (nothing to check the token against). */
+  private async providerToken(token: string): Promise<JwtResult> {
+    try {
+      return await this.idp!.verify(token);
+    } catch (error) {
+      if (!(error instanceof IdentityProviderUnavailable)) throw error;
+      throw new ApiError(503, 'auth_unavailable', `Identity-provider tokens cannot be checked right now (${error.message}); retry shortly.`, null, { 'retry-after': '1' });
+    }
   }
 
   /**

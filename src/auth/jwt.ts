@@ -20,8 +20,10 @@ export type JwtResult = { ok: true; sub: string; email?: string; emailVerified?:
 
 /** The lifetime `gateway token` and verification agree on when no setting says otherwise (JWT_MAX_LIFETIME_SECONDS). */
 export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
-/** Clock difference tolerated between the signer and this server for `iat`. */
-const CLOCK_SKEW_SECONDS = 60;
+/** Clock difference tolerated between the signer and this server for `iat` (and an identity provider's `exp`, `nbf`). */
+export const CLOCK_SKEW_SECONDS = 60;
+/** verifyJwt's reason for a token that is not HS256: the authenticator then tries the identity provider's keys. */
+export const UNSUPPORTED_ALGORITHM = 'unsupported algorithm';
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
@@ -62,7 +64,7 @@ export function verifyJwt(secret: string, token: string, nowSeconds = Math.floor
   const header = jsonPart(headerPart);
   const payload = jsonPart(payloadPart);
   if (!header || !payload) return { ok: false, reason: 'malformed token' };
-  if (header.alg !== 'HS256') return { ok: false, reason: 'unsupported algorithm' };
+  if (header.alg !== 'HS256') return { ok: false, reason: UNSUPPORTED_ALGORITHM };
   const expected = createHmac('sha256', secret).update(`${headerPart}.${payloadPart}`).digest();
   const given = decodeBase64Url(signaturePart);
   if (!given || given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad signature' };
@@ -74,6 +76,14 @@ export function verifyJwt(secret: string, token: string, nowSeconds = Math.floor
     if (payload.exp - payload.iat > maxLifetimeSeconds) return { ok: false, reason: `token lives longer than ${maxLifetimeSeconds} s` };
   }
   if (typeof payload.nbf === 'number' && payload.nbf > nowSeconds) return { ok: false, reason: 'token not yet valid' };
+  return accountClaims(payload);
+}
+
+/**
+ * The account a verified token names: `sub` must be a valid account id; an `email` claim that is not
+ * an address, or that `email_verified: false` disowns, is ignored (the token is still valid).
+ */
+export function accountClaims(payload: Record<string, unknown>): JwtResult {
   if (typeof payload.sub !== 'string' || !USER_ID_PATTERN.test(payload.sub)) return { ok: false, reason: 'token has no valid sub' };
   const email = payload.email_verified === false ? undefined : emailAddress(payload.email);
   if (email === undefined) return { ok: true, sub: payload.sub };

@@ -11,6 +11,7 @@ import { connect } from '../store/db.js';
 import { defineScripts } from '../admission/scripts.js';
 import { RedisKeys } from '../admission/keys.js';
 import { Authenticator } from '../auth/authenticator.js';
+import { IdentityProviderTokens } from '../auth/idp-tokens.js';
 import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
 import { RequestWindows } from '../admission/request-windows.js';
@@ -80,7 +81,9 @@ const admission = new Admission(scripts, balances, {
 }, metrics, { ...DEFAULT_LEASE_POLICY, maxCalls: config.leaseMaxCalls }, { flushMs: config.settleFlushMs, journal });
 // API-key requests admission never sees (management calls, task reads and cancels) are counted as they arrive.
 const windows = new RequestWindows(scripts, { default: config.rateLimit, reads: config.readRateLimit }, DEFAULT_LEASE_POLICY.lifeMs, metrics);
-const auth = new Authenticator(sql, config.keySecret, config.keyPrefix, config.auth, (found) => metrics.authKeyLookups.labels(found ? 'found' : 'unknown').inc(), windows);
+// Each thread fetches the identity provider's keys itself, when its first token comes (none configured: HS256 JWTs only).
+const idpTokens = config.oidc && new IdentityProviderTokens(config.oidc, config.auth.jwtMaxLifetimeSeconds);
+const auth = new Authenticator(sql, config.keySecret, config.keyPrefix, config.auth, (found) => metrics.authKeyLookups.labels(found ? 'found' : 'unknown').inc(), windows, idpTokens);
 // Ledger entries Redis loses with its data before the ledger writer committed them are charged again from the journal.
 const confirmer = new LedgerConfirmer(journal, redis, keys, new LedgerRecovery({ sql, redis, keys, scripts, balances, ttlMs: config.reservationTtlMs }));
 
