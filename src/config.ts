@@ -141,6 +141,8 @@ export const EnvSchema = v.object({
   DATABASE_POOL_MAIN: v.optional(intFrom(1, 1000), '4'),
   DATABASE_POOL_PER_THREAD: v.optional(intFrom(1, 1000), '4'),
   DATABASE_POOL_TASKS: v.optional(intFrom(1, 1000), '8'),
+  // GET /api/v1/usage's hourly rollup lives this many calendar months (the request log itself two).
+  USAGE_ROLLUP_RETENTION_MONTHS: v.optional(intFrom(2, 120), '13'),
   TRUSTED_PROXIES: v.optional(v.pipe(
     v.string(),
     v.transform((list) => list.split(',').map((entry) => entry.trim()).filter(Boolean)),
@@ -264,6 +266,8 @@ export interface Config {
   readonly alertMailPollMs: number;
   readonly alertMailRetryMs: number;
   readonly alertSweepMs: number;
+  /** Calendar months the usage rollup (GET /api/v1/usage) is kept. */
+  readonly usageRollupRetentionMonths: number;
   readonly usesDevSecrets: boolean;
   readonly media: MediaConfig;
   readonly imagePollMs: number;
@@ -529,6 +533,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     alertMailPollMs: e.ALERT_MAIL_POLL_MS,
     alertMailRetryMs: e.ALERT_MAIL_RETRY_MS,
     alertSweepMs: e.ALERT_SWEEP_MS,
+    usageRollupRetentionMonths: e.USAGE_ROLLUP_RETENTION_MONTHS,
     usesDevSecrets,
     media,
     imagePollMs: e.IMAGE_POLL_MS,

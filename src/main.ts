@@ -11,6 +11,7 @@ import { createDependencyMetrics, createLedgerLagMetrics, createLoopMetrics, cre
 import { configureLog, log } from './log.js';
 import { collectWhenIdle } from './idle-gc.js';
 import { ensureRequestLogPartitions, expireRequestLogs } from './store/request-logs.js';
+import { expireUsageRollup } from './store/usage-rollup.js';
 import { HttpThreadPool } from './http/thread-pool.js';
 import { defineScripts } from './admission/scripts.js';
 import { ReservationJanitor } from './admission/janitor.js';
@@ -144,14 +145,17 @@ async function main(): Promise<void> {
 
   // Retention, at start-up and hourly: next month's log partition, request logs older than two months
   // (whole partitions dropped, the oldest kept month and the default partition deleted row by row),
-  // and mails sent more than SENT_MAIL_RETENTION_DAYS ago. One pass at a time.
+  // usage rollup hours older than USAGE_ROLLUP_RETENTION_MONTHS, and mails sent more than SENT_MAIL_RETENTION_DAYS ago. One pass at a time.
   let retentionPass: Promise<void> | undefined;
   const runRetention = () => {
     retentionPass ??= (async () => {
       await ensureRequestLogPartitions(sql);
       const { dropped, deleted } = await expireRequestLogs(sql);
+      const rollup = await expireUsageRollup(sql, new Date(), config.usageRollupRetentionMonths);
       const mails = await deleteSentMails(sql);
-      if (dropped.length || deleted || mails) log.info('retention: expired records deleted', { partitions_dropped: dropped, request_logs_deleted: deleted, sent_mails_deleted: mails });
+      if (dropped.length || deleted || rollup || mails) {
+        log.info('retention: expired records deleted', { partitions_dropped: dropped, request_logs_deleted: deleted, usage_rollup_deleted: rollup, sent_mails_deleted: mails });
+      }
     })()
       .catch((error) => log.error('retention pass failed; retried at the next one', { error }))
       .finally(() => { retentionPass = undefined; });

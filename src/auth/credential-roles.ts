@@ -16,10 +16,10 @@ const DASHBOARD: readonly CredentialKind[] = ['jwt'];
 
 /**
  * `METHOD pattern` (as registered with the router) to the kinds allowed. A regular key reads the
- * catalog and its account's balance and manages BYOK (the spec: JWT or API key; a row it creates
- * serves only its own calls); everything that acts for the whole account (keys, webhook signing
- * secret, alerts, transactions, coupons) takes a JWT or a management key; a card top-up takes a
- * dashboard JWT alone.
+ * catalog and its account's balance, manages BYOK (the spec: JWT or API key; a row it creates
+ * serves only its own calls) and reads its own calls' request log and usage; everything that acts
+ * for the whole account (keys, webhook signing secret, alerts, transactions, coupons) takes a JWT or
+ * a management key; a card top-up takes a dashboard JWT alone.
  */
 export const ROUTE_CREDENTIALS: ReadonlyMap<string, readonly CredentialKind[]> = new Map([
   ['POST /api/v1/api-keys', ACCOUNT],
@@ -37,6 +37,10 @@ export const ROUTE_CREDENTIALS: ReadonlyMap<string, readonly CredentialKind[]> =
   ['POST /api/v1/billing/alerts', ACCOUNT],
   ['GET /api/v1/billing/alerts', ACCOUNT],
   ['DEL /api/v1/billing/alerts/:id', ACCOUNT],
+  // A regular key reads only its own calls (the handlers confine it); the others the whole account's.
+  ['GET /api/v1/requests', ANY],
+  ['GET /api/v1/requests/:id', ANY],
+  ['GET /api/v1/usage', ANY],
   ['GET /api/v1/webhook-secret', ACCOUNT],
   ['POST /api/v1/webhook-secret/rotate', ACCOUNT],
   ['GET /api/v1/models', ANY],

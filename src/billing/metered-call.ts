@@ -120,6 +120,7 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
       promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
       durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted, attempts: this.attempts,
+      ...(this.identity.ownCredential ? { ownCredential: true } : {}),
     };
     const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, reservedTokens, charge, tokens, JSON.stringify(event));
     if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });

@@ -12,6 +12,8 @@ import { embeddings } from './routes/embeddings.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { billingRoutes } from './routes/billing.js';
 import { billingAlertRoutes } from './routes/billing-alerts.js';
+import { requestLogRoutes } from './routes/request-logs.js';
+import { usageRoutes } from './routes/usage.js';
 import { byokRoutes } from './routes/byok.js';
 import { modelRoutes } from './routes/models.js';
 import { MULTIPART_OVERHEAD_BYTES, mediaRoutes } from './routes/media.js';
@@ -59,6 +61,8 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const billing = billingRoutes(services);
   const alerts = billingAlertRoutes(services);
   const topUps = stripeTopUpRoutes(services);
+  const requestLogs = requestLogRoutes(services);
+  const usage = usageRoutes(services);
   // One chat pipeline for both inference endpoints (one prompt-cache partition map, one set of metric children).
   const chat = chatCompletions(services);
   const models = modelRoutes(services);
@@ -110,6 +114,9 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .post('/api/v1/billing/alerts', alerts.create)
     .get('/api/v1/billing/alerts', alerts.list)
     .del('/api/v1/billing/alerts/:id', alerts.remove)
+    .get('/api/v1/requests', requestLogs.list)
+    .get('/api/v1/requests/:id', requestLogs.one)
+    .get('/api/v1/usage', usage.usage)
     // Model ids contain '/': one catch-all per prefix, the handler splits off the id (and '/pricing').
     .get('/api/v1/models', models.list)
     .get('/api/v1/models/popular', models.popular)

@@ -20,4 +20,6 @@ export interface LedgerEvent {
    * from an upload's event and from events of gateways older than the field: written as 1.
    */
   readonly attempts?: number;
+  /** Served with the caller's own upstream credential (BYOK); written only when true. */
+  readonly ownCredential?: boolean;
 }

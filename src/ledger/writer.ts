@@ -294,6 +294,7 @@ function parseEvent(text: string): LedgerEvent | undefined {
     isCount(event.promptTokens) && isCount(event.completionTokens) && isCount(event.cachedTokens) && isCount(event.reasoningTokens) &&
     typeof event.reservedNano === 'string' && /^\d+$/.test(event.reservedNano) &&
     isCount(event.startedAtMs) && isCount(event.durationMs) && (event.ttfbMs === null || isCount(event.ttfbMs)) &&
-    (event.attempts === undefined || (isCount(event.attempts) && event.attempts <= MAX_ATTEMPTS));
+    (event.attempts === undefined || (isCount(event.attempts) && event.attempts <= MAX_ATTEMPTS)) &&
+    (event.ownCredential === undefined || typeof event.ownCredential === 'boolean');
   return valid ? event : undefined;
 }

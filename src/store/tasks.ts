@@ -1,4 +1,5 @@
 import type { AnySql, Sql } from './db.js';
+import { addToUsageRollup } from './usage-rollup.js';
 
 /** Asynchronous generation tasks (migrations/0006_tasks.sql). Every state change is conditional on the row still being pending and on the writer's shard fencing token. */
 
@@ -187,13 +188,8 @@ export async function endTaskSuccess(sql: Sql, id: string, fence: bigint, succes
       where id = ${id} and status = 'pending' and fence <= ${fence.toString()}
       returning *`;
     if (!row) return undefined;
-    if (success.chargeNano > 0n) {
-      await tx`
-        insert into transactions (id, user_id, credits_nano, payment_method, api_key_id, model, created_at)
-        values (${id}, ${row.user_id}, ${(-success.chargeNano).toString()}, 'usage', ${row.api_key_id}, ${row.model}, ${row.ended_at})
-        on conflict (id) do nothing`;
-    }
-    await insertTaskRequestLog(tx, row, success.endpoint, 200, null, success.chargeNano);
+    const charged = await insertTaskCharge(tx, row, success.chargeNano);
+    await insertTaskRequestLog(tx, row, success.endpoint, 200, null, success.chargeNano, charged);
     return row;
   });
 }
@@ -208,7 +204,7 @@ export async function endTaskFailure(sql: Sql, id: string, fence: bigint, error:
       where id = ${id} and status = 'pending' and fence <= ${fence.toString()}
       returning *`;
     if (!row) return undefined;
-    await insertTaskRequestLog(tx, row, error.endpoint, error.httpStatus, error.code, 0n);
+    await insertTaskRequestLog(tx, row, error.endpoint, error.httpStatus, error.code, 0n, 0n);
     return row;
   });
 }
@@ -241,24 +237,32 @@ export async function cancelTask(sql: Sql, id: string, userId: string, kind: Tas
         and ${terms.started ? tx`upstream_id = ${terms.upstreamId}` : tx`upstream_id is null and started_at is null`}
       returning *`;
     if (!row) return undefined;
-    if (chargeNano > 0n) {
-      await tx`
-        insert into transactions (id, user_id, credits_nano, payment_method, api_key_id, model, created_at)
-        values (${id}, ${row.user_id}, ${(-chargeNano).toString()}, 'usage', ${row.api_key_id}, ${row.model}, ${row.ended_at})
-        on conflict (id) do nothing`;
-    }
+    const charged = await insertTaskCharge(tx, row, chargeNano);
     // 499: the client called it off (the status nginx gave the case).
-    await insertTaskRequestLog(tx, row, TASK_ENDPOINTS[kind], 499, 'cancelled', chargeNano);
+    await insertTaskRequestLog(tx, row, TASK_ENDPOINTS[kind], 499, 'cancelled', chargeNano, charged);
     return row;
   });
 }
 
-async function insertTaskRequestLog(sql: AnySql, row: TaskRow, endpoint: string, status: number, errorCode: string | null, costNano: bigint): Promise<void> {
+/** An ended task's usage transaction (the task id is its id); returns what it inserted now (0 when nothing). */
+async function insertTaskCharge(sql: AnySql, row: TaskRow, chargeNano: bigint): Promise<bigint> {
+  if (chargeNano <= 0n) return 0n;
+  const inserted = await sql`
+    insert into transactions (id, user_id, credits_nano, payment_method, api_key_id, model, created_at)
+    values (${row.id}, ${row.user_id}, ${(-chargeNano).toString()}, 'usage', ${row.api_key_id}, ${row.model}, ${row.ended_at})
+    on conflict (id) do nothing
+    returning id`;
+  return inserted.length === 1 ? chargeNano : 0n;
+}
+
+/** An ended task's request log and its count in usage_rollup (`chargedNano`: what its charge inserted now). */
+async function insertTaskRequestLog(sql: AnySql, row: TaskRow, endpoint: string, status: number, errorCode: string | null, costNano: bigint, chargedNano: bigint): Promise<void> {
   const durationMs = row.ended_at ? row.ended_at.getTime() - row.created_at.getTime() : null;
   await sql`
     insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, cost_nano, reserved_nano, duration_ms)
     values (${row.id}, ${row.created_at}, ${row.user_id}, ${row.api_key_id}, ${row.model}, ${endpoint}, false, ${status}, ${errorCode},
             ${costNano.toString()}, ${row.hold_nano.toString()}, ${durationMs})`;
+  await addToUsageRollup(sql, { userId: row.user_id, keyId: row.api_key_id, model: row.model, endedAt: row.ended_at ?? new Date(), status, costNano: chargedNano });
 }
 
 /** A callback attempt's outcome; `status` null keeps it pending (another attempt comes). */

@@ -47,6 +47,7 @@ export class UsageRecords {
   readonly ttfbMs: Plain[] = [];
   readonly clientAborted: Plain[] = [];
   readonly attempts: Plain[] = [];
+  readonly byok: Plain[] = [];
 
   get size(): number {
     return this.id.length;
@@ -75,6 +76,7 @@ export class UsageRecords {
     this.ttfbMs.push(event?.ttfbMs ?? NULL);
     this.clientAborted.push(event?.clientAborted ?? NULL);
     this.attempts.push(event ? event.attempts ?? 1 : NULL);
+    this.byok.push(event?.ownCredential === true);
   }
 }
 
@@ -84,6 +86,11 @@ export class UsageRecords {
  * same, and a replayed id inserts nothing. A charge is dated at the end of its call, a log at its start.
  * Rows go in in id order: two writers inserting overlapping batches at once (a journal replay) then
  * wait for each other's rows instead of deadlocking over them.
+ *
+ * The same statement adds what it inserted to usage_rollup (migrations/0013): the charges' amounts
+ * and the logs' counts and tokens, as RETURNING gives them, so an id inserted before adds nothing.
+ * Both count in the hour the call ended (the charge's created_at; a log's start plus its duration).
+ * Rollup rows are upserted in key order, for the same reason as above.
  */
 export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<void> {
   if (r.size === 0) return;
@@ -98,20 +105,40 @@ export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<
         ${q(r.endpoint)}::text::text[], ${a(r.stream)}::text::boolean[], ${a(r.status)}::text::integer[], ${q(r.errorCode)}::text::text[],
         ${a(r.promptTokens)}::text::integer[], ${a(r.completionTokens)}::text::integer[], ${a(r.cachedTokens)}::text::integer[],
         ${a(r.reasoningTokens)}::text::integer[], ${a(r.reservedNano)}::text::bigint[], ${a(r.ttfbMs)}::text::integer[], ${a(r.clientAborted)}::text::boolean[],
-        ${a(r.attempts)}::text::smallint[])
+        ${a(r.attempts)}::text::smallint[], ${a(r.byok)}::text::boolean[])
       as r(id, user_id, cost_nano, readable, api_key_id, model, started_at_ms, duration_ms, endpoint, stream, status, error_code,
-           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, reserved_nano, ttfb_ms, client_aborted, attempts)
+           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, reserved_nano, ttfb_ms, client_aborted, attempts, byok)
     ), charges as (
       insert into transactions (id, user_id, credits_nano, payment_method, status, api_key_id, model, created_at)
       select id, user_id, -cost_nano, 'usage', 'completed', api_key_id, model,
              timestamptz 'epoch' + (started_at_ms + coalesce(duration_ms, 0)) * interval '1 millisecond'
       from r where cost_nano <> 0 order by id
       on conflict (id) do nothing
+      returning user_id, api_key_id, model, created_at as ended_at, -credits_nano as cost_nano
+    ), logs as (
+      insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
+                                completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts, byok)
+      select id, timestamptz 'epoch' + started_at_ms * interval '1 millisecond', user_id, api_key_id, model, endpoint, stream, status, error_code,
+             prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts, byok
+      from r where readable order by id
+      on conflict (id, created_at) do nothing
+      returning user_id, api_key_id, model, created_at + coalesce(duration_ms, 0) * interval '1 millisecond' as ended_at, status,
+                prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens
+    ), settled as (
+      select user_id, api_key_id, model, ended_at, 0 as requests, 0 as errors, 0 as prompt_tokens, 0 as completion_tokens,
+             0 as cached_tokens, 0 as reasoning_tokens, cost_nano from charges
+      union all
+      select user_id, api_key_id, model, ended_at, 1, (status >= 400)::int, prompt_tokens, completion_tokens,
+             cached_tokens, reasoning_tokens, 0 from logs
     )
-    insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
-                              completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts)
-    select id, timestamptz 'epoch' + started_at_ms * interval '1 millisecond', user_id, api_key_id, model, endpoint, stream, status, error_code,
-           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts
-    from r where readable order by id
-    on conflict (id, created_at) do nothing`;
+    insert into usage_rollup as u (user_id, bucket, model, api_key_id, requests, errors, prompt_tokens, completion_tokens,
+                                   cached_tokens, reasoning_tokens, cost_nano)
+    select user_id, date_trunc('hour', ended_at, 'UTC'), model, coalesce(api_key_id, '00000000-0000-0000-0000-000000000000'::uuid),
+           sum(requests), sum(errors), sum(prompt_tokens), sum(completion_tokens), sum(cached_tokens), sum(reasoning_tokens), sum(cost_nano)
+    from settled group by 1, 2, 3, 4 order by 1, 2, 3, 4
+    on conflict (user_id, bucket, model, api_key_id) do update set
+      requests = u.requests + excluded.requests, errors = u.errors + excluded.errors,
+      prompt_tokens = u.prompt_tokens + excluded.prompt_tokens, completion_tokens = u.completion_tokens + excluded.completion_tokens,
+      cached_tokens = u.cached_tokens + excluded.cached_tokens, reasoning_tokens = u.reasoning_tokens + excluded.reasoning_tokens,
+      cost_nano = u.cost_nano + excluded.cost_nano`;
 }
