@@ -4,13 +4,22 @@
 // also after a ledger event is replayed (counted once) and for a charge whose event is unreadable.
 import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { usdToNano } from './helpers/billing-checks.js';
-import { assertEnvelope, newestKeyId } from './helpers/http-tools.js';
+import { assertEnvelope, eventually, newestKeyId } from './helpers/http-tools.js';
 import { RedisKeys } from '../src/admission/keys.js';
+import { expireUsageRollup, NO_KEY } from '../src/store/usage-rollup.js';
 
 let gateway: Gateway;
-t.before(async () => { gateway = await startGateway(); });
+const mediaDir = mkdtempSync(join(tmpdir(), 'usage-api-media-'));
+t.before(async () => {
+  // Loopback fetches allowed: the video's reference image is at a local address, as in the task tests.
+  gateway = await startGateway({ env: { FETCH_ALLOW_LOOPBACK: 'true', MEDIA_DIR: mediaDir, TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20' } });
+});
+t.teardown(() => rmSync(mediaDir, { recursive: true, force: true }));
 t.teardown(() => gateway.close());
 
 const A = 'usage-owner';
@@ -49,7 +58,7 @@ let tokenA = '', tokenB = '', key1 = '', key2 = '', key1Id = '', key2Id = '';
 const ids: Record<string, string> = {};
 const answers: Record<string, any> = {};
 
-t.test('a mix of calls: whole, streamed and aborted chat, a failed chat, Responses, an image, embeddings', async (t) => {
+t.test('a mix of calls: whole, streamed and aborted chat, a failed chat, Responses, an image, embeddings, a video task', async (t) => {
   ({ token: tokenA, key: key1 } = await gateway.user(A, '5'));
   key1Id = await newestKeyId(gateway.url, tokenA);
   key2 = await gateway.createKey(tokenA, { name: 'second' });
@@ -90,6 +99,17 @@ t.test('a mix of calls: whole, streamed and aborted chat, a failed chat, Respons
   controller.abort();
   await reader.read().catch(() => undefined);
 
+  // A video task: its ending writes its charge, log and rollup itself (src/store/tasks.ts), not through the ledger stream.
+  const video = await postJson(`${gateway.v1}/videos/generations`, key1, {
+    model: 'bytedance/seedance-1.0-pro-fast', prompt: 'waves roll in [[mock job_ms=150]]', image_urls: ['https://localhost/reference.png'],
+  });
+  t.equal(video.status, 200, JSON.stringify(video.body));
+  ids.video = video.body.id;
+  t.ok(await eventually(async () => {
+    const task = await (await fetch(`${gateway.v1}/videos/generations/${ids.video}`, { headers: { authorization: `Bearer ${key1}` } })).json() as { status: string };
+    return task.status === 'success';
+  }, 20_000, 30), 'the video task succeeded');
+
   await gateway.ledgerSettled(A);
   await gateway.ledgerSettled(B);
   const failed = await gateway.sql<{ id: string }[]>`select id::text from request_logs where user_id = ${A} and status = 502`;
@@ -101,7 +121,7 @@ t.test('GET /api/v1/requests lists each call with its tokens and a cost equal to
   const { status, body } = await get('/api/v1/requests?limit=100', tokenA);
   t.equal(status, 200);
   const rows: any[] = body.data;
-  t.equal(rows.length, 7, 'the owner\'s seven calls, the other account\'s none');
+  t.equal(rows.length, 8, 'the owner\'s eight calls, the other account\'s none');
   t.notOk(rows.some((row) => row.id === ids.other), 'another account\'s call never shows');
   const times = rows.map((row) => row.created_at);
   t.same(times, [...times].sort().reverse(), 'newest first');
@@ -130,6 +150,8 @@ t.test('GET /api/v1/requests lists each call with its tokens and a cost equal to
   t.match(byId.get(ids.image!), { endpoint: 'images.generations', modality: 'image', model: 'openai/gpt-image-2' });
   t.ok(byId.get(ids.image!).cost > 0);
   t.match(byId.get(ids.embedding!), { modality: 'embedding', prompt_tokens: answers.embedding.usage.prompt_tokens });
+  t.match(byId.get(ids.video!), { endpoint: 'videos.generations', modality: 'video', key_id: key1Id, status: 200, stream: false });
+  t.ok(byId.get(ids.video!).cost > 0, 'the task is charged');
 
   const one = await get(`/api/v1/requests/${ids.whole}`, tokenA);
   t.equal(one.status, 200);
@@ -149,6 +171,7 @@ t.test('filters and cursor pages', async (t) => {
   t.same((await allPages(t, tokenA, '&model=openai%2Fgpt-image-2', 5)).map((row) => row.id), [ids.image], 'model');
   t.same((await allPages(t, tokenA, '&modality=image', 5)).map((row) => row.id), [ids.image], 'modality=image');
   t.same((await allPages(t, tokenA, '&modality=embedding', 5)).map((row) => row.id), [ids.embedding], 'modality=embedding');
+  t.same((await allPages(t, tokenA, '&modality=video', 5)).map((row) => row.id), [ids.video], 'modality=video');
   t.equal((await allPages(t, tokenA, '&modality=chat', 2)).length, 5, 'modality=chat: chat completions and Responses');
   t.same((await allPages(t, tokenA, '&status=error', 5)).map((row) => row.id).sort(), [ids.failed, ids.aborted].sort(), 'status=error: from 400 (an aborted call is a 499)');
   t.same((await allPages(t, tokenA, '&status=502', 5)).map((row) => row.id), [ids.failed], 'an exact status');
@@ -178,7 +201,7 @@ t.test('GET /api/v1/usage sums to the transactions to the nano-USD, by day and h
     const none = await get(`/api/v1/usage?interval=${interval}`, tokenA);
     t.equal(none.status, 200);
     t.equal(usdToNano(none.body.total.cost), total, `by ${interval}: the total is the transactions' sum`);
-    t.equal(none.body.total.requests, 7, `by ${interval}: seven requests`);
+    t.equal(none.body.total.requests, 8, `by ${interval}: eight requests`);
     t.equal(none.body.total.errors, 2, 'the failed and the aborted call');
     t.ok(none.body.data.every((row: any) => new Date(row.start).getTime() % (interval === 'day' ? 86_400_000 : 3_600_000) === 0), 'periods start on UTC boundaries');
 
@@ -260,4 +283,17 @@ t.test('bad parameters are 400s naming them', async (t) => {
     t.equal(answer.body.error?.param, param, `${path}: names '${param}'`);
   }
   assertEnvelope(t, await get('/api/v1/usage', 'not-a-token'), 401, undefined, 'no credential');
+});
+
+t.test('the rollup is kept USAGE_ROLLUP_RETENTION_MONTHS (13 by default) calendar months, then swept', async (t) => {
+  const now = new Date('2026-11-27T05:00:00Z');
+  const row = (bucket: string) => gateway.sql`
+    insert into usage_rollup (user_id, bucket, model, api_key_id, requests, cost_nano) values ('retained', ${bucket}, 'm', ${NO_KEY}, 1, 5)`;
+  await row('2025-10-27T04:00:00Z'); // 13 months and an hour before
+  await row('2025-10-27T05:00:00Z'); // exactly at the edge: kept
+  await row('2026-11-27T04:00:00Z');
+  t.equal(await expireUsageRollup(gateway.sql, now), 1, 'one hour past the window');
+  const left = await gateway.sql<{ bucket: Date }[]>`select bucket from usage_rollup where user_id = 'retained' order by bucket`;
+  t.same(left.map((r) => r.bucket.toISOString()), ['2025-10-27T05:00:00.000Z', '2026-11-27T04:00:00.000Z']);
+  t.equal(await expireUsageRollup(gateway.sql, now, 1), 1, 'a shorter setting sweeps more');
 });
