@@ -51,7 +51,7 @@ await runMain('usage-api', async () => {
     await sql`
       insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
                                 completion_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms)
-      select gen_random_uuid(), ${new Date(now - 30 * DAY_MS)}::timestamptz + (i * ${30 * DAY_MS / ROWS}) * interval '1 millisecond', ${USER},
+      select gen_random_uuid(), ${new Date(now - 30 * DAY_MS)}::timestamptz + (i * ${30 * DAY_MS / ROWS}::float8) * interval '1 millisecond', ${USER},
              (${sql.array(keys)}::uuid[])[1 + i % ${keys.length}], 'openai/model-' || (i % 5), 'chat.completions', i % 2 = 0,
              case when i % 20 = 0 then 502 else 200 end, case when i % 20 = 0 then 'upstream_error' else null end,
              25 + i % 100, 16 + i % 50, case when i % 20 = 0 then 0 else 13350 end, 9876543, 40 + i % 300, 10
@@ -71,7 +71,7 @@ await runMain('usage-api', async () => {
     const from = new Date(now - 30 * DAY_MS).toISOString();
     const usage = await timed(`${gateway.url}/api/v1/usage?interval=day&group_by=model&from=${from}`, token);
     const requests = await timed(`${gateway.url}/api/v1/requests?limit=20`, token);
-    const filtered = await timed(`${gateway.url}/api/v1/requests?limit=20&model=openai%2Fmodel-3&status=error`, token);
+    const filtered = await timed(`${gateway.url}/api/v1/requests?limit=20&model=openai%2Fmodel-0&status=error`, token);
     process.stdout.write(`${JSON.stringify({
       bench: 'usage-api', request_log_rows: ROWS, rollup_rows: Number(rollup), fill_seconds: round(fillSeconds, 1), samples: SAMPLES,
       usage_30_days_by_day_and_model: summary(usage),

@@ -253,6 +253,26 @@ t.test('a replayed ledger event counts once; an unreadable one counts its charge
   t.ok(after.data.some((row: any) => row.key_id === null), 'under no key');
 });
 
+t.test('a call served with the caller\'s own credential is listed as BYOK, uncharged, and counted', async (t) => {
+  const user = 'usage-byok';
+  const { token, key } = await gateway.user(user, '1');
+  const created = await fetch(`${gateway.url}/api/v1/byok`, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ provider: 'openai', label: 'mine', api_key: 'sk-mine-usage-0001' }),
+  });
+  t.equal(created.status, 201);
+  const answer = await postJson(`${gateway.v1}/chat/completions`, key, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'mine [[mock chunks=2]]' }] });
+  t.equal(answer.status, 200);
+  t.equal(gateway.mock.requests().at(-1)?.authorization, 'Bearer sk-mine-usage-0001', 'served on the caller\'s own key');
+  await gateway.ledgerSettled(user);
+  const { body } = await get(`/api/v1/requests/${answer.headers.get('x-request-id')}`, token);
+  t.match(body, { byok: true, cost: 0, reserved: 0, attempts: 1, status: 200, completion_tokens: 2 });
+  const usage = (await get('/api/v1/usage', token)).body.total;
+  t.match(usage, { requests: 1, cost: 0, completion_tokens: 2 });
+  const others = (await get('/api/v1/requests?limit=100', tokenA)).body.data;
+  t.ok(others.every((row: any) => row.byok === false), 'platform calls are not BYOK');
+});
+
 t.test('bad parameters are 400s naming them', async (t) => {
   const cases: [string, string][] = [
     ['/api/v1/requests?limit=0', 'limit'],
