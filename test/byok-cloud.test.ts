@@ -21,6 +21,7 @@ import { leasesClosed, moneyView, sseData } from './helpers/billing-checks.js';
 import { canonicalRequest, canonicalUri, signSigV4, signingKey, stringToSign } from '../src/providers/cloud/sigv4.js';
 import { EventStreamDecoder, EventStreamError, encodeEventStreamMessage } from '../src/providers/cloud/eventstream.js';
 import { BedrockStreamRelay } from '../src/providers/anthropic/bedrock.js';
+import { AnthropicStreamRelay } from '../src/providers/anthropic/stream-relay.js';
 import { createHash, createHmac } from 'node:crypto';
 
 // ---- unit: SigV4 ----
@@ -104,7 +105,7 @@ t.test('Bedrock relay: event-stream chunks become chat.completion.chunk events w
     { type: 'message_stop' },
   ];
   const bytes = Buffer.concat(events.map(chunkMessage));
-  const relay = new BedrockStreamRelay('anthropic/claude-sonnet-4-5', { includeReasoning: true, id: 'chatcmpl-x', created: 1 });
+  const relay = new BedrockStreamRelay(new AnthropicStreamRelay('anthropic/claude-sonnet-4-5', { includeReasoning: true, id: 'chatcmpl-x', created: 1 }));
   let out = '';
   for (let i = 0; i < bytes.length; i++) out += relay.push(bytes.subarray(i, i + 1))?.toString() ?? '';
   out += relay.flush()?.toString() ?? '';
@@ -115,7 +116,7 @@ t.test('Bedrock relay: event-stream chunks become chat.completion.chunk events w
   t.match(chunks.at(-1).usage, { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 }, 'usage from the stream');
   t.equal(relay.usage?.promptTokens, 12);
 
-  const failing = new BedrockStreamRelay('m', { includeReasoning: true, id: 'c', created: 1 });
+  const failing = new BedrockStreamRelay(new AnthropicStreamRelay('m', { includeReasoning: true, id: 'c', created: 1 }));
   const exception = encodeEventStreamMessage({ ':message-type': 'exception', ':exception-type': 'modelStreamErrorException' }, Buffer.from('{"message":"boom"}'));
   const text = (failing.push(Buffer.concat([chunkMessage(events[0]), exception]))?.toString() ?? '') + (failing.flush()?.toString() ?? '');
   t.match(text, /modelStreamErrorException: boom/, 'an exception message fails the stream as Anthropic\'s error event does');

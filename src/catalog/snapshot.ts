@@ -14,6 +14,23 @@ export class CatalogSnapshot {
   get(id: string): CatalogModel | undefined {
     return this.byId.get(id);
   }
+  /**
+   * An active chat model by the name its vendor's own API gives it (`upstream_model`, such as
+   * `claude-sonnet-4-5`), when exactly one model of the catalog has that name.
+   */
+  byVendorName(name: string): CatalogModel | undefined {
+    if (!this.vendorNames) {
+      const names = new Map<string, CatalogModel | null>();
+      for (const model of this.byId.values()) {
+        const known = names.get(model.upstreamModel);
+        names.set(model.upstreamModel, known === undefined || known === model ? model : null);
+      }
+      this.vendorNames = names;
+    }
+    return this.vendorNames.get(name) ?? undefined;
+  }
+  private vendorNames: Map<string, CatalogModel | null> | undefined;
+
   /** An active image, video or audio model by its id or a deprecated alias of it. */
   media(id: string): MediaModel | undefined {
     return this.mediaById.get(id);

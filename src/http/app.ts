@@ -6,6 +6,7 @@ import { Router } from './router.js';
 import { ApiError } from './errors.js';
 import { chatCompletions } from './routes/chat-completions.js';
 import { RESPONSES_OUTPUT } from './routes/responses.js';
+import { MESSAGES_OUTPUT, countMessageTokens } from './routes/messages.js';
 import { imageGenerations } from './routes/images.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { billingRoutes } from './routes/billing.js';
@@ -71,6 +72,8 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   router
     .post('/v1/chat/completions', paid(chat), admitted)
     .post('/v1/responses', paid((ctx) => chat(ctx, RESPONSES_OUTPUT)), admitted)
+    .post('/v1/messages', paid((ctx) => chat(ctx, MESSAGES_OUTPUT)), { admitted: true, anthropic: true })
+    .post('/v1/messages/count_tokens', countMessageTokens(services), { anthropic: true })
     .post('/v1/images/generations', paid(imageGenerations(services)), admitted)
     .post('/v1/videos/generations', paid(videos.submit), admitted)
     .get('/v1/videos/generations', videos.list)

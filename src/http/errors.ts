@@ -1,3 +1,5 @@
+import { anthropicErrorType } from './messages/errors.js';
+
 /** An error the API answers with: a status, a machine code and a message, rendered by `errorBody`. */
 export class ApiError extends Error {
   constructor(
@@ -39,6 +41,21 @@ export function errorBody(error: ApiError): string {
     code: error.status,
     msg: error.message,
     error: { message: error.message, type: errorType(error.status), code: error.code, param: error.param },
+  });
+}
+
+/**
+ * The envelope of the routes of Anthropic's API (`/v1/messages`): Anthropic's own, which its SDKs
+ * read into their typed errors, with the spec's integer `code` and string `msg` beside it (every
+ * answer of the gateway carries them, the 401 of the inference headers among them) and the
+ * gateway's machine code as `error.code`.
+ */
+export function anthropicErrorBody(error: ApiError): string {
+  return JSON.stringify({
+    type: 'error',
+    error: { type: anthropicErrorType(error.status), message: error.message, code: error.code, param: error.param },
+    code: error.status,
+    msg: error.message,
   });
 }
 

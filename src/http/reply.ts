@@ -87,8 +87,11 @@ export class Reply {
     this.send(status, JSON.stringify(value), 'application/json', headers);
   }
 
+  /** How this reply renders an error: the gateway's envelope, unless its route speaks another API's (Anthropic's). */
+  errorBody: (error: ApiError) => string = errorBody;
+
   error(error: ApiError): void {
-    this.send(error.status, errorBody(error), 'application/json', error.headers);
+    this.send(error.status, this.errorBody(error), 'application/json', error.headers);
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
-import { ApiError, badRequest, internalError, notFound, redisUnavailable } from './errors.js';
+import { ApiError, anthropicErrorBody, badRequest, internalError, notFound, redisUnavailable } from './errors.js';
 import { isRedisUnreachable } from '../store/redis-connect.js';
 import type { AuthenticatedKey } from '../auth/authenticator.js';
 import { decodeQueryComponent, hasControlCharacter, wellFormedPath } from './schemas/text.js';
@@ -18,6 +18,8 @@ export interface RequestHeaders {
   readonly range?: string;
   /** `Idempotency-Key` ('' when absent; src/routing/idempotency.ts). */
   readonly idempotencyKey?: string;
+  /** On routes of Anthropic's API (RouteOptions.anthropic): `anthropic-version` and `anthropic-beta` ('' when absent). */
+  readonly anthropic?: { readonly version: string; readonly beta: string };
 }
 
 /** Plain data about one request, captured synchronously from uWS (its request object dies after the handler returns). */
@@ -50,6 +52,11 @@ export interface RouteOptions {
    * clears `windowKey` once it has. Other routes count requests made with an API key as they arrive.
    */
   readonly admitted?: boolean;
+  /**
+   * A route of Anthropic's API: its key may come in `x-api-key` (taken when there is no
+   * `Authorization`), and `anthropic-version` and `anthropic-beta` are read (RequestHeaders.anthropic).
+   */
+  readonly anthropic?: boolean;
 }
 
 export interface RouterOptions {
@@ -113,8 +120,10 @@ export class Router {
     const maxBodyBytes = options.maxBodyBytes ?? this.options.maxBodyBytes;
     const paramCount = (pattern.match(/:/g) ?? []).length;
     const withBody = method === 'post' || method === 'put' || method === 'any';
+    const anthropic = options.anthropic === true;
     this.app[method](pattern, (res: HttpResponse, req: HttpRequest) => {
       const reply = new Reply(res);
+      if (anthropic) reply.errorBody = anthropicErrorBody;
       const params: string[] = [];
       for (let i = 0; i < paramCount; i++) params.push(decodeParameter(req.getParameter(i)));
       const declared = req.getHeader('content-length');
@@ -124,7 +133,7 @@ export class Router {
         : EMPTY_BODY;
       // A catch-all route takes every method: a read or a write by the request's own.
       const counted = window ?? (methodName === 'get' || methodName === 'head' ? 'reads' : 'default');
-      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted), credentials);
+      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic), credentials);
     });
     return this;
   }
@@ -185,11 +194,11 @@ class Context implements RequestContext {
   constructor(
     readonly route: string, readonly method: string, req: HttpRequest, private readonly res: HttpResponse, readonly reply: Reply,
     readonly params: readonly string[], private readonly bodyPromise: Promise<Buffer>, private readonly trustedProxies: IpRanges,
-    readonly window: RouteWindow,
+    readonly window: RouteWindow, anthropic: boolean,
   ) {
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
-    this.headers = { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range'), idempotencyKey: req.getHeader('idempotency-key') };
+    this.headers = anthropic ? anthropicHeaders(req) : { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range'), idempotencyKey: req.getHeader('idempotency-key') };
     this.forwardedFor = req.getHeader('x-forwarded-for');
   }
 
@@ -203,6 +212,16 @@ class Context implements RequestContext {
   body(): Promise<Buffer> {
     return this.bodyPromise;
   }
+}
+
+/** A request's headers on a route of Anthropic's API: `x-api-key` stands for a Bearer token when there is no `Authorization`. */
+function anthropicHeaders(req: HttpRequest): RequestHeaders {
+  const authorization = req.getHeader('authorization');
+  const apiKey = authorization === '' ? req.getHeader('x-api-key') : '';
+  return {
+    authorization: apiKey === '' ? authorization : `Bearer ${apiKey}`, contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'),
+    idempotencyKey: req.getHeader('idempotency-key'), anthropic: { version: req.getHeader('anthropic-version'), beta: req.getHeader('anthropic-beta') },
+  };
 }
 
 /**

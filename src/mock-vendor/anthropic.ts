@@ -49,6 +49,7 @@ export function anthropicMessages(req: http.IncomingMessage, exchange: MockExcha
   record.id = randomId('msg_', 24);
   const apiKey = req.headers['x-api-key'];
   const version = req.headers['anthropic-version'];
+  recordAnthropicHeaders(record, req);
   readBody(req, (err, text) => {
     if (err) return sendError(exchange, err.status, err.message);
     if (recordBody(record, text) !== undefined && apiKey) return sendError(exchange, 400, 'There was an issue with the request body: not valid JSON.');
@@ -68,6 +69,37 @@ export function anthropicMessages(req: http.IncomingMessage, exchange: MockExcha
       else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
     };
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
+  });
+}
+
+function recordAnthropicHeaders(record: MockRequestRecord, req: http.IncomingMessage): void {
+  const { 'anthropic-version': version, 'anthropic-beta': beta } = req.headers;
+  if (typeof version === 'string') record.anthropicVersion = version;
+  if (typeof beta === 'string') record.anthropicBeta = beta;
+}
+
+export const ANTHROPIC_COUNT_TOKENS_SUFFIX = '/v1/messages/count_tokens';
+
+/**
+ * `POST .../v1/messages/count_tokens`: the prompt's input tokens as the Messages route would count
+ * them (tools, system and messages; cache breakpoints do not change a count), `{"input_tokens": N}`.
+ */
+export function anthropicCountTokens(req: http.IncomingMessage, exchange: MockExchange, readBody: ReadBody): void {
+  const record = exchange.record;
+  const apiKey = req.headers['x-api-key'];
+  const version = req.headers['anthropic-version'];
+  recordAnthropicHeaders(record, req);
+  readBody(req, (err, text) => {
+    if (err) return sendError(exchange, err.status, err.message);
+    if (recordBody(record, text) !== undefined) return sendError(exchange, 400, 'There was an issue with the request body: not valid JSON.');
+    if (typeof apiKey !== 'string' || apiKey === '') return sendError(exchange, 401, 'x-api-key header is required');
+    if (typeof version !== 'string' || version === '') return sendError(exchange, 400, 'anthropic-version: header is required');
+    const request = record.body as AnthropicRequest;
+    if ('max_tokens' in (request ?? {})) return sendError(exchange, 400, 'max_tokens: Extra inputs are not permitted');
+    const invalid = validate({ ...request, max_tokens: 1 << 30 });
+    if (invalid) return sendError(exchange, 400, invalid);
+    const counted = promptAccounting(request, new Map(), Date.now());
+    exchange.sendJson(200, JSON.stringify({ input_tokens: counted.input + counted.read + counted.creation }));
   });
 }
 
@@ -148,7 +180,7 @@ export function validate(req: AnthropicRequest): string | undefined {
     const budget = req.thinking.budget_tokens ?? 0;
     if (budget < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
     if (budget >= req.max_tokens) return '`max_tokens` must be greater than `thinking.budget_tokens`.';
-    if (req.temperature != null) return '`temperature` may only be set to 1 when thinking is enabled.';
+    if (req.temperature != null && req.temperature !== 1) return '`temperature` may only be set to 1 when thinking is enabled.';
     if (req.tool_choice && (req.tool_choice.type === 'any' || req.tool_choice.type === 'tool')) return 'Thinking may not be enabled when tool_choice forces tool use.';
   }
   return undefined;

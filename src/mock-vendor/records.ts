@@ -19,6 +19,9 @@ export interface MockRequestRecord {
   status: number;
   /** The fault the request met (faults.ts): its status as text, or reset, hang, cut. */
   fault?: string;
+  /** Anthropic's routes: the `anthropic-version` and `anthropic-beta` headers as received. */
+  anthropicVersion?: string;
+  anthropicBeta?: string;
   /** Image routes: the reference images the request carried (URLs or data URIs), in order. */
   referenceImages?: string[];
 }

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { ANTHROPIC_MESSAGES_SUFFIX, VERTEX_CLAUDE_PATH, anthropicMessages, anthropicOnVertex } from './anthropic.js';
+import { ANTHROPIC_COUNT_TOKENS_SUFFIX, ANTHROPIC_MESSAGES_SUFFIX, VERTEX_CLAUDE_PATH, anthropicCountTokens, anthropicMessages, anthropicOnVertex } from './anthropic.js';
 import { AudioVendors } from './audio.js';
 import { BFL_PREFIX, BflTasks, bflRoute, type BflHost } from './bfl.js';
 import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } from './completion.js';
@@ -153,6 +153,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
   if (imageApi) return openaiImages(req, exchange, imageApi, behaviour, faults, readBody, images);
   if (req.method === 'POST' && path.endsWith(ANTHROPIC_MESSAGES_SUFFIX)) return anthropicMessages(req, exchange, behaviour, faults, readBody);
+  if (req.method === 'POST' && path.endsWith(ANTHROPIC_COUNT_TOKENS_SUFFIX)) return anthropicCountTokens(req, exchange, readBody);
   if (req.method === 'POST' && VERTEX_CLAUDE_PATH.test(path)) return anthropicOnVertex(req, exchange, behaviour, faults, readBody, (authorization) => cloud.tokenValid(authorization));
   if (req.method === 'POST' && path === TOKEN_PATH) return cloud.token(req, exchange, readBody);
   if (req.method === 'POST' && BEDROCK_PATH.test(path)) return cloud.bedrock(req, res, exchange, behaviour, faults, path, query === -1 ? '' : url.slice(query));

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import type { RequestContext } from '../router.js';
+import type { RequestContext, RequestHeaders } from '../router.js';
 import type { Services } from '../../services.js';
-import type { CatalogModel } from '../../catalog/model.js';
+import type { CatalogModel, Family } from '../../catalog/model.js';
 import { ApiError, badRequest, modelNotFound, requireJson } from '../errors.js';
 import { parseJsonObject, presentFieldsParser } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
@@ -36,7 +36,7 @@ export interface ChatOutput {
    * The validated chat request for a JSON body of `userId`'s (400 naming the field otherwise); a
    * promise when the body names state to read first (the Responses endpoint's `item_reference`).
    */
-  parse(body: Record<string, unknown>, userId: string, services: Services): ChatRequest | Promise<ChatRequest>;
+  parse(body: Record<string, unknown>, userId: string, services: Services, headers: RequestHeaders): ChatRequest | Promise<ChatRequest>;
   /** Prompt bytes a parsed request carries beyond its body (items it named by reference), for the worst case. */
   addedPromptBytes?(request: ChatRequest): number;
   /** Chat fields named in the pipeline's own 400s, as this endpoint's callers know them. */
@@ -45,6 +45,12 @@ export interface ChatOutput {
   render?(completionJson: string, usage: NormalizedUsage, call: MeteredCall, request: ChatRequest, services: Services): string | Promise<string>;
   /** A relay over the family's chunk relay, rendering this endpoint's events (bounded by `options.maxGeneratedChars`). */
   stream?(relay: ChatStreamRelay, call: MeteredCall, request: ChatRequest, services: Services, options: AnswerOptions): OutputRelay;
+  /**
+   * Families that speak this endpoint's own wire format (Anthropic's for /v1/messages), by catalog
+   * family: a model of one is served by this family instead of the chat one, and its answers pass
+   * through as the upstream sent them, neither rendered nor wrapped (its relay renders its own errors).
+   */
+  readonly native?: Readonly<Partial<Record<Family, ChatFamily>>>;
 }
 
 /** A stream relay that may add a tail once the call is settled and render its own error event. */
@@ -59,6 +65,17 @@ export const CHAT_COMPLETIONS_OUTPUT: ChatOutput = Object.freeze({
   endpoint: 'chat.completions',
   parse: presentFieldsParser(ChatRequestSchema),
 });
+
+/** An endpoint's output for models whose answers are already in its format: nothing rendered or wrapped. */
+const passThroughOutputs = new WeakMap<ChatOutput, ChatOutput>();
+function passingThrough(output: ChatOutput): ChatOutput {
+  let through = passThroughOutputs.get(output);
+  if (!through) {
+    through = Object.freeze<ChatOutput>({ endpoint: output.endpoint, parse: output.parse, fieldNames: output.fieldNames });
+    passThroughOutputs.set(output, through);
+  }
+  return through;
+}
 
 /** Runs `check`, naming the fields of its 400 as the endpoint's callers know them. */
 function withFieldNames<T>(names: Readonly<Record<string, string>>, check: () => T): T {
@@ -156,6 +173,8 @@ function promptCachePartitions(secret: string): (userId: string, callerKey: stri
 interface RouteLeg {
   readonly model: CatalogModel;
   readonly family: ChatFamily;
+  /** The endpoint's output as this model serves it: as is, or passing a native family's answers through. */
+  readonly output: ChatOutput;
   readonly targets: readonly RouteTarget[];
   readonly imageParts: number;
   /** Its first target, chosen (not taken) before admission, and that target's request. */
@@ -358,8 +377,10 @@ export function chatCompletions(services: Services) {
     return legs;
   }
 
-  function routeLeg(request: ChatRequest, model: CatalogModel, stream: boolean, cache: CacheScope, output: ChatOutput): RouteLeg {
-    const family = services.families[model.family];
+  function routeLeg(request: ChatRequest, model: CatalogModel, stream: boolean, cache: CacheScope, endpointOutput: ChatOutput): RouteLeg {
+    const native = endpointOutput.native?.[model.family];
+    const family = native ?? services.families[model.family];
+    const output = native ? passingThrough(endpointOutput) : endpointOutput;
     const targets = routing.targetsOf(model);
     if (!family || !targets) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} wire family, which this gateway does not serve yet.`, 'model', 'model_not_supported');
@@ -371,7 +392,7 @@ export function chatCompletions(services: Services) {
     const upstreamRequest = output.fieldNames
       ? withFieldNames(output.fieldNames, () => family.request(request, upstreamModel, stream, target, cache))
       : family.request(request, upstreamModel, stream, target, cache);
-    return { model, family, targets, imageParts, firstIndex, upstreamRequest };
+    return { model, family, output, targets, imageParts, firstIndex, upstreamRequest };
   }
 
   return async (ctx: RequestContext, output: ChatOutput = CHAT_COMPLETIONS_OUTPUT): Promise<void> => {
@@ -379,12 +400,12 @@ export function chatCompletions(services: Services) {
     const key = found instanceof Promise ? await found : found;
     requireJson(ctx.headers.contentType);
     const body = await ctx.body();
-    const parsed = output.parse(parseJsonObject(body), key.userId, services);
+    const parsed = output.parse(parseJsonObject(body), key.userId, services, ctx.headers);
     const request = parsed instanceof Promise ? await parsed : parsed;
     const stream = request.stream === true;
     const cache = { partition: cachePartition(key.userId, request.prompt_cache_key) };
     const legs = routeLegs(request, stream, cache, output);
-    const { model, family } = legs[0]!;
+    const { model, family, output: firstOutput } = legs[0]!;
     // For the credit reservation, the caller's body bounds the prompt's tokens, plus any prompt text the
     // family added (a cache salt, an instruction) and the items the body named by reference. A call
     // that may fall back to other models reserves for the dearest of them.
@@ -427,7 +448,7 @@ export function chatCompletions(services: Services) {
           metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
           return upstreamErrorAsIs(response, model.upstreamVendor);
         }
-        return (headers) => serve(ctx, call, family, request, response, options, started, headers, candidate.target, output);
+        return (headers) => serve(ctx, call, family, request, response, options, started, headers, candidate.target, firstOutput);
       },
     });
     const platform = admitting instanceof Promise ? await admitting : admitting;
@@ -480,7 +501,7 @@ export function chatCompletions(services: Services) {
           }
           if (!(response instanceof ApiError) && response.status === 200) {
             routing.answered(target);
-            await serve(ctx, call, leg.family, request, response, options, started, callHeaders(admitted.headers, platformIdentity.callId, call.attempts), target, output);
+            await serve(ctx, call, leg.family, request, response, options, started, callHeaders(admitted.headers, platformIdentity.callId, call.attempts), target, leg.output);
             return;
           }
           const failure = response instanceof ApiError ? response : await refused(call, response);

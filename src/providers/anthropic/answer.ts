@@ -16,6 +16,13 @@ export function readAnthropicUsage(usage: Partial<Usage | MessageDeltaUsage> | u
   return { promptTokens: count(usage.input_tokens) + reads + writes, completionTokens: count(usage.output_tokens), cachedTokens: reads, cacheWriteTokens: writes, reasoningTokens: 0 };
 }
 
+/** `message_delta` usage is cumulative and may repeat or update the input counts of `message_start`. */
+export function mergeUsage(start: Partial<Usage>, delta: Partial<MessageDeltaUsage> | undefined): Partial<Usage> {
+  const merged: Record<string, unknown> = { ...start };
+  for (const [key, value] of Object.entries(delta ?? {})) if (value != null) merged[key] = value;
+  return merged as Partial<Usage>;
+}
+
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 
 /** A forced JSON-response tool call is the answer, so it finishes as `stop`. */

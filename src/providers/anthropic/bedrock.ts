@@ -1,10 +1,9 @@
 import type { CatalogModel } from '../../catalog/model.js';
 import type { ChatRequest } from '../../http/schemas/chat.js';
-import type { AnswerOptions, CacheScope, ChatStreamRelay, UpstreamRequest, UpstreamTarget } from '../family.js';
+import type { CacheScope, ChatStreamRelay, UpstreamRequest, UpstreamTarget } from '../family.js';
 import { signSigV4 } from '../cloud/sigv4.js';
 import { EventStreamDecoder, EventStreamError } from '../cloud/eventstream.js';
 import { buildAnthropicBody } from './request.js';
-import { AnthropicStreamRelay } from './stream-relay.js';
 
 /** The `anthropic_version` Bedrock takes in the body (it has no header for it). */
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
@@ -42,20 +41,26 @@ export function bedrockRequest(request: ChatRequest, model: CatalogModel, stream
 
 /**
  * Bedrock's response stream (AWS event-stream frames whose `chunk` events carry base64 JSON of
- * Anthropic's stream events) fed to the Anthropic translator as the SSE events Anthropic would have
- * sent. An `exception` message becomes Anthropic's `error` event, so the call fails as it would there.
+ * Anthropic's stream events) fed to a relay of Anthropic's stream (the chat translator, or the
+ * pass-through of /v1/messages) as the SSE events Anthropic would have sent. An `exception` message
+ * becomes Anthropic's `error` event, so the call fails as it would there.
  */
 export class BedrockStreamRelay implements ChatStreamRelay {
   private readonly decoder = new EventStreamDecoder();
-  private readonly inner: AnthropicStreamRelay;
   private broken = false;
 
-  constructor(modelId: string, options: AnswerOptions) {
-    this.inner = new AnthropicStreamRelay(modelId, options);
-  }
+  constructor(private readonly inner: ChatStreamRelay & { errorEvent?(code: string, message: string): string }) {}
 
   get usage() {
     return this.inner.usage;
+  }
+
+  get usageEventAt() {
+    return this.inner.usageEventAt;
+  }
+
+  get errorEvent() {
+    return this.inner.errorEvent?.bind(this.inner);
   }
 
   push(chunk: Buffer): Buffer | undefined {
@@ -90,7 +95,10 @@ function eventOf(headers: Readonly<Record<string, unknown>>, payload: Buffer): s
     const bytes = (JSON.parse(payload.toString('utf8')) as { bytes?: unknown }).bytes;
     if (typeof bytes !== 'string') return '';
     // JSON has no raw line break outside strings' escapes, but one may sit between tokens: keep one event one line.
-    return `data: ${Buffer.from(bytes, 'base64').toString('utf8').replace(/\r?\n/g, ' ')}\n\n`;
+    const json = Buffer.from(bytes, 'base64').toString('utf8').replace(/\r?\n/g, ' ');
+    // Named as Anthropic names its events (its SDKs read the name); the type is the event object's first key.
+    const type = /^\s*\{\s*"type"\s*:\s*"([a-z_]+)"/.exec(json)?.[1];
+    return type ? `event: ${type}\ndata: ${json}\n\n` : `data: ${json}\n\n`;
   }
   if (kind === 'exception') {
     let message = payload.toString('utf8');

@@ -11,7 +11,7 @@ const TOOL_SYSTEM_PROMPT_BYTES = 1024;
 const BLOCK_OVERHEAD_BYTES = 16;
 
 /** Prompt text Anthropic bills that the caller's body does not hold (see UpstreamRequest.addedPromptBytes). */
-function addedPromptBytes(request: ChatRequest, partition: string): number {
+export function addedPromptBytes(request: ChatRequest, partition: string): number {
   let bytes = Buffer.byteLength(cacheSalt(partition)) + BLOCK_OVERHEAD_BYTES;
   const format = request.response_format?.type;
   if (format === 'json_object') bytes += JSON_OBJECT_INSTRUCTION.length + BLOCK_OVERHEAD_BYTES;
@@ -47,6 +47,6 @@ export const anthropicFamily: ChatFamily = {
     return finishAnthropicMessage(upstreamText, model.id, options);
   },
   relay(model, options, target) {
-    return target?.cloud?.kind === 'bedrock' ? new BedrockStreamRelay(model.id, options) : new AnthropicStreamRelay(model.id, options);
+    return target?.cloud?.kind === 'bedrock' ? new BedrockStreamRelay(new AnthropicStreamRelay(model.id, options)) : new AnthropicStreamRelay(model.id, options);
   },
 };

@@ -1,8 +1,8 @@
-import type { MessageDeltaUsage, RawMessageStreamEvent, StopReason, Usage } from '@anthropic-ai/sdk/resources/messages';
+import type { RawMessageStreamEvent, StopReason, Usage } from '@anthropic-ai/sdk/resources/messages';
 import type { AnswerOptions, ChatStreamRelay } from '../family.js';
 import { renderUsage, type NormalizedUsage } from '../usage.js';
 import { sseErrorEvent } from '../../http/sse.js';
-import { finishReason, readAnthropicUsage } from './answer.js';
+import { finishReason, mergeUsage, readAnthropicUsage } from './answer.js';
 import { JSON_RESPONSE_TOOL } from './request.js';
 import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS, PendingEvent } from '../pending-event.js';
 
@@ -177,13 +177,6 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
     this.usage = NO_TOKENS;
     return sseErrorEvent(code, message);
   }
-}
-
-/** `message_delta` usage is cumulative and may repeat or update the input counts of `message_start`. */
-function mergeUsage(start: Partial<Usage>, delta: Partial<MessageDeltaUsage> | undefined): Partial<Usage> {
-  const merged: Record<string, unknown> = { ...start };
-  for (const [key, value] of Object.entries(delta ?? {})) if (value != null) merged[key] = value;
-  return merged as Partial<Usage>;
 }
 
 /** The separator of the stream's events, once its first one is complete (either framing). */

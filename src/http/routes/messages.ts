@@ -1,0 +1,113 @@
+import type { RequestContext, RequestHeaders } from '../router.js';
+import type { Services } from '../../services.js';
+import type { ChatRequest } from '../schemas/chat.js';
+import type { ChatOutput } from './chat-completions.js';
+import { ApiError, modelNotFound, requireJson } from '../errors.js';
+import { parseJsonObject } from '../schemas/issues.js';
+import { catalogModelId } from '../messages/model-ids.js';
+import { MESSAGES_FIELD_NAMES, messagesToChatRequest } from '../messages/to-chat.js';
+import { messageFromCompletion, messageIdOf } from '../messages/message-object.js';
+import { MessagesEventRelay } from '../messages/event-stream.js';
+import { nativeAnthropicFamily, type NativeMessages } from '../../providers/anthropic/native.js';
+import { ANTHROPIC_VERSION } from '../../providers/anthropic/request.js';
+import { countTokens } from '../../billing/token-count.js';
+import { UpstreamAbort, endpointFor } from '../../providers/upstream-client.js';
+import { upstreamErrorAsIs, upstreamUnreachable } from '../../providers/upstream-errors.js';
+
+/** The caller's own request behind each parsed one, for the models whose upstream speaks it (Anthropic's). */
+const natives = new WeakMap<ChatRequest, NativeMessages>();
+const nativeOf = (request: ChatRequest): NativeMessages => {
+  const native = natives.get(request);
+  if (!native) throw new Error('a /v1/messages request reached the Anthropic family without its body');
+  return native;
+};
+
+/** The body with its model as the catalog names it (see catalogModelId). */
+function withCatalogModel(body: Record<string, unknown>, services: Services): Record<string, unknown> {
+  if (typeof body.model !== 'string') return body;
+  const model = catalogModelId(body.model, services.catalog());
+  return model === body.model ? body : { ...body, model };
+}
+
+/** Whether the body names a model served by a family that speaks Messages natively: nothing of it need translate. */
+function passesThrough(body: Record<string, unknown>, services: Services): boolean {
+  return typeof body.model === 'string' && services.catalog().get(body.model)?.family === 'anthropic';
+}
+
+function parse(body: Record<string, unknown>, _userId: string, services: Services, headers: RequestHeaders): ChatRequest {
+  const resolved = withCatalogModel(body, services);
+  const request = messagesToChatRequest(resolved, { passThrough: passesThrough(resolved, services) });
+  natives.set(request, { body: resolved, version: headers.anthropic?.version ?? '', beta: headers.anthropic?.beta ?? '' });
+  return request;
+}
+
+/**
+ * POST /v1/messages: Anthropic's Messages API, served by the chat pipeline (the same admission, BYOK,
+ * routing, settlement and logging). Anthropic models take the caller's body and answer with the
+ * upstream's own bytes (the native family); every other model's answer is translated from the chat
+ * completion or its chunk stream into a Message or Anthropic's stream events.
+ */
+export const MESSAGES_OUTPUT: ChatOutput = Object.freeze<ChatOutput>({
+  endpoint: 'messages',
+  parse,
+  fieldNames: MESSAGES_FIELD_NAMES,
+  render: (completionJson, usage, call) => messageFromCompletion(completionJson, usage, { id: messageIdOf(call.identity.callId), model: call.identity.model.id }),
+  stream: (relay, call, _request, _services, options) => new MessagesEventRelay(relay, { id: messageIdOf(call.identity.callId), model: call.identity.model.id }, options.maxGeneratedChars),
+  native: Object.freeze({ anthropic: nativeAnthropicFamily(nativeOf) }),
+});
+
+/** The longest a vendor's token count may take before the gateway gives up on it. */
+const COUNT_TIMEOUT_MS = 30_000;
+
+/**
+ * POST /v1/messages/count_tokens: the prompt's input tokens, uncharged (counted in the key's request
+ * window as any other call). Exact for Anthropic models with a platform credential of Anthropic's own
+ * API (the vendor's count_tokens endpoint); an estimate for the rest: the o200k count of the messages
+ * as the chat pipeline counts a prompt, plus the tool definitions' JSON.
+ */
+export function countMessageTokens(services: Services) {
+  return async (ctx: RequestContext): Promise<void> => {
+    const found = services.auth.apiKey(ctx);
+    if (found instanceof Promise) await found;
+    requireJson(ctx.headers.contentType);
+    const body = withCatalogModel(parseJsonObject(await ctx.body()), services);
+    const { max_tokens: _max, stream: _stream, ...counted } = body;
+    const request = messagesToChatRequest({ ...counted, max_tokens: 1 }, { passThrough: passesThrough(body, services) });
+    const model = services.catalog().get(request.model);
+    if (!model) throw modelNotFound(request.model);
+    const target = model.family === 'anthropic' ? services.routing.targetsOf(model)?.find((candidate) => candidate.cloud === undefined && candidate.apiKey !== '') : undefined;
+    if (!target) {
+      // The tool definitions counted as text, where Anthropic counts them with the prompt.
+      const { promptTokens, completionTokens } = await countTokens(request.messages, request.tools?.length ? JSON.stringify(request.tools) : '');
+      ctx.reply.json(200, { input_tokens: promptTokens + completionTokens });
+      return;
+    }
+    const abort = new UpstreamAbort();
+    ctx.reply.onAbort(() => abort.abort());
+    const timer = setTimeout(() => abort.abort(), COUNT_TIMEOUT_MS);
+    const anthropic = ctx.headers.anthropic;
+    const headers: Record<string, string> = { 'x-api-key': target.apiKey, 'anthropic-version': anthropic?.version || ANTHROPIC_VERSION, 'content-type': 'application/json' };
+    if (anthropic?.beta) headers['anthropic-beta'] = anthropic.beta;
+    try {
+      let response;
+      try {
+        response = await services.upstream.post(endpointFor(`${target.baseUrl}/messages/count_tokens`, target.guarded === true), headers, JSON.stringify({ ...counted, model: target.model ?? model.upstreamModel }), abort);
+      } catch (error) {
+        throw upstreamUnreachable(error, model.upstreamVendor, target.guarded === true);
+      }
+      if (response.status !== 200) throw await upstreamErrorAsIs(response, model.upstreamVendor);
+      let inputTokens: unknown;
+      try {
+        inputTokens = (JSON.parse(await response.text()) as { input_tokens?: unknown }).input_tokens;
+      } catch (error) {
+        throw upstreamUnreachable(error, model.upstreamVendor, target.guarded === true);
+      }
+      if (typeof inputTokens !== 'number' || !Number.isSafeInteger(inputTokens) || inputTokens < 0) {
+        throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered the token count without a count.`);
+      }
+      ctx.reply.json(200, { input_tokens: inputTokens });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
