@@ -325,7 +325,11 @@ async function messagesStream(ctx: ScenarioContext): Promise<ScenarioReport> {
       call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), pid: mockPid, settles: false,
     },
     anthropic_chat: { target: ctx.gateway, call: chatCall({ ...stream, model }), pid: gatewayPid, settles: true },
-    anthropic_messages: { target: { ...ctx.gateway, path: '/v1/messages' }, call: messagesCall({ ...stream, model }), pid: gatewayPid, settles: true },
+    // As an Anthropic SDK sends it: its headers, and the model by the vendor's name (the same body as direct).
+    anthropic_messages: {
+      target: { ...ctx.gateway, path: '/v1/messages', authHeaders: anthropicAuthHeaders(ctx.gateway.apiKey) },
+      call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), pid: gatewayPid, settles: true,
+    },
     openai_direct: { target: ctx.direct, call: openai.direct, pid: mockPid, settles: false },
     openai_chat: { target: ctx.gateway, call: openai.gateway, pid: gatewayPid, settles: true },
   }, {
