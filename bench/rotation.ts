@@ -28,6 +28,8 @@ export interface RotationPlan {
 export interface Rotation<Name extends string> {
   /** serverCpuUs: the serving process's CPU over the side's blocks, settle windows included. */
   readonly sides: Record<Name, SideResult>;
+  /** Each round's blocks, by side: how far a figure strays between rounds is the run's noise. */
+  readonly rounds: Record<Name, SideResult>[];
   /** Settle time included in the CPU figure of each side that settles. */
   readonly settleMs: number;
 }
@@ -45,7 +47,10 @@ export async function measureRotating<Name extends string>(sides: Record<Name, R
     for (const name of names) await load(name, plan.warmup);
     await sleep(SETTLE_MS);
     const results = new Map<Name, SideResult>(names.map((name) => [name, new SideResult()]));
+    const rounds: Record<Name, SideResult>[] = [];
     for (let round = 0; round < plan.rounds; round++) {
+      const blocks = {} as Record<Name, SideResult>;
+      rounds.push(blocks);
       const shift = round % names.length;
       for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
         const side = sides[name];
@@ -54,9 +59,10 @@ export async function measureRotating<Name extends string>(sides: Record<Name, R
         if (side.settles) await sleep(SETTLE_MS);
         result.serverCpuUs = processCpuMicros(side.pid) - before;
         results.get(name)!.merge(result);
+        blocks[name] = result;
       }
     }
-    return { sides: Object.fromEntries(results) as Record<Name, SideResult>, settleMs: SETTLE_MS * plan.rounds };
+    return { sides: Object.fromEntries(results) as Record<Name, SideResult>, rounds, settleMs: SETTLE_MS * plan.rounds };
   } finally {
     await Promise.all([...dispatchers.values()].map((d) => d.close()));
   }

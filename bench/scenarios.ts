@@ -5,7 +5,7 @@ import { compare, type Comparison } from './compare.js';
 import type { SideResult, Target } from './load.js';
 import { FAULTY_TARGET, HEALTHY_TARGET, POOLED_MODEL } from './routing-pool.js';
 import { measureRotating } from './rotation.js';
-import { percentile, ratio, round } from './stats.js';
+import { percentile, ratio, round, spread } from './stats.js';
 
 export interface ScenarioContext {
   readonly direct: Target;
@@ -365,6 +365,9 @@ async function messagesStream(ctx: ScenarioContext): Promise<ScenarioReport> {
   const openaiChatRatio = ratio(openaiChat.chunks_per_s, openaiDirect.chunks_per_s);
   const overChat = ratio(messagesRatio, chatRatio);
   const overOpenaiChat = ratio(messagesRatio, openaiChatRatio);
+  // The direct side cancels out of messages_over_chat (one direct side for both): per round it is
+  // /v1/messages' chunks per second over chat's, whose spread shows the run's noise.
+  const overChatByRound = r.rounds.map((blocks) => chunksOf(blocks.anthropic_messages) / blocks.anthropic_messages.seconds / (chunksOf(blocks.anthropic_chat) / blocks.anthropic_chat.seconds));
   const all = Object.values(r.sides);
   return {
     line: {
@@ -381,6 +384,7 @@ async function messagesStream(ctx: ScenarioContext): Promise<ScenarioReport> {
       // Gateway over direct, each against its own vendor's endpoint called directly.
       chunks_per_s_ratio: { anthropic_chat: chatRatio, anthropic_messages: messagesRatio, openai_chat: openaiChatRatio },
       messages_over_chat: overChat,
+      messages_over_chat_by_round: { ...spread(overChatByRound, 4), rounds: overChatByRound.map((value) => round(value, 4)) },
       messages_over_openai_chat: overOpenaiChat,
       messages_cpu_over_chat: ratio(messages.gateway_cpu_us_per_chunk_net_of_idle, anthropicChat.gateway_cpu_us_per_chunk_net_of_idle),
       targets: {
