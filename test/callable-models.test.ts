@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
-import { NOT_SERVED_TAG, SERVED_MEDIA_FAMILIES } from '../src/catalog/seed/index.js';
+import { NOT_SERVED_TAG, SERVED_EMBEDDING_FAMILIES, SERVED_MEDIA_FAMILIES } from '../src/catalog/seed/index.js';
+import { EMBEDDING_FAMILIES } from '../src/providers/embeddings/index.js';
 import { IMAGE_FAMILIES } from '../src/providers/image-families.js';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { AUDIO_ADAPTERS } from '../src/providers/audio/index.js';
@@ -46,6 +47,7 @@ t.test("the catalog's served media families are the adapters'", async (t) => {
   t.same([...SERVED_MEDIA_FAMILIES.image].sort(), Object.keys(IMAGE_FAMILIES).sort(), 'image');
   t.same([...SERVED_MEDIA_FAMILIES.video].sort(), Object.keys(VIDEO_ADAPTERS).sort(), 'video');
   t.same([...SERVED_MEDIA_FAMILIES.audio].sort(), Object.keys(AUDIO_ADAPTERS).sort(), 'audio');
+  t.same([...SERVED_EMBEDDING_FAMILIES].sort(), Object.keys(EMBEDDING_FAMILIES).sort(), 'embedding');
 });
 
 /** One valid call of `model` (its capabilities as the API shows them, snake_case): its path and body, and the task path to poll for tasks. */
@@ -56,6 +58,8 @@ function callOf(model: ModelRecord): { path: string; body: object; poll?: string
       return { path: 'chat/completions', body: { model: model.id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 } };
     case 'image':
       return { path: 'images/generations', body: { model: model.id, prompt: 'a red square', ...(caps.requires_image === true ? { image_urls: [PNG_URI] } : {}) } };
+    case 'embedding':
+      return { path: 'embeddings', body: { model: model.id, input: 'hi' } };
     case 'video':
       return { path: 'videos/generations', body: { model: model.id, ...VIDEO_BODIES[String(caps.profile)] }, poll: 'videos/generations' };
     default: {
@@ -80,7 +84,7 @@ t.test('every active model answers one valid call', async (t) => {
     if (body.data.length === 0 || models.length >= body.total) break;
   }
   const active = models.filter((model) => model.is_active && model.alias_of === null);
-  for (const modality of ['chat', 'image', 'video', 'audio']) t.ok(active.some((model) => model.modality === modality), `some ${modality} model is active`);
+  for (const modality of ['chat', 'image', 'video', 'audio', 'embedding']) t.ok(active.some((model) => model.modality === modality), `some ${modality} model is active`);
   t.notOk(active.some((model) => model.tags.includes(NOT_SERVED_TAG)), 'no active model is tagged as not served');
 
   const failures: string[] = [];

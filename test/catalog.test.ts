@@ -33,7 +33,7 @@ t.test('the seed: 18 providers, every active chat model servable, every modality
     t.ok((VENDORS as readonly string[]).includes(m.upstream_vendor), `${m.id} vendor ${m.upstream_vendor}`);
     t.ok(prices.some((p) => p.model_id === m.id && p.component === 'input_token'), `${m.id} priced`);
   }
-  for (const modality of ['chat', 'image', 'video', 'audio']) t.ok(models.some((m) => m.modality === modality && m.is_active), modality);
+  for (const modality of ['chat', 'image', 'video', 'audio', 'embedding']) t.ok(models.some((m) => m.modality === modality && m.is_active), modality);
   t.ok(new Set(models.map((m) => m.provider)).size >= 17, 'providers are spread across the catalog');
 });
 
@@ -128,7 +128,7 @@ t.test('pagination: bounds and totals', async (t) => {
 
 t.test('bad queries are 400s naming the parameter', async (t) => {
   const cases: [string, string, RegExp][] = [
-    ['task=music', 'task', /'music'.*chat, image, video, audio/],
+    ['task=music', 'task', /'music'.*chat, image, video, audio, embedding/],
     ['task=video&task=Video', 'task', /'Video'/],
     ['provider=Acme', 'provider', /'Acme'.*OpenAI.*Suno/],
     ['provider=openai', 'provider', /'openai'/],
@@ -173,7 +173,7 @@ t.test('popular', async (t) => {
   t.equal(res.status, 200);
   t.ok(res.body.data.length >= 10);
   t.ok(res.body.data.every((m: any) => m.is_popular && m.is_active && m.alias_of === null));
-  t.same(new Set(res.body.data.map((m: any) => m.modality)), new Set(['chat', 'image', 'video', 'audio']));
+  t.same(new Set(res.body.data.map((m: any) => m.modality)), new Set(['chat', 'image', 'video', 'audio', 'embedding']));
 });
 
 const line = (record: any, component: string, tier = '') => record.prices.find((p: any) => p.component === component && p.tier === tier);

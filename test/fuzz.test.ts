@@ -367,6 +367,7 @@ interface Catalog {
   readonly video: readonly { id: string; profile: string }[];
   readonly speech: readonly string[];
   readonly music: readonly string[];
+  readonly embedding: readonly string[];
   readonly all: readonly string[];
 }
 
@@ -497,6 +498,20 @@ function templates(catalog: Catalog, ownMedia: readonly string[]) {
     user: short,
   }, ['model', 'prompt'], 3);
 
+  const embeddings = fieldsOf({
+    model: modelOf(catalog.embedding, catalog),
+    input: fc.oneof(
+      { weight: 4, arbitrary: short },
+      { weight: 2, arbitrary: fc.array(short, { minLength: 1, maxLength: 3 }) as fc.Arbitrary<Json> },
+      { weight: 1, arbitrary: fc.array(fc.integer({ min: -1, max: 100_300 }), { maxLength: 4 }) as fc.Arbitrary<Json> },
+      { weight: 1, arbitrary: fc.array(fc.array(fc.integer({ min: 0, max: 100_257 }), { maxLength: 3 }), { maxLength: 3 }) as fc.Arbitrary<Json> },
+      { weight: 1, arbitrary: anything },
+    ),
+    encoding_format: fc.constantFrom('float', 'base64', 'hex', null),
+    dimensions: fc.oneof(fc.constantFrom(64, 256, 768, 1024, 1536, 3072, 4096, 0, -1), fc.double()) as fc.Arbitrary<Json>,
+    user: short,
+  }, ['model', 'input'], 2);
+
   // Per profile, the fields it takes (README "Video profiles"): a valid body is one of those.
   const VIDEO_FIELDS: Record<string, readonly string[]> = {
     'R2V-A': ['prompt', 'negative_prompt', 'image_urls', 'video_urls', 'size', 'resolution', 'aspect_ratio', 'duration', 'shot_type', 'audio', 'watermark', 'seed'],
@@ -579,7 +594,7 @@ function templates(catalog: Catalog, ownMedia: readonly string[]) {
   };
   const byokCreate = fc.record({ provider: fc.constantFrom('openai', 'anthropic', 'google', 'OpenAI'), ...byokFields }, { requiredKeys: ['provider', 'label'] }) as fc.Arbitrary<Fields>;
   const byokUpdate = fc.record(byokFields, { requiredKeys: [] }) as fc.Arbitrary<Fields>;
-  return { chat, responses, images, videos, speech, music, apiKeyCreate, apiKeyUpdate, byokCreate, byokUpdate };
+  return { chat, responses, images, embeddings, videos, speech, music, apiKeyCreate, apiKeyUpdate, byokCreate, byokUpdate };
 }
 
 function routes(catalog: Catalog, ids: RealIds, gatewayUrl: string): RouteSpec[] {
@@ -633,6 +648,7 @@ function routes(catalog: Catalog, ids: RealIds, gatewayUrl: string): RouteSpec[]
     json('/v1/chat/completions', 16, 'key', tpl.chat),
     json('/v1/responses', 9, 'key', tpl.responses),
     json('/v1/images/generations', 5, 'key', tpl.images),
+    json('/v1/embeddings', 4, 'key', tpl.embeddings),
     json('/v1/videos/generations', 8, 'key', tpl.videos),
     read('/v1/videos/generations', 1, 'key', pageQuery.map((q) => `/v1/videos/generations${q}`)),
     read('/v1/videos/generations/:id', 1, 'key', taskId.map((id) => `/v1/videos/generations/${id}`)),
@@ -798,6 +814,7 @@ async function catalogOf(jwt: string): Promise<Catalog> {
       .map((record) => ({ id: record.id as string, profile: record.capabilities.profile as string })),
     speech: of('audio', (record) => record.capabilities?.task === 'speech'),
     music: of('audio', (record) => record.capabilities?.task !== 'speech'),
+    embedding: of('embedding'),
     all: records.map((record) => record.id as string),
   };
 }

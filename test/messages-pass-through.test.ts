@@ -58,18 +58,21 @@ t.test('an error event or an early end is a failed call: nothing charged, and th
   t.equal(out, failed, 'the upstream\'s error event reaches the client as sent');
   t.equal(relay.usage?.completionTokens, 0, 'zero usage');
   t.equal(relay.usage?.promptTokens, 0);
+  t.equal(relay.failure, 'upstream_error', 'a failed call');
 
   relay = new AnthropicPassThroughRelay();
   ({ out } = relayAll(relay, Buffer.from(head), 9));
   t.ok(out.startsWith(head));
   t.match(out.slice(head.length), /^event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"The upstream stream ended/, 'an error event is added');
   t.equal(relay.usage?.completionTokens, 0, 'zero usage');
+  t.equal(relay.failure, 'upstream_stream_broken');
 
   const unstopped = STREAM.slice(0, STREAM.indexOf('event: message_stop'));
   relay = new AnthropicPassThroughRelay();
   ({ out } = relayAll(relay, Buffer.from(unstopped), 11));
   t.equal(out, `${unstopped}event: message_stop\ndata: {"type":"message_stop"}\n\n`, 'a stream cut after its final usage is closed');
   t.equal(relay.usage?.completionTokens, 12, 'and charged its usage');
+  t.equal(relay.failure, undefined);
 });
 
 t.test('an endless event breaks the stream', async (t) => {

@@ -89,8 +89,13 @@ for (const model of MODELS) {
     const { key } = await gateway.user(user, '20');
     const client = anthropicClient(key, 'authToken');
     const question: Anthropic.MessageParam = { role: 'user', content: `What is the weather in Paris? ${user} [[mock tool=get_weather]]` };
-    const first = await client.messages.create({ model: model.id, max_tokens: 400, tools: [WEATHER], messages: [question] });
+    const { data: first, response: firstResponse } = await client.messages.create({ model: model.id, max_tokens: 400, tools: [WEATHER], messages: [question] }).withResponse();
     t.equal(first.stop_reason, 'tool_use');
+    const { response: chatResponse } = await openAiClient(key).chat.completions.create({
+      model: model.id, max_tokens: 400, messages: [{ role: 'user', content: question.content as string }],
+      tools: [{ type: 'function', function: { name: WEATHER.name, description: WEATHER.description!, parameters: WEATHER.input_schema } }],
+    }).withResponse();
+    t.equal(await chargeOf(user, firstResponse.headers.get('x-request-id')), await chargeOf(user, chatResponse.headers.get('x-request-id')), 'a tool call is charged as the same chat call');
     const call = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
     t.ok(call, 'a tool_use block');
     t.equal(call?.name, 'get_weather');
@@ -127,7 +132,11 @@ for (const model of MODELS) {
     const client = anthropicClient(key);
     const question: Anthropic.MessageParam = { role: 'user', content: `Think first ${user} [[mock reasoning=5 chunks=3]]` };
     const thinking = { type: 'enabled', budget_tokens: 4096 } as const;
-    const first = await client.messages.create({ model: model.id, max_tokens: 8192, thinking, messages: [question] });
+    const { data: first, response: firstResponse } = await client.messages.create({ model: model.id, max_tokens: 8192, thinking, messages: [question] }).withResponse();
+    const { response: chatResponse } = await openAiClient(key).chat.completions.create({
+      model: model.id, max_completion_tokens: 8192, reasoning_effort: 'low', messages: [{ role: 'user', content: question.content as string }],
+    }).withResponse();
+    t.equal(await chargeOf(user, firstResponse.headers.get('x-request-id')), await chargeOf(user, chatResponse.headers.get('x-request-id')), 'thinking is charged as the same chat call at the matching effort');
     const block = first.content.find((b): b is Anthropic.ThinkingBlock => b.type === 'thinking');
     t.ok(block, 'a thinking block');
     t.ok(block && block.thinking.length > 0, 'with the thinking text');
@@ -230,4 +239,22 @@ t.test('count_tokens: exact through Anthropic\'s endpoint, an estimate elsewhere
   const money = await leasesClosed(gateway, 'msg-count');
   t.equal(money.usageTransactions, 0, 'not charged');
   t.equal(money.held, 0n);
+});
+
+t.test('fallback models: Anthropic names resolve, and only an all-Anthropic chain passes what chat families refuse', async (t) => {
+  const { key } = await gateway.user('msg-chain', '5');
+  const client = anthropicClient(key);
+  const body = (models: string[]) => ({ model: 'claude-sonnet-4-5', models, max_tokens: 20, top_k: 5, messages: [{ role: 'user' as const, content: `Hi msg-chain ${models.join()} [[mock chunks=1]]` }] });
+  const passed = await client.messages.create(body(['claude-haiku-4-5-20251001']) as Anthropic.MessageCreateParamsNonStreaming);
+  t.equal(passed.type, 'message', 'an all-Anthropic chain passes top_k through');
+  const sent = upstreamWith('msg-chain claude-haiku').at(-1)!.body as Record<string, unknown>;
+  t.equal(sent.top_k, 5);
+  t.notOk('models' in sent, 'the gateway\'s fallback list is not sent to Anthropic');
+  try {
+    await client.messages.create(body(['openai/gpt-4o-mini']) as Anthropic.MessageCreateParamsNonStreaming);
+    t.fail('a chain with a translated model took top_k');
+  } catch (error) {
+    t.ok(error instanceof Anthropic.BadRequestError, 'a chain that may reach a translated model refuses what it cannot take');
+    t.match((error as InstanceType<typeof Anthropic.APIError>).error, { error: { param: 'top_k' } });
+  }
 });

@@ -26,6 +26,25 @@ t.test('passes events through with the gateway model id and finds usage', async 
   t.equal(out.split('\n\n').length - 1, 5, 'one event out per event in');
 });
 
+t.test('an error object mid-stream is a failed call: passed on, usage zero, a later usage ignored', async (t) => {
+  const error = `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error' } })}\n\n`;
+  const quoted = delta('He said "error" twice: {"error": 1}');
+  for (const size of [1, 5, 1000]) {
+    const whole = [quoted, delta(' b'), error, usageChunk].join('');
+    const pieces: string[] = [];
+    for (let i = 0; i < whole.length; i += size) pieces.push(whole.slice(i, i + size));
+    const relay = new OpenAiStreamRelay('m/x', true);
+    const out = relayAll(relay, pieces);
+    t.ok(out.includes(error), `the error passes on as it came (pieces of ${size})`);
+    t.same(relay.usage, { promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }, 'zero usage: nothing charged');
+    t.equal(relay.failure, 'upstream_error', 'a failed call (logged 502)');
+  }
+  const relay = new OpenAiStreamRelay('m/x', true);
+  relayAll(relay, [quoted, usageChunk]);
+  t.equal(relay.usage?.completionTokens, 3, '"error" inside generated text is text, not a failure');
+  t.equal(relay.failure, undefined);
+});
+
 t.test('events split across chunks at any byte are reassembled', async (t) => {
   const whole = [delta(' hello'), delta(' world'), usageChunk, 'data: [DONE]\n\n'].join('');
   for (const size of [1, 2, 7, 33, 100]) {

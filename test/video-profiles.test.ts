@@ -15,7 +15,7 @@ import type { MediaModel } from '../src/catalog/model.js';
 const ROWS = catalogRows();
 const modelOf = (id: string): MediaModel => {
   const row = ROWS.models.find((m) => m.id === id);
-  if (!row || row.modality === 'chat') throw new Error(`no media model ${id} in the seed`);
+  if (!row || row.modality === 'chat' || row.modality === 'embedding') throw new Error(`no media model ${id} in the seed`);
   const capabilities = Object.freeze(row.capabilities);
   return {
     id: row.id, name: row.name, provider: row.provider, modality: row.modality, family: row.family,

@@ -1,12 +1,12 @@
 import type { Admission, Admitted } from '../admission/admission.js';
 import type { CatalogModel, TokenPrices } from '../catalog/model.js';
 import type { LedgerEvent } from '../ledger/event.js';
-import type { NormalizedUsage } from '../providers/usage.js';
+import { NO_USAGE, type NormalizedUsage } from '../providers/usage.js';
 import { tokenCostNano } from './pricing.js';
 import { log } from '../log.js';
 import { ApiError } from '../http/errors.js';
 
-export const NO_USAGE: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
+export { NO_USAGE };
 
 /** Metrics of what a settled call used and was charged. */
 export type UsageRecorder = (modelId: string, usage: NormalizedUsage, chargedNano: bigint) => void;

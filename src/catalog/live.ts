@@ -12,8 +12,8 @@ export class LiveCatalog {
 
   static async open(sql: AnySql, onRefreshError: (error: unknown) => void): Promise<LiveCatalog> {
     const load = async () => {
-      const { chat, media } = await loadCallableModels(sql);
-      return new CatalogSnapshot(chat, media);
+      const { chat, media, embedding } = await loadCallableModels(sql);
+      return new CatalogSnapshot(chat, media, embedding);
     };
     const live = new LiveCatalog(await load());
     live.timer = setInterval(() => {

@@ -1,6 +1,8 @@
 /** Upstream wire families; adapters live in src/providers/<family>/. */
 export type Family = 'openai' | 'anthropic' | 'gemini';
 export type Modality = 'chat' | 'image' | 'video' | 'audio';
+/** The spec's four modalities plus `embedding`, this gateway's extension (POST /v1/embeddings). */
+export type CatalogModality = Modality | 'embedding';
 
 export interface ChatCapabilities {
   readonly reasoning: boolean;
@@ -86,6 +88,36 @@ export interface MediaModel {
   readonly upstreamModel: string;
   readonly capabilities: Readonly<Record<string, unknown>>;
   readonly sheet: PriceSheet;
+}
+
+/**
+ * What an embedding model takes (POST /v1/embeddings): its vector length, the `dimensions` it can be
+ * asked for (a range, or the discrete sizes a vendor allows; neither: `dimensions` is refused), the
+ * inputs one call may carry, and whether it takes token arrays (token ids of `tokenizer`, below
+ * `maxTokenId`, at most `maxInputTokens` per input).
+ */
+export interface EmbeddingCapabilities {
+  readonly dimensions: number;
+  readonly dimensionsRange?: readonly [number, number];
+  readonly dimensionsChoices?: readonly number[];
+  readonly maxInputs: number;
+  readonly maxInputTokens: number;
+  readonly tokenInput: boolean;
+  readonly maxTokenId?: number;
+}
+
+/** An embedding model as the call path reads it: priced per input token (its `prices.input`). */
+export interface EmbeddingModel {
+  readonly id: string;
+  readonly name: string;
+  readonly provider: string;
+  readonly modality: 'embedding';
+  /** The upstream embeddings API family (`openai-embeddings`, `gemini-embeddings`): the translator that speaks it. */
+  readonly family: string;
+  readonly upstreamVendor: string;
+  readonly upstreamModel: string;
+  readonly capabilities: EmbeddingCapabilities;
+  readonly prices: TokenPrices;
 }
 
 /** "0.075" USD per 1M -> 75_000_000n nano-USD per 1M, exactly (no float on the way). */

@@ -31,4 +31,7 @@ export const CATALOG_VENDORS: readonly Vendor[] = Object.freeze([
 ].map((vendor) => Object.freeze(vendor)));
 
 export const PROVIDER_NAMES: readonly string[] = Object.freeze(CATALOG_VENDORS.map((vendor) => vendor.name));
+/** The spec's four modalities. */
 export const MODALITIES = Object.freeze(['chat', 'image', 'video', 'audio'] as const);
+/** What a catalog model's `modality` (and the `task` filter) may be: the spec's four and `embedding`, this gateway's extension. */
+export const CATALOG_MODALITIES = Object.freeze([...MODALITIES, 'embedding'] as const);

@@ -8,6 +8,7 @@ import { chatCompletions } from './routes/chat-completions.js';
 import { RESPONSES_OUTPUT } from './routes/responses.js';
 import { MESSAGES_OUTPUT, countMessageTokens } from './routes/messages.js';
 import { imageGenerations } from './routes/images.js';
+import { embeddings } from './routes/embeddings.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { billingRoutes } from './routes/billing.js';
 import { billingAlertRoutes } from './routes/billing-alerts.js';
@@ -75,6 +76,7 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .post('/v1/messages', paid((ctx) => chat(ctx, MESSAGES_OUTPUT)), { admitted: true, anthropic: true })
     .post('/v1/messages/count_tokens', countMessageTokens(services), { anthropic: true })
     .post('/v1/images/generations', paid(imageGenerations(services)), admitted)
+    .post('/v1/embeddings', paid(embeddings(services)), admitted)
     .post('/v1/videos/generations', paid(videos.submit), admitted)
     .get('/v1/videos/generations', videos.list)
     .get('/v1/videos/generations/:id', videos.get)

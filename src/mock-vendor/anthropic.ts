@@ -115,6 +115,7 @@ const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 export function anthropicOnVertex(req: http.IncomingMessage, exchange: MockExchange, behaviour: MockBehaviour, faults: FaultBook, readBody: ReadBody, tokenValid: (authorization: string | undefined) => boolean): void {
   const record = exchange.record;
   record.id = randomId('msg_vrtx_', 24);
+  recordAnthropicHeaders(record, req);
   const [, model, method] = VERTEX_CLAUDE_PATH.exec(record.path)!;
   record.stream = method === 'streamRawPredict';
   readBody(req, (err, text) => {

@@ -1,5 +1,5 @@
 // The mock upstream vendor: an OpenAI Chat Completions endpoint on node:http (the other wire
-// formats live in their own files), steered per request by `[[mock ...]]` directives and per
+// formats live in their own files, embeddings.ts the embeddings endpoints), steered per request by `[[mock ...]]` directives and per
 // credential by its faults (faults.ts). Built to be cheap per request (the benchmark runs it next
 // to the gateway on a small machine): no logging, no per-chunk JSON.stringify, keep-alive on.
 import http from 'node:http';
@@ -15,6 +15,7 @@ import { endMidBody, resetConnection } from './connection.js';
 import { FaultBook, bearerToken, cutPoint, playFault, retryAfterHeader, type FaultCounts, type MockFault, type MockFaults } from './faults.js';
 import { FILES_PREFIX, FileStore, serveFile } from './files.js';
 import { imageEndpoint, openaiImages } from './images.js';
+import { embeddingsEndpoint, geminiEmbeddings, openaiEmbeddings } from './embeddings.js';
 import { BEDROCK_PATH, MockCloud, TOKEN_PATH, type MockCloudOptions } from './cloud.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
 import { randomId } from './ids.js';
@@ -147,6 +148,9 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   };
   log.add(record);
   const exchange = new Exchange(res, record);
+  const embeddings = req.method === 'POST' ? embeddingsEndpoint(path) : undefined;
+  if (embeddings === 'openai') return openaiEmbeddings(req, exchange, behaviour, faults, readBody);
+  if (embeddings === 'gemini') return geminiEmbeddings(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody);
   if (VideoTasks.handles(path)) return videos.route(req, res, exchange, faults, path, readBody);
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody, images);

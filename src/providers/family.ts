@@ -102,6 +102,12 @@ export interface ChatStreamRelay {
    * stream's first bytes never wait for the settlement; without it, the whole push waits.
    */
   readonly usageEventAt?: number | undefined;
+  /**
+   * Set once the upstream reported in its stream that the call failed (an error event, an end before
+   * its final message): the code the call is logged with, as a 502. The stream goes on to its end,
+   * with the error event the client needs; the call is charged nothing.
+   */
+  readonly failure?: string | undefined;
   /** Takes an upstream chunk; returns the bytes to send to the client now (complete SSE events only). */
   push(chunk: Buffer): Buffer | undefined;
   /** The upstream ended: whatever is left to send (for translated families the usage chunk and `data: [DONE]`). */

@@ -7,6 +7,9 @@ export interface NormalizedUsage {
   readonly reasoningTokens: number;
 }
 
+/** No tokens: the usage of a call that failed (nothing charged). */
+export const NO_USAGE: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
+
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
 
 /** Reads an OpenAI-shaped usage object (also DeepSeek's cache-hit fields and cache-write fields where present). */

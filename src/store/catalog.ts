@@ -1,5 +1,5 @@
 import type { AnySql, Sql } from './db.js';
-import type { CatalogModel, ChatCapabilities, Family, MediaModel, Modality } from '../catalog/model.js';
+import type { CatalogModality, CatalogModel, ChatCapabilities, EmbeddingCapabilities, EmbeddingModel, Family, MediaModel } from '../catalog/model.js';
 import type { CatalogRows } from '../catalog/seed/index.js';
 import { priceSheetFromRows, tokenPricesOf, type StoredPriceRow } from '../billing/price-sheet.js';
 
@@ -58,7 +58,7 @@ export async function syncCatalog(sql: Sql, rows: CatalogRows): Promise<{ models
 }
 
 interface ModelRow {
-  id: string; name: string; provider: string; modality: Modality; description: string; tags: string[];
+  id: string; name: string; provider: string; modality: CatalogModality; description: string; tags: string[];
   family: Family; upstream_vendor: string; upstream_model: string; capabilities: ChatCapabilities;
   is_popular: boolean; is_active: boolean; prices: StoredPriceRow[] | null;
 }
@@ -69,7 +69,13 @@ interface ModelRow {
  * `<task>_generate.<name>` alias that points at it (a call naming an alias is served, priced and
  * answered as the model).
  */
-export async function loadCallableModels(sql: AnySql): Promise<{ chat: Map<string, CatalogModel>; media: Map<string, MediaModel> }> {
+export interface CallableModels {
+  chat: Map<string, CatalogModel>;
+  media: Map<string, MediaModel>;
+  embedding: Map<string, EmbeddingModel>;
+}
+
+export async function loadCallableModels(sql: AnySql): Promise<CallableModels> {
   const rows = await sql<(ModelRow & { alias_of: string | null })[]>`
     select m.id, m.name, m.provider, m.modality, m.description, m.tags, m.family, m.upstream_vendor, m.upstream_model,
            m.capabilities, m.is_popular, m.is_active, m.alias_of,
@@ -80,6 +86,7 @@ export async function loadCallableModels(sql: AnySql): Promise<{ chat: Map<strin
     where m.is_active`;
   const chat = new Map<string, CatalogModel>();
   const media = new Map<string, MediaModel>();
+  const embedding = new Map<string, EmbeddingModel>();
   for (const row of rows) {
     if (row.alias_of !== null) continue;
     const capabilities = Object.freeze(row.capabilities as unknown as Record<string, unknown>);
@@ -91,6 +98,8 @@ export async function loadCallableModels(sql: AnySql): Promise<{ chat: Map<strin
         capabilities: capabilities as unknown as ChatCapabilities, isPopular: row.is_popular, isActive: row.is_active,
         prices: tokenPricesOf(sheet),
       }));
+    } else if (row.modality === 'embedding') {
+      embedding.set(row.id, Object.freeze({ ...common, modality: 'embedding', capabilities: capabilities as unknown as EmbeddingCapabilities, prices: tokenPricesOf(sheet) }));
     } else {
       media.set(row.id, Object.freeze({ ...common, modality: row.modality, capabilities, sheet }));
     }
@@ -102,12 +111,12 @@ export async function loadCallableModels(sql: AnySql): Promise<{ chat: Map<strin
     const mediaTarget = media.get(row.alias_of);
     if (mediaTarget) media.set(row.id, mediaTarget);
   }
-  return { chat, media };
+  return { chat, media, embedding };
 }
 
 /** A catalog entry as the catalog API reads it. */
 export interface CatalogEntryRow {
-  id: string; name: string; provider: string; modality: Modality; description: string; tags: string[];
+  id: string; name: string; provider: string; modality: CatalogModality; description: string; tags: string[];
   capabilities: Record<string, unknown>; alias_of: string | null; is_popular: boolean; is_active: boolean;
   status: string; retired_at: string | null; created_at: Date; updated_at: Date;
 }
@@ -159,7 +168,7 @@ export async function popularModels(sql: AnySql): Promise<CatalogEntryRow[]> {
   return sql<CatalogEntryRow[]>`
     select ${ENTRY_COLUMNS(sql)} from models m
     where m.is_active and m.is_popular and m.alias_of is null
-    order by array_position(array['chat', 'image', 'video', 'audio'], m.modality), m.provider, m.name`;
+    order by array_position(array['chat', 'image', 'video', 'audio', 'embedding'], m.modality), m.provider, m.name`;
 }
 
 /** Active current models (no aliases), for `/v1/models`. */

@@ -1,17 +1,18 @@
-import { usdToNano, type Modality } from '../model.js';
-import { CATALOG_VENDORS, MODALITIES } from '../vendors.js';
+import { usdToNano, type CatalogModality, type Modality } from '../model.js';
+import { CATALOG_MODALITIES, CATALOG_VENDORS } from '../vendors.js';
 import { COMPONENT_UNITS, checkTier } from '../price-record.js';
 import { VENDORS } from '../../config.js';
 import { CHAT_MODELS, type ChatSeed } from './chat.js';
 import { IMAGE_MODELS } from './image.js';
 import { VIDEO_MODELS } from './video.js';
 import { AUDIO_MODELS } from './audio.js';
+import { EMBEDDING_MODELS, type EmbeddingSeed } from './embedding.js';
 import { ALIASES } from './aliases.js';
 import type { AliasSeed, Confidence, Lifecycle, MediaSeed } from './types.js';
 
 /** A `models` row as the sync writes it. */
 export interface ModelSeedRow {
-  id: string; name: string; provider: string; modality: Modality; description: string; tags: string[];
+  id: string; name: string; provider: string; modality: CatalogModality; description: string; tags: string[];
   family: string; upstream_vendor: string; upstream_model: string; capabilities: Record<string, unknown>;
   alias_of: string | null; is_popular: boolean; is_active: boolean; status: Lifecycle; retired_at: string | null; source: string;
 }
@@ -39,6 +40,9 @@ export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, r
   video: ['dashscope', 'vidu', 'modelark'],
   audio: ['openai-audio', 'elevenlabs', 'minimax'],
 });
+
+/** The embeddings API families this gateway speaks (src/providers/embeddings/index.ts; test/embeddings.test.ts keeps them equal). */
+export const SERVED_EMBEDDING_FAMILIES: readonly string[] = ['openai-embeddings', 'openai-compatible-embeddings', 'gemini-embeddings'];
 
 /** Tag of a model listed inactive because no adapter here speaks its vendor's API yet. */
 export const NOT_SERVED_TAG = 'not-served-yet';
@@ -76,6 +80,23 @@ function chatRows(seed: ChatSeed): { model: ModelSeedRow; prices: PriceSeedRow[]
     prices: tiers.flatMap(([tier, prices]) => CHAT_COMPONENTS.map(([component, field]) => ({
       model_id: seed.id, component, tier, nano_usd_per_million: usdToNano(prices[field]).toString(), list_nano_usd_per_million: null, confidence,
     }))),
+  };
+}
+
+/** An embedding model: one `input_token` price line; listed inactive (tagged) when no translator here speaks its family. */
+function embeddingRows(seed: EmbeddingSeed): { model: ModelSeedRow; prices: PriceSeedRow[] } {
+  const served = SERVED_EMBEDDING_FAMILIES.includes(seed.family) && (VENDORS as readonly string[]).includes(seed.upstreamVendor);
+  return {
+    model: {
+      id: seed.id, name: seed.name, provider: seed.provider, modality: 'embedding', description: seed.description,
+      tags: served ? [...seed.tags] : [...seed.tags, NOT_SERVED_TAG],
+      family: seed.family, upstream_vendor: seed.upstreamVendor, upstream_model: seed.upstreamModel, capabilities: { ...seed.capabilities },
+      alias_of: null, is_popular: seed.isPopular, is_active: (seed.isActive ?? true) && served, status: seed.status ?? 'active', retired_at: null, source: seed.source,
+    },
+    prices: [{
+      model_id: seed.id, component: 'input_token', tier: '', nano_usd_per_million: usdToNano(seed.usdPerMillionInput).toString(),
+      list_nano_usd_per_million: null, confidence: seed.confidence,
+    }],
   };
 }
 
@@ -129,14 +150,14 @@ function unconfigured(model: ModelSeedRow): ModelSeedRow {
  * tiers, aliases. Models of `unconfiguredVendors` (upstream vendor names) are listed inactive.
  */
 export function catalogRows(unconfiguredVendors: ReadonlySet<string> = new Set()): CatalogRows {
-  const built = [...CHAT_MODELS.map(chatRows), ...[...IMAGE_MODELS, ...VIDEO_MODELS, ...AUDIO_MODELS].map(mediaRows)]
+  const built = [...CHAT_MODELS.map(chatRows), ...[...IMAGE_MODELS, ...VIDEO_MODELS, ...AUDIO_MODELS].map(mediaRows), ...EMBEDDING_MODELS.map(embeddingRows)]
     .map(({ model, prices }) => ({ model: model.is_active && unconfiguredVendors.has(model.upstream_vendor) ? unconfigured(model) : model, prices }));
   const models = new Map<string, ModelSeedRow>();
   for (const { model } of built) {
     const vendor = CATALOG_VENDORS.find((v) => v.name === model.provider);
     if (!vendor) throw new Error(`model ${model.id}: unknown provider ${model.provider}`);
     if (!model.id.startsWith(`${vendor.slug}/`)) throw new Error(`model ${model.id}: id must start with ${vendor.slug}/`);
-    if (!(MODALITIES as readonly string[]).includes(model.modality)) throw new Error(`model ${model.id}: bad modality`);
+    if (!(CATALOG_MODALITIES as readonly string[]).includes(model.modality)) throw new Error(`model ${model.id}: bad modality`);
     if (model.retired_at !== null && !DATE.test(model.retired_at)) throw new Error(`model ${model.id}: bad retiredAt`);
     if (models.has(model.id)) throw new Error(`model ${model.id}: listed twice`);
     models.set(model.id, model);

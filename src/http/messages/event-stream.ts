@@ -3,10 +3,11 @@ import type { ChatStreamRelay } from '../../providers/family.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import type { OutputRelay } from '../routes/chat-completions.js';
 import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
+import { NO_USAGE } from '../../billing/metered-call.js';
 import { ThinkingSignature, anthropicUsage, stopReasonOf, toolUseIdOf, type MessageMeta } from './message-object.js';
 import { anthropicErrorEvent, anthropicTypeOfChatError } from './errors.js';
+import { ChunkRenderer, chatChunksOf } from '../chat-chunks.js';
 
-const EVENT_BOUNDARY = /\r?\n\r?\n/;
 /** Characters a block counts for itself besides its text, so blocks without text are bounded too. */
 const BLOCK_OVERHEAD_CHARS = 16;
 
@@ -24,10 +25,11 @@ interface OpenBlock {
  * `content_block_start`, its deltas (`thinking_delta` then a `signature_delta` | `text_delta` |
  * `input_json_delta`), `content_block_stop`; once the call is settled (`end`), `message_delta`
  * (stop_reason and the whole usage) and `message_stop`. An error the family reports in the stream
- * becomes an `error` event, and nothing follows it. Nothing is kept but the open block, yet what
- * the blocks carry is bounded as in ResponsesEventRelay (`maxGeneratedChars`): past it the stream breaks.
+ * becomes an `error` event, and nothing follows it: the call failed, its usage is zero (not charged).
+ * Nothing is kept but the open block, yet what the blocks carry is bounded as in ResponsesEventRelay
+ * (`maxGeneratedChars`): past it the stream breaks.
  */
-export class MessagesEventRelay implements OutputRelay {
+export class MessagesEventRelay extends ChunkRenderer implements OutputRelay {
   private started = false;
   /** An error event went out: the stream is over for the client. */
   private failed = false;
@@ -37,24 +39,20 @@ export class MessagesEventRelay implements OutputRelay {
   private toolCalls = 0;
   private finishReason: unknown;
   private emittedChars = 0;
+  /** The upstream reported an error mid-stream: a failed call, settled at zero whatever the family counted. */
+  private upstreamFailed = false;
 
   /** `maxGeneratedChars`: the call's output allowance at MAX_CHARS_PER_TOKEN (AnswerOptions.maxGeneratedChars). */
-  constructor(private readonly inner: ChatStreamRelay, private readonly meta: MessageMeta, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {}
-
-  get usage(): NormalizedUsage | undefined {
-    return this.inner.usage;
+  constructor(inner: ChatStreamRelay, private readonly meta: MessageMeta, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
+    super(inner);
   }
 
-  generatedText(): string {
-    return this.inner.generatedText();
+  override get usage(): NormalizedUsage | undefined {
+    return this.upstreamFailed ? NO_USAGE : this.inner.usage;
   }
 
-  push(chunk: Buffer): Buffer | undefined {
-    return this.translate(this.inner.push(chunk));
-  }
-
-  flush(): Buffer | undefined {
-    return this.translate(this.inner.flush());
+  override get failure(): string | undefined {
+    return this.inner.failure ?? (this.upstreamFailed ? 'upstream_error' : undefined);
   }
 
   /** The upstream ended and the call is settled: the open block closes, then `message_delta` and `message_stop`. */
@@ -93,24 +91,16 @@ export class MessagesEventRelay implements OutputRelay {
     return this.event('message_start', { message }) + this.event('ping', {});
   }
 
-  private translate(bytes: Buffer | undefined): Buffer | undefined {
+  protected translate(bytes: Buffer | undefined): Buffer | undefined {
     if (this.failed) return undefined;
     let out = this.start();
+    // `[DONE]` is left out: the message stops in `end`.
     if (bytes && bytes.length > 0) {
-      for (const event of bytes.toString('utf8').split(EVENT_BOUNDARY)) {
-        const dataAt = event.indexOf('data:');
-        if (dataAt === -1) continue;
-        const payload = event.slice(dataAt + 5).trim();
-        if (!payload.startsWith('{')) continue; // `[DONE]`: the message stops in `end`
-        let chunk: { choices?: { delta?: Record<string, any>; finish_reason?: unknown }[]; error?: { message?: unknown; type?: unknown; code?: unknown } };
-        try {
-          chunk = JSON.parse(payload);
-        } catch {
-          continue;
-        }
+      for (const chunk of chatChunksOf(bytes)) {
         if (chunk.error && typeof chunk.error === 'object') {
           // The family failed mid-stream (sseErrorEvent, or the upstream's own error passed through).
           this.failed = true;
+          this.upstreamFailed = true;
           const message = typeof chunk.error.message === 'string' ? chunk.error.message : 'The upstream failed mid-stream.';
           return Buffer.from(out + anthropicErrorEvent(anthropicTypeOfChatError(chunk.error), message));
         }

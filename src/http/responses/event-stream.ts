@@ -3,8 +3,8 @@ import type { ChatStreamRelay } from '../../providers/family.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
 import { functionCallItemId, messageItemId, responseObject, statusOf, type FunctionCallItem, type MessageItem, type OutputItem, type ResponseMeta } from './response-object.js';
+import { ChunkRenderer, chatChunksOf } from '../chat-chunks.js';
 
-const EVENT_BOUNDARY = /\r?\n\r?\n/;
 
 /**
  * Wraps a family's relay (which keeps doing the billing work: usage, generated text) and turns the
@@ -17,7 +17,7 @@ const EVENT_BOUNDARY = /\r?\n\r?\n/;
  * The items are kept whole for the closing events, so what they hold is bounded (`maxKeptChars`): an
  * upstream streaming past it breaks the stream, which then ends with an `error` event.
  */
-export class ResponsesEventRelay implements ChatStreamRelay {
+export class ResponsesEventRelay extends ChunkRenderer {
   private sequence = 0;
   private started = false;
   private ended = false;
@@ -37,24 +37,10 @@ export class ResponsesEventRelay implements ChatStreamRelay {
    * MAX_CHARS_PER_TOKEN (AnswerOptions.maxGeneratedChars), more than any vendor generates within it.
    */
   constructor(
-    private readonly inner: ChatStreamRelay, private readonly meta: ResponseMeta, private readonly keep?: (items: readonly OutputItem[]) => Promise<void>,
+    inner: ChatStreamRelay, private readonly meta: ResponseMeta, private readonly keep?: (items: readonly OutputItem[]) => Promise<void>,
     private readonly maxKeptChars = DEFAULT_MAX_GENERATED_CHARS,
-  ) {}
-
-  get usage(): NormalizedUsage | undefined {
-    return this.inner.usage;
-  }
-
-  generatedText(): string {
-    return this.inner.generatedText();
-  }
-
-  push(chunk: Buffer): Buffer | undefined {
-    return this.translate(this.inner.push(chunk));
-  }
-
-  flush(): Buffer | undefined {
-    return this.translate(this.inner.flush());
+  ) {
+    super(inner);
   }
 
   /**
@@ -90,20 +76,11 @@ export class ResponsesEventRelay implements ChatStreamRelay {
     return this.event('response.created', { response }) + this.event('response.in_progress', { response });
   }
 
-  private translate(bytes: Buffer | undefined): Buffer | undefined {
+  protected translate(bytes: Buffer | undefined): Buffer | undefined {
     let out = this.start();
+    // `[DONE]` is left out: the response completes in `end`.
     if (bytes && bytes.length > 0) {
-      for (const event of bytes.toString('utf8').split(EVENT_BOUNDARY)) {
-        const dataAt = event.indexOf('data:');
-        if (dataAt === -1) continue;
-        const payload = event.slice(dataAt + 5).trim();
-        if (!payload.startsWith('{')) continue; // `[DONE]`: the response completes in `end`
-        let chunk: { choices?: { delta?: Record<string, any>; finish_reason?: unknown }[] };
-        try {
-          chunk = JSON.parse(payload);
-        } catch {
-          continue;
-        }
+      for (const chunk of chatChunksOf(bytes)) {
         const choice = chunk.choices?.[0];
         if (choice) out += this.choice(choice);
       }

@@ -7,7 +7,8 @@ import { parseJsonObject, presentFieldsParser } from '../schemas/issues.js';
 import { ChatRequestSchema, type ChatRequest } from '../schemas/chat.js';
 import { pipeEvents, sseCallHeaders, sseErrorEvent } from '../sse.js';
 import type { AnswerOptions, CacheScope, ChatFamily, ChatStreamRelay, FinishedCompletion, UpstreamRequest, UpstreamTarget } from '../../providers/family.js';
-import { UpstreamAbort, UpstreamError, endpointFor, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { UpstreamError, type UpstreamResponse } from '../../providers/upstream-client.js';
+import { UpstreamSession } from '../../routing/upstream-session.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { MAX_CHARS_PER_TOKEN } from '../../providers/pending-event.js';
 import { worstCaseCostNano } from '../../billing/pricing.js';
@@ -216,7 +217,7 @@ export function chatCompletions(services: Services) {
       finished = family.finish(text, model, options);
     } catch {
       metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'invalid_body' });
-      throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a chat completion.`);
+      throw new ApiError(502, 'upstream_invalid_response', `The upstream vendor ${model.upstreamVendor} answered with a body that is not a valid answer of its API.`);
     }
     const usage = finished.usage ?? (await countedUsage(request, finished.generated));
     const rendered = output.render ? output.render(finished.body, usage, call, request, services) : finished.body;
@@ -234,10 +235,14 @@ export function chatCompletions(services: Services) {
     try {
       await pipeEvents(response, ctx.reply, events, () => {
         if (call.firstByte()) ttfbOf(model.upstreamVendor).observe(seconds(upstreamStarted));
-        if (events.usage && !call.usage) call.settle(events.usage);
+        if (events.usage && !call.usage) {
+          if (events.failure !== undefined) failedInStream(call, events.failure);
+          call.settle(events.usage);
+        }
       });
       const rest = events.flush();
       if (rest) ctx.reply.write(rest);
+      if (events.failure !== undefined && !call.usage) failedInStream(call, events.failure);
       const usage = events.usage ?? (await countedUsage(request, events.generatedText()));
       call.settle(usage);
       if (events.end) {
@@ -263,6 +268,12 @@ export function chatCompletions(services: Services) {
     }
   }
 
+  /** The upstream said in its stream that the call failed: logged as a 502 with its code, charged nothing. */
+  function failedInStream(call: MeteredCall, failure: string): void {
+    call.fail(502, failure);
+    metrics.upstreamErrors.inc({ vendor: call.identity.model.upstreamVendor, reason: 'stream_error' });
+  }
+
   /** A successful answer whose body could not be read whole: too large, cut off, or past the deadline. */
   function unreadableAnswer(error: unknown, vendor: string, guarded: boolean): ApiError {
     if (error instanceof UpstreamError && error.reason === 'too_large') {
@@ -271,55 +282,6 @@ export function chatCompletions(services: Services) {
     }
     metrics.upstreamErrors.inc({ vendor, reason: 'body' });
     return upstreamUnreachable(error, vendor, guarded);
-  }
-
-  /**
-   * One request's upstream calls: the client's abort cuts whichever call is running, streamed or
-   * not (a non-streamed call left running would hold its connection and lease for nothing).
-   */
-  class UpstreamSession {
-    current: MeteredCall | undefined;
-    private readonly abort = new UpstreamAbort();
-    /** The abort of an attempt with a head timeout of its own (a routing target's `head_timeout_ms`). */
-    private attemptAbort: UpstreamAbort | undefined;
-
-    constructor(ctx: RequestContext) {
-      ctx.reply.onAbort(() => {
-        if (this.current) this.current.clientAborted = true;
-        this.abort.abort();
-        this.attemptAbort?.abort();
-      });
-    }
-
-    /**
-     * Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or
-     * 499). `guarded`: the target is an address a user chose (see upstreamUnreachable).
-     */
-    async send(call: MeteredCall, upstreamRequest: UpstreamRequest, guarded: boolean, headTimeoutMs?: number): Promise<UpstreamResponse> {
-      this.current = call;
-      const { model } = call.identity;
-      let abort = this.abort;
-      let timer: NodeJS.Timeout | undefined;
-      if (headTimeoutMs !== undefined) {
-        // Its own abort, so giving up on this attempt leaves the next one free to start.
-        abort = this.attemptAbort = new UpstreamAbort();
-        if (this.abort.aborted) abort.abort();
-        timer = setTimeout(() => abort.abort(), headTimeoutMs);
-      }
-      try {
-        return await upstream.post(endpointFor(upstreamRequest.url, guarded), upstreamRequest.headers as Record<string, string>, upstreamRequest.body, abort);
-      } catch (error) {
-        if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
-        if (timer !== undefined && abort.aborted) {
-          metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'head_timeout' });
-          throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${model.upstreamVendor} sent no response head within ${headTimeoutMs} ms.`);
-        }
-        metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: 'connect' });
-        throw upstreamUnreachable(error, model.upstreamVendor, guarded);
-      } finally {
-        if (timer !== undefined) clearTimeout(timer);
-      }
-    }
   }
 
   /** How the family renders the call's answer; built while the upstream works, off the path from its answer to ours. */
@@ -428,7 +390,7 @@ export function chatCompletions(services: Services) {
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = randomUUID();
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens };
-    const session = new UpstreamSession(ctx);
+    const session = new UpstreamSession(ctx.reply, upstream, metrics);
     // A key revoked while this request waited must not reach the upstream, at any attempt.
     const checkRevoked = () => auth.requireNotRevoked(key);
 

@@ -22,16 +22,25 @@ const nativeOf = (request: ChatRequest): NativeMessages => {
   return native;
 };
 
-/** The body with its model as the catalog names it (see catalogModelId). */
+/** The body with its model, and the models it may fall back to, as the catalog names them (see catalogModelId). */
 function withCatalogModel(body: Record<string, unknown>, services: Services): Record<string, unknown> {
-  if (typeof body.model !== 'string') return body;
-  const model = catalogModelId(body.model, services.catalog());
-  return model === body.model ? body : { ...body, model };
+  const catalog = services.catalog();
+  const resolved = (name: unknown) => (typeof name === 'string' ? catalogModelId(name, catalog) : name);
+  const model = resolved(body.model);
+  const models = Array.isArray(body.models) ? body.models.map(resolved) : body.models;
+  return model === body.model && (models === body.models || (models as unknown[]).every((name, i) => name === (body.models as unknown[])[i]))
+    ? body : { ...body, model, models };
 }
 
-/** Whether the body names a model served by a family that speaks Messages natively: nothing of it need translate. */
+/**
+ * Whether every model the body names (`model`, and the `models` it may fall back to) is served by a
+ * family that speaks Messages natively: then nothing of it need translate, and what no chat family
+ * takes is left to Anthropic instead of refused.
+ */
 function passesThrough(body: Record<string, unknown>, services: Services): boolean {
-  return typeof body.model === 'string' && services.catalog().get(body.model)?.family === 'anthropic';
+  const catalog = services.catalog();
+  const names = [body.model, ...(Array.isArray(body.models) ? body.models : [])];
+  return names.every((name) => typeof name === 'string' && catalog.get(name)?.family === 'anthropic');
 }
 
 function parse(body: Record<string, unknown>, _userId: string, services: Services, headers: RequestHeaders): ChatRequest {

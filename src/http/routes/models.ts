@@ -3,7 +3,7 @@ import { parseQuery } from '../router.js';
 import type { Services } from '../../services.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
 import { pageOf } from './billing.js';
-import { MODALITIES, PROVIDER_NAMES } from '../../catalog/vendors.js';
+import { CATALOG_MODALITIES, PROVIDER_NAMES } from '../../catalog/vendors.js';
 import { modelRecord, pricingRecord, type EntryLike } from '../../catalog/records.js';
 import type { VirtualModel } from '../../routing/targets.js';
 import { activeModels, getModelEntry, listModels, popularModels, pricesOf, type ModelListFilter, type ModelPriceRow } from '../../store/catalog.js';
@@ -29,8 +29,9 @@ export function listFilter(query: string): ModelListFilter {
   const params = parseQuery(query);
   const tasks = params.get('task') ?? [];
   for (const task of tasks) {
-    if (!(MODALITIES as readonly string[]).includes(task)) {
-      throw badRequest(`Invalid value for 'task': '${task}' is not one of ${MODALITIES.join(', ')}.`, 'task');
+    // `embedding` is this gateway's extension of the spec's four.
+    if (!(CATALOG_MODALITIES as readonly string[]).includes(task)) {
+      throw badRequest(`Invalid value for 'task': '${task}' is not one of ${CATALOG_MODALITIES.join(', ')}.`, 'task');
     }
   }
   const providers = params.get('provider') ?? [];

@@ -59,6 +59,10 @@ export class BedrockStreamRelay implements ChatStreamRelay {
     return this.inner.usageEventAt;
   }
 
+  get failure() {
+    return this.inner.failure;
+  }
+
   get errorEvent() {
     return this.inner.errorEvent?.bind(this.inner);
   }

@@ -42,7 +42,8 @@ export function nativeAnthropicFamily(nativeOf: (request: ChatRequest) => Native
   return {
     request(request, model, stream, target, cache): UpstreamRequest {
       const native = nativeOf(request);
-      const { model: _model, stream: _stream, ...rest } = native.body;
+      // `models` is the gateway's own (fallbacks), not Anthropic's.
+      const { model: _model, models: _models, stream: _stream, ...rest } = native.body;
       const body: Record<string, unknown> = { ...rest, system: saltedSystem(rest.system, cache.partition), metadata: { user_id: cache.partition } };
       const added = addedPromptBytes(request, cache.partition);
       const guarded = target.guarded === true;

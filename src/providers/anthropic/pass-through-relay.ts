@@ -1,7 +1,8 @@
 import type { Usage } from '@anthropic-ai/sdk/resources/messages';
 import type { ChatStreamRelay } from '../family.js';
-import type { NormalizedUsage } from '../usage.js';
-import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS, PendingEvent } from '../pending-event.js';
+import { NO_USAGE, type NormalizedUsage } from '../usage.js';
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS } from '../pending-event.js';
+import { CompleteEvents, KeptEvents, eventAround } from '../relayed-events.js';
 import { mergeUsage, readAnthropicUsage } from './answer.js';
 import { anthropicErrorEvent } from '../../http/messages/errors.js';
 
@@ -13,9 +14,6 @@ const CRLF2 = Buffer.from('\r\n\r\n');
  */
 const NEEDLES = [Buffer.from('"message_start"'), Buffer.from('"message_delta"'), Buffer.from('"message_stop"'), Buffer.from('"error"')];
 const DATA_FIELD = Buffer.from('data:');
-/** Complete events kept raw (not copied) for counting, at most; beyond, their text is extracted and they are let go. */
-const KEPT_EVENT_BYTES = 1024 * 1024;
-const NO_TOKENS: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
 
 /**
  * Relays Anthropic's Messages SSE stream to a client of the same API byte for byte (thinking
@@ -28,35 +26,24 @@ const NO_TOKENS: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTo
 export class AnthropicPassThroughRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
   usageEventAt: number | undefined;
-  private readonly carry: PendingEvent;
-  private crlfFramed: boolean | undefined;
+  failure: string | undefined;
+  private readonly framing: CompleteEvents;
+  private readonly kept: KeptEvents;
   private startUsage: Partial<Usage> = {};
   /** `message_delta` came: the usage is final. */
   private finished = false;
   /** `message_stop` or `error` came: nothing more to read. */
   private ended = false;
-  private readonly events: Buffer[] = [];
-  private eventBytes = 0;
-  private generated = '';
 
-  constructor(maxEventBytes = DEFAULT_MAX_EVENT_BYTES, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
-    this.carry = new PendingEvent(maxEventBytes);
+  constructor(maxEventBytes = DEFAULT_MAX_EVENT_BYTES, maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
+    this.framing = new CompleteEvents(maxEventBytes);
+    this.kept = new KeptEvents(generatedText, maxGeneratedChars);
   }
 
   push(chunk: Buffer): Buffer | undefined {
     this.usageEventAt = undefined;
-    const data = this.carry.add(chunk, this.crlfFramed === false ? 'lf' : 'either');
-    if (data === undefined) return undefined;
-    const lf = data.lastIndexOf(LF2);
-    const crlf = this.crlfFramed === false ? -1 : data.lastIndexOf(CRLF2);
-    const boundary = Math.max(lf === -1 ? -1 : lf + 2, crlf === -1 ? -1 : crlf + 4);
-    if (boundary === -1) {
-      this.carry.hold(data);
-      return undefined;
-    }
-    this.crlfFramed ??= crlf !== -1;
-    const events = boundary < data.length ? data.subarray(0, boundary) : data;
-    if (boundary < data.length) this.carry.hold(data.subarray(boundary));
+    const events = this.framing.push(chunk);
+    if (events === undefined) return undefined;
     this.read(events);
     return events;
   }
@@ -64,7 +51,7 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
   /** The upstream ended: an unterminated last event, and the end the stream lacks (a `message_stop`, or an error). */
   flush(): Buffer | undefined {
     let out = '';
-    const rest = this.carry.take();
+    const rest = this.framing.take();
     if (rest) {
       this.read(rest);
       out = rest.toString('utf8') + (rest.includes(LF2) || rest.includes(CRLF2) ? '' : '\n\n');
@@ -73,7 +60,8 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
       this.ended = true;
       if (this.finished) out += 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
       else {
-        this.usage = NO_TOKENS;
+        this.usage = NO_USAGE;
+        this.failure = 'upstream_stream_broken';
         out += anthropicErrorEvent('api_error', 'The upstream stream ended before the message was complete.');
       }
     }
@@ -85,23 +73,19 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
   }
 
   generatedText(): string {
-    const pending = this.generated.length < this.maxGeneratedChars ? generatedText([...this.events, ...this.carry.held]) : '';
-    return (this.generated + pending).slice(0, this.maxGeneratedChars);
+    return this.kept.generatedText(this.framing.held);
   }
 
   /** Reads the events billing needs out of complete events, and keeps them for counting. */
   private read(events: Buffer): void {
-    this.keep(events);
+    this.kept.keep(events);
     if (this.ended) return;
     let lastStart = -1;
     for (const needle of NEEDLES) {
       for (let at = events.indexOf(needle); at !== -1; at = events.indexOf(needle, at + needle.length)) {
-        const start = Math.max(0, past(events.lastIndexOf(LF2, at), 2), past(events.lastIndexOf(CRLF2, at), 4));
+        const { start, end } = eventAround(events, at);
         if (start === lastStart) continue; // one event naming two needles (an error's "error" key and type)
         lastStart = start;
-        const lfEnd = events.indexOf(LF2, at);
-        const crlfEnd = events.indexOf(CRLF2, at);
-        const end = Math.min(lfEnd === -1 ? events.length : lfEnd, crlfEnd === -1 ? events.length : crlfEnd);
         this.apply(events.toString('utf8', start, end), start);
       }
     }
@@ -122,36 +106,26 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
         break;
       case 'message_delta': {
         const hadUsage = this.usage !== undefined;
-        this.usage = readAnthropicUsage(mergeUsage(this.startUsage, parsed.usage)) ?? NO_TOKENS;
+        this.usage = readAnthropicUsage(mergeUsage(this.startUsage, parsed.usage)) ?? NO_USAGE;
         this.finished = true;
         if (!hadUsage) this.usageEventAt = start;
         break;
       }
       case 'message_stop':
         this.ended = true;
-        if (!this.finished) this.usage = NO_TOKENS;
+        if (!this.finished) {
+          this.usage = NO_USAGE;
+          this.failure = 'upstream_stream_broken';
+        }
         break;
       case 'error':
         this.ended = true;
-        this.usage = NO_TOKENS;
+        this.usage = NO_USAGE;
+        this.failure = 'upstream_error';
         break;
     }
   }
-
-  /** Keeps complete events for generatedText as they are; past KEPT_EVENT_BYTES their text is extracted instead. */
-  private keep(events: Buffer): void {
-    if (this.generated.length >= this.maxGeneratedChars) return;
-    this.events.push(events);
-    if ((this.eventBytes += events.length) <= KEPT_EVENT_BYTES) return;
-    this.generated += generatedText(this.events);
-    if (this.generated.length > this.maxGeneratedChars) this.generated = this.generated.slice(0, this.maxGeneratedChars);
-    this.events.length = 0;
-    this.eventBytes = 0;
-  }
 }
-
-/** The offset just past a separator of `length` bytes found at `at`; -1 when none was found. */
-const past = (at: number, length: number) => (at === -1 ? -1 : at + length);
 
 /** The `data:` of an SSE event (its lines joined, as the SSE rules join them). */
 function dataOf(event: string): string {

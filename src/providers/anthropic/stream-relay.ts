@@ -1,6 +1,6 @@
 import type { RawMessageStreamEvent, StopReason, Usage } from '@anthropic-ai/sdk/resources/messages';
 import type { AnswerOptions, ChatStreamRelay } from '../family.js';
-import { renderUsage, type NormalizedUsage } from '../usage.js';
+import { NO_USAGE, renderUsage, type NormalizedUsage } from '../usage.js';
 import { sseErrorEvent } from '../../http/sse.js';
 import { finishReason, mergeUsage, readAnthropicUsage } from './answer.js';
 import { JSON_RESPONSE_TOOL } from './request.js';
@@ -8,7 +8,6 @@ import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS, PendingEvent } fr
 
 type Block = { kind: 'text' | 'thinking' | 'json' | 'other' } | { kind: 'tool'; toolIndex: number };
 
-const NO_TOKENS: NormalizedUsage = Object.freeze({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
 const DONE = 'data: [DONE]\n\n';
 
 /**
@@ -20,6 +19,7 @@ const DONE = 'data: [DONE]\n\n';
  */
 export class AnthropicStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
+  failure: string | undefined;
   private readonly carry: PendingEvent;
   private readonly blocks = new Map<number, Block>();
   private tools = 0;
@@ -167,14 +167,15 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
   /** The usage chunk (the gateway always reports usage) and the end of the stream. */
   private close(): string {
     this.ended = true;
-    const usage = this.usage ?? NO_TOKENS;
+    const usage = this.usage ?? NO_USAGE;
     this.usage = usage;
     return `data: ${this.head}[],"usage":${JSON.stringify(renderUsage(usage))}}\n\n${DONE}`;
   }
 
   private fail(code: string, message: string): string {
     this.ended = true;
-    this.usage = NO_TOKENS;
+    this.failure = code;
+    this.usage = NO_USAGE;
     return sseErrorEvent(code, message);
   }
 }

@@ -1,108 +1,96 @@
 import type { ChatStreamRelay } from '../family.js';
-import { readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
-import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS, PendingEvent } from '../pending-event.js';
+import { NO_USAGE, readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
+import { DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_GENERATED_CHARS } from '../pending-event.js';
+import { CompleteEvents, KeptEvents, eventAround } from '../relayed-events.js';
 
-const LF2 = Buffer.from('\n\n');
-const CRLF2 = Buffer.from('\r\n\r\n');
 const MODEL_KEY = Buffer.from('"model"');
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 const USAGE_KEY = Buffer.from('"usage"');
 const REASONING_KEY = Buffer.from('"reasoning');
+/** An `error` key (inside a JSON string a quote is escaped, so these bytes are never generated text). */
+const ERROR_KEY = Buffer.from('"error"');
 const DATA_FIELD = Buffer.from('data:');
-/** Complete events kept raw (not copied) for counting, at most; beyond, their text is extracted and they are let go. */
-const KEPT_EVENT_BYTES = 1024 * 1024;
 
 /**
  * Relays an OpenAI-wire SSE stream byte for byte. Per chunk it only finds the last event boundary
  * and swaps the upstream's model name for the gateway's id; it parses just the events that need it:
- * the usage-bearing one (billing, and usage as the spec words it) and, with include_reasoning false,
- * events carrying reasoning.
+ * the usage-bearing one (billing, and usage as the spec words it), one carrying an `error` (the
+ * vendor failed mid-stream: the call failed, its usage is zero and nothing is charged, as for a
+ * broken stream) and, with include_reasoning false, events carrying reasoning.
  */
 export class OpenAiStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
   usageEventAt: number | undefined;
-  /** The stream's complete events as received, kept (not copied) so an aborted stream can be counted; see keep. */
-  private readonly events: Buffer[] = [];
-  private eventBytes = 0;
-  /** The text extracted from the events let go so far. */
-  private generated = '';
-  private readonly carry: PendingEvent;
-  private crlfFramed: boolean | undefined;
+  /** The stream's complete events as received, kept so an aborted stream can be counted. */
+  private readonly kept: KeptEvents;
+  private readonly framing: CompleteEvents;
   private modelNeedle: Buffer | undefined;
   private readonly modelReplacement: Buffer;
+  failure: string | undefined;
 
   /**
    * `maxEventBytes`: the longest event held before it ends (longer breaks the stream); `maxGeneratedChars`:
    * the generated text kept for counting (the call's output allowance at the longest a token can be).
    */
-  constructor(private readonly modelId: string, private readonly includeReasoning: boolean, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
+  constructor(private readonly modelId: string, private readonly includeReasoning: boolean, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
     this.modelReplacement = Buffer.from(`"model":${JSON.stringify(modelId)}`);
-    this.carry = new PendingEvent(maxEventBytes);
+    this.framing = new CompleteEvents(maxEventBytes);
+    this.kept = new KeptEvents(generatedText, maxGeneratedChars);
   }
 
   /** Takes an upstream chunk; returns the bytes to forward now (complete events only). */
   push(chunk: Buffer): Buffer | undefined {
     this.usageEventAt = undefined;
-    // "\r\n\r\n" contains no "\n\n": once the first boundary shows the framing, look only for that one.
-    const data = this.carry.add(chunk, this.crlfFramed === false ? 'lf' : 'either');
-    if (data === undefined) return undefined;
-    const lf = data.lastIndexOf(LF2);
-    const crlf = this.crlfFramed === false ? -1 : data.lastIndexOf(CRLF2);
-    const boundary = Math.max(lf === -1 ? -1 : lf + 2, crlf === -1 ? -1 : crlf + 4);
-    if (boundary === -1) {
-      this.carry.hold(data);
-      return undefined;
-    }
-    this.crlfFramed ??= crlf !== -1;
-    const events = boundary < data.length ? data.subarray(0, boundary) : data;
-    if (boundary < data.length) this.carry.hold(data.subarray(boundary));
-    this.keep(events);
+    const events = this.framing.push(chunk);
+    if (events === undefined) return undefined;
+    this.kept.keep(events);
     return this.transform(events);
   }
 
   generatedText(): string {
-    const pending = this.generated.length < this.maxGeneratedChars ? generatedText([...this.events, ...this.carry.held]) : '';
-    return (this.generated + pending).slice(0, this.maxGeneratedChars);
+    return this.kept.generatedText(this.framing.held);
   }
 
   /** Whatever is left when the upstream ends (an unterminated last event). */
   flush(): Buffer | undefined {
-    const rest = this.carry.take();
+    const rest = this.framing.take();
     if (!rest) return undefined;
-    this.keep(rest);
+    this.kept.keep(rest);
     return this.transform(rest);
-  }
-
-  /**
-   * Keeps complete events for generatedText as they are (most streams are short, and never counted);
-   * past KEPT_EVENT_BYTES their text is extracted and kept instead, up to maxGeneratedChars.
-   */
-  private keep(events: Buffer): void {
-    if (this.generated.length >= this.maxGeneratedChars) return;
-    this.events.push(events);
-    if ((this.eventBytes += events.length) <= KEPT_EVENT_BYTES) return;
-    this.generated += generatedText(this.events);
-    if (this.generated.length > this.maxGeneratedChars) this.generated = this.generated.slice(0, this.maxGeneratedChars);
-    this.events.length = 0;
-    this.eventBytes = 0;
   }
 
   private transform(events: Buffer): Buffer {
     if (!this.modelNeedle) this.learnModelNeedle(events);
+    if (this.failure === undefined && events.includes(ERROR_KEY)) this.readErrors(events);
     if (!this.includeReasoning && events.includes(REASONING_KEY)) return this.transformEvents(events);
     const usageAt = usageObjectAt(events);
     if (usageAt === -1) return this.replaceModel(events);
     // Only the event carrying the usage is parsed; the events around it take the fast path.
-    const start = Math.max(0, past(events.lastIndexOf(LF2, usageAt), 2), past(events.lastIndexOf(CRLF2, usageAt), 4));
-    const lf = events.indexOf(LF2, usageAt);
-    const crlf = events.indexOf(CRLF2, usageAt);
-    const end = Math.min(lf === -1 ? events.length : lf + 2, crlf === -1 ? events.length : crlf + 4);
+    const { start, end } = eventAround(events, usageAt);
     const before = this.replaceModel(events.subarray(0, start));
     const hadUsage = this.usage !== undefined;
     const usageEvent = Buffer.from(this.transformEvent(events.toString('utf8', start, end)));
     if (!hadUsage && this.usage) this.usageEventAt = before.length;
     const after = end < events.length ? this.transform(events.subarray(end)) : undefined;
     return after ? Buffer.concat([before, usageEvent, after]) : Buffer.concat([before, usageEvent]);
+  }
+
+  /** Whether an event holding an `error` key is an error object (the vendor's failure) rather than a chunk: the call then failed. */
+  private readErrors(events: Buffer): void {
+    for (let at = events.indexOf(ERROR_KEY); at !== -1 && this.failure === undefined; at = events.indexOf(ERROR_KEY, at + ERROR_KEY.length)) {
+      const { start, end } = eventAround(events, at);
+      const dataAt = events.indexOf(DATA_FIELD, start);
+      if (dataAt === -1 || dataAt >= end) continue;
+      try {
+        const event = JSON.parse(events.toString('utf8', dataAt + DATA_FIELD.length, end)) as { error?: unknown; choices?: unknown };
+        if (typeof event.error === 'object' && event.error !== null && event.choices === undefined) {
+          this.failure = 'upstream_error';
+          this.usage = NO_USAGE;
+        }
+      } catch {
+        // not JSON: passed on as it came
+      }
+    }
   }
 
   /** The upstream answers with its own (often dated) model name; remember its exact bytes once. */
@@ -159,7 +147,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     if (typeof chunk.model === 'string') chunk.model = this.modelId;
     if (needsUsage) {
       const usage = readOpenAiUsage(chunk.usage);
-      if (usage) {
+      if (usage && this.failure === undefined) {
         this.usage = usage;
         chunk.usage = renderUsage(usage);
       }
@@ -185,9 +173,6 @@ function usageObjectAt(events: Buffer): number {
   }
   return -1;
 }
-
-/** The offset just past a separator of `length` bytes found at `at`; -1 when none was found. */
-const past = (at: number, length: number) => (at === -1 ? -1 : at + length);
 
 /** The text an OpenAI-wire stream generated so far (content, reasoning, tool-call arguments), for counting after an abort. */
 export function generatedText(received: readonly Buffer[]): string {

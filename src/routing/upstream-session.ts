@@ -1,0 +1,60 @@
+import type { Reply } from '../http/reply.js';
+import type { Metrics } from '../metrics.js';
+import type { MeteredCall } from '../billing/metered-call.js';
+import type { UpstreamRequest } from '../providers/family.js';
+import { ApiError } from '../http/errors.js';
+import { UpstreamAbort, endpointFor, type UpstreamClient, type UpstreamResponse } from '../providers/upstream-client.js';
+import { upstreamUnreachable } from '../providers/upstream-errors.js';
+
+/** The call an attempt is made for: whether its client left, and the vendor its errors are counted for. */
+type AttemptCall = Pick<MeteredCall<{ readonly id: string; readonly upstreamVendor: string }>, 'clientAborted' | 'identity'>;
+
+/**
+ * One request's upstream attempts, made one after another: the client's abort cuts whichever attempt
+ * is running, streamed or not (a non-streamed call left running would hold its connection and lease
+ * for nothing), and an attempt with a head timeout of its own is given up alone.
+ */
+export class UpstreamSession {
+  private current: AttemptCall | undefined;
+  private readonly abort = new UpstreamAbort();
+  /** The abort of an attempt with a head timeout of its own (a routing target's `head_timeout_ms`). */
+  private attemptAbort: UpstreamAbort | undefined;
+
+  constructor(reply: Reply, private readonly upstream: UpstreamClient, private readonly metrics: Metrics) {
+    reply.onAbort(() => {
+      if (this.current) this.current.clientAborted = true;
+      this.abort.abort();
+      this.attemptAbort?.abort();
+    });
+  }
+
+  /**
+   * Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or
+   * 499). `guarded`: the target is an address a user chose (see upstreamUnreachable).
+   */
+  async send(call: AttemptCall, request: UpstreamRequest, guarded: boolean, headTimeoutMs?: number): Promise<UpstreamResponse> {
+    this.current = call;
+    const vendor = call.identity.model.upstreamVendor;
+    let abort = this.abort;
+    let timer: NodeJS.Timeout | undefined;
+    if (headTimeoutMs !== undefined) {
+      // Its own abort, so giving up on this attempt leaves the next one free to start.
+      abort = this.attemptAbort = new UpstreamAbort();
+      if (this.abort.aborted) abort.abort();
+      timer = setTimeout(() => abort.abort(), headTimeoutMs);
+    }
+    try {
+      return await this.upstream.post(endpointFor(request.url, guarded), request.headers as Record<string, string>, request.body, abort);
+    } catch (error) {
+      if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
+      if (timer !== undefined && abort.aborted) {
+        this.metrics.upstreamErrors.inc({ vendor, reason: 'head_timeout' });
+        throw new ApiError(502, 'upstream_unreachable', `The upstream vendor ${vendor} sent no response head within ${headTimeoutMs} ms.`);
+      }
+      this.metrics.upstreamErrors.inc({ vendor, reason: 'connect' });
+      throw upstreamUnreachable(error, vendor, guarded);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+    }
+  }
+}
