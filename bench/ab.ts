@@ -34,7 +34,7 @@ import { startMockProcess } from './mock-process.js';
 import { envPairs } from './options.js';
 import { startBareProxyProcess } from './bare-proxy-process.js';
 import { processCpuMicros } from './proc-cpu.js';
-import { percentile, round } from './stats.js';
+import { percentile, round, spread } from './stats.js';
 import { warmUpServers } from './warmup.js';
 
 interface AbScenario {
@@ -60,17 +60,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type SideName = 'D' | 'A' | 'B';
 
 const unitsOf = (side: SideResult, unit: 'req' | 'chunk'): number => (unit === 'req' ? side.requests : side.events);
-
-/** The spread of per-round figures: median, mean, its standard error, min and max (what one round's noise is). */
-function spread(values: readonly number[]): Record<string, number> {
-  const n = values.length;
-  const mean = values.reduce((sum, v) => sum + v, 0) / n;
-  const variance = n > 1 ? values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (n - 1) : NaN;
-  return {
-    median: round(percentile(values, 50), 2), mean: round(mean, 2), stderr: round(Math.sqrt(variance / n), 2),
-    min: round(Math.min(...values), 2), max: round(Math.max(...values), 2),
-  };
-}
 
 function figures(side: SideResult, unit: 'req' | 'chunk'): Record<string, number> {
   const units = unitsOf(side, unit);

@@ -70,3 +70,30 @@ export function pooledCalls(options: ChatCallOptions & { readonly model: string;
   });
   return { direct: { stream: options.stream, body: body(0) }, gateway: { stream: options.stream, body: body(options.faultRate) } };
 }
+
+/** The last event of an Anthropic Messages stream (Anthropic's "Streaming Messages" docs: message_start,
+ * content blocks, message_delta, then message_stop); the mock's stream ends the same way. */
+export const MESSAGE_STOP = 'event: message_stop';
+
+/** Anthropic's own request headers, for the mock's Anthropic endpoint (both required there, docs/mock-vendor.md). */
+export function anthropicAuthHeaders(apiKey: string): Record<string, string> {
+  return { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' };
+}
+
+/** A chat completion to the gateway for `model` (a catalog id). */
+export function chatCall(options: ChatCallOptions & { readonly model: string }): Call {
+  const stream = options.stream ? { stream: true } : {};
+  return { stream: options.stream, body: JSON.stringify({ model: options.model, messages: [{ role: 'user', content: options.prompt }], max_tokens: options.maxTokens, ...stream }) };
+}
+
+/**
+ * A call in Anthropic's Messages format: to the vendor with its model name, or to the gateway's
+ * `/v1/messages` with a catalog id (which passes the body on as it is, but for the model).
+ */
+export function messagesCall(options: ChatCallOptions & { readonly model: string }): Call {
+  return {
+    stream: options.stream,
+    ...(options.stream ? { endMarker: MESSAGE_STOP } : {}),
+    body: JSON.stringify({ model: options.model, max_tokens: options.maxTokens, messages: [{ role: 'user', content: options.prompt }], ...(options.stream ? { stream: true } : {}) }),
+  };
+}

@@ -12,14 +12,17 @@ export interface Target {
   readonly origin: string;
   readonly path: string;
   readonly apiKey: string;
+  /** Sent instead of `authorization: Bearer <apiKey>`, for an API that authenticates otherwise
+   * (Anthropic's: `x-api-key` and `anthropic-version`). */
+  readonly authHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface Call {
   /** JSON request body. */
   readonly body: string;
-  /** Streaming calls count SSE events and must end with `data: [DONE]`. */
+  /** Streaming calls count SSE events and must end with `data: [DONE]` (or `endMarker`). */
   readonly stream: boolean;
-  /** For a stream that ends otherwise (the Responses-style endpoint): bytes its last event carries, e.g. `event: response.completed`. */
+  /** For a stream that ends otherwise (the Responses-style endpoint, Anthropic's Messages): bytes its last event carries, e.g. `event: response.completed`. */
   readonly endMarker?: string;
 }
 
@@ -131,7 +134,12 @@ class SseCounter {
   }
 }
 
-function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sample> {
+/** A target's request headers, built once per load rather than per request. */
+function requestHeaders(target: Target): Record<string, string> {
+  return { ...(target.authHeaders ?? { authorization: `Bearer ${target.apiKey}` }), 'content-type': 'application/json' };
+}
+
+function send(dispatcher: Dispatcher, target: Target, headers: Record<string, string>, call: Call): Promise<Sample> {
   return new Promise((resolve) => {
     const started = process.hrtime.bigint();
     let status = 0;
@@ -157,7 +165,7 @@ function send(dispatcher: Dispatcher, target: Target, call: Call): Promise<Sampl
         origin: target.origin,
         path: target.path,
         method: 'POST',
-        headers: { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' },
+        headers,
         body: call.body,
       },
       {
@@ -200,11 +208,12 @@ export async function runLoad(dispatcher: Dispatcher, target: Target, call: Call
   const result = new SideResult();
   const started = process.hrtime.bigint();
   const deadline = plan.durationMs === undefined ? undefined : started + BigInt(Math.round(plan.durationMs * 1e6));
+  const headers = requestHeaders(target);
   let issued = 0;
   const worker = async (): Promise<void> => {
     while (issued < plan.requests && (deadline === undefined || process.hrtime.bigint() < deadline)) {
       issued++;
-      result.add(await send(dispatcher, target, call));
+      result.add(await send(dispatcher, target, headers, call));
     }
   };
   await Promise.all(Array.from({ length: plan.concurrency }, worker));

@@ -1,10 +1,11 @@
 // The scenarios: what load each puts on both sides, and the JSON line it reports.
 import { loadavg } from 'node:os';
-import { chatCalls, familyCalls, pooledCalls, responsesCalls } from './calls.js';
+import { anthropicAuthHeaders, chatCall, chatCalls, familyCalls, messagesCall, pooledCalls, responsesCalls } from './calls.js';
 import { compare, type Comparison } from './compare.js';
 import type { SideResult, Target } from './load.js';
 import { FAULTY_TARGET, HEALTHY_TARGET, POOLED_MODEL } from './routing-pool.js';
-import { percentile, ratio, round } from './stats.js';
+import { measureRotating } from './rotation.js';
+import { percentile, ratio, round, spread } from './stats.js';
 
 export interface ScenarioContext {
   readonly direct: Target;
@@ -25,7 +26,7 @@ export interface ScenarioReport {
   readonly errorSamples: string[];
 }
 
-export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'nonstream_c32_long', 'nonstream_c32_limits_long', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64', 'routing_c32_faulty'] as const;
+export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'nonstream_c32_long', 'nonstream_c32_limits_long', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64', 'messages_stream_c64', 'routing_c32_faulty'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** Targets the project must meet (same run, against the mock directly). */
@@ -38,6 +39,8 @@ const TARGETS = {
   translatedChunkCostRatio: 1.2,
   /** Calls answered 200 when one of two targets fails 30 % of the time (issue 26). */
   pooledSuccessRatio: 0.999,
+  /** `/v1/messages` pass-through streaming's chunks per second against direct, over chat streaming's (issue 27). */
+  messagesOverChatRatio: 0.9,
 };
 
 const count = (n: number, scale: number, min: number) => Math.max(min, Math.round(n * scale));
@@ -54,8 +57,15 @@ function common(name: ScenarioName, c: Comparison, ctx: ScenarioContext): Record
     scenario: name,
     requests: c.direct.requests + c.gateway.requests,
     errors: { direct: c.direct.errors, gateway: c.gateway.errors },
+    ...runFields(c.settleMs, ctx),
+  };
+}
+
+/** How the gateway's CPU was read (settle windows included) and how busy the machine was. */
+function runFields(settleMs: number, ctx: ScenarioContext): Record<string, unknown> {
+  return {
     cpu_includes_ledger: true,
-    cpu_settle_ms: c.settleMs,
+    cpu_settle_ms: settleMs,
     gateway_idle_cpu_us_per_s: round(ctx.gatewayIdleCpuUsPerS, 0),
     // Other work on the 2 shared cores (e.g. test suites) makes a run noisy; this says how busy it was.
     loadavg_1m: round(loadavg()[0] ?? NaN, 2),
@@ -292,6 +302,102 @@ async function responsesVsChat(name: 'responses_c32' | 'responses_stream_c64', c
   }, c);
 }
 
+/**
+ * Issue 27: `/v1/messages` (Anthropic's API inbound; for an Anthropic model the upstream's SSE bytes
+ * pass through, usage read on the way) against chat streaming, each against calling the vendor
+ * directly. Five sides in one run, 64 streams of 256 chunks each, in blocks rotated every round:
+ * the mock's Anthropic endpoint directly; the gateway's chat completions and its `/v1/messages` on
+ * the same Anthropic model; and stream_c64's pair (the mock's OpenAI endpoint directly, the gateway's
+ * chat completions passing an OpenAI model's stream through). Chunks are the upstream's content
+ * chunks (256 a stream on every side), so formats with more or fewer framing events compare fairly.
+ */
+async function messagesStream(ctx: ScenarioContext): Promise<ScenarioReport> {
+  const concurrency = 64;
+  const upstreamChunks = 256;
+  const rounds = 5;
+  const model = 'anthropic/claude-haiku-4-5';
+  const stream = { prompt: `Stream a long answer. [[mock chunks=${upstreamChunks}]]`, stream: true, maxTokens: 512 };
+  const openai = chatCalls(stream);
+  const { direct: mockPid, gateway: gatewayPid } = ctx.pids;
+  const r = await measureRotating({
+    anthropic_direct: {
+      target: { ...ctx.direct, path: '/anthropic/v1/messages', authHeaders: anthropicAuthHeaders(ctx.direct.apiKey) },
+      call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), pid: mockPid, settles: false,
+    },
+    anthropic_chat: { target: ctx.gateway, call: chatCall({ ...stream, model }), pid: gatewayPid, settles: true },
+    // As an Anthropic SDK sends it: its headers, and the model by the vendor's name (the same body as direct).
+    anthropic_messages: {
+      target: { ...ctx.gateway, path: '/v1/messages', authHeaders: anthropicAuthHeaders(ctx.gateway.apiKey) },
+      call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), pid: gatewayPid, settles: true,
+    },
+    openai_direct: { target: ctx.direct, call: openai.direct, pid: mockPid, settles: false },
+    openai_chat: { target: ctx.gateway, call: openai.gateway, pid: gatewayPid, settles: true },
+  }, {
+    warmup: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: 2000 * ctx.scale },
+    // ~10 s of continuous streams per side, in blocks of 2 s.
+    block: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: (10_000 / rounds) * ctx.scale },
+    rounds,
+  });
+  // A failed stream fails the run; its chunks are not counted meanwhile.
+  const chunksOf = (s: SideResult) => (s.requests - s.errors) * upstreamChunks;
+  const throughput = (s: SideResult) => ({
+    streams: s.requests,
+    seconds: round(s.seconds, 2),
+    chunks_per_s: round(chunksOf(s) / s.seconds, 0),
+    events_per_stream: round(s.events / s.requests, 1),
+    body_chunks_per_stream: round(s.bodyChunks / s.requests, 1),
+    stream_p50_ms: ms(percentile(s.latenciesMs, 50)),
+  });
+  const mockSide = (s: SideResult) => ({ ...throughput(s), mock_cpu_us_per_chunk: round(s.serverCpuUs / chunksOf(s), 2) });
+  const idleUs = (ctx.gatewayIdleCpuUsPerS * r.settleMs) / 1000;
+  const gatewaySide = (s: SideResult) => ({
+    ...throughput(s),
+    gateway_cpu_us_per_chunk: round(s.serverCpuUs / chunksOf(s), 2),
+    gateway_cpu_us_per_chunk_net_of_idle: round(Math.max(0, s.serverCpuUs - idleUs) / chunksOf(s), 2),
+  });
+  const anthropicDirect = mockSide(r.sides.anthropic_direct);
+  const anthropicChat = gatewaySide(r.sides.anthropic_chat);
+  const messages = gatewaySide(r.sides.anthropic_messages);
+  const openaiDirect = mockSide(r.sides.openai_direct);
+  const openaiChat = gatewaySide(r.sides.openai_chat);
+  const chatRatio = ratio(anthropicChat.chunks_per_s, anthropicDirect.chunks_per_s);
+  const messagesRatio = ratio(messages.chunks_per_s, anthropicDirect.chunks_per_s);
+  const openaiChatRatio = ratio(openaiChat.chunks_per_s, openaiDirect.chunks_per_s);
+  const overChat = ratio(messagesRatio, chatRatio);
+  const overOpenaiChat = ratio(messagesRatio, openaiChatRatio);
+  // The direct side cancels out of messages_over_chat (one direct side for both): per round it is
+  // /v1/messages' chunks per second over chat's, whose spread shows the run's noise.
+  const overChatByRound = r.rounds.map((blocks) => chunksOf(blocks.anthropic_messages) / blocks.anthropic_messages.seconds / (chunksOf(blocks.anthropic_chat) / blocks.anthropic_chat.seconds));
+  const all = Object.values(r.sides);
+  return {
+    line: {
+      scenario: 'messages_stream_c64',
+      requests: all.reduce((sum, s) => sum + s.requests, 0),
+      errors: Object.fromEntries(Object.entries(r.sides).map(([name, s]) => [name, s.errors])),
+      ...runFields(r.settleMs, ctx),
+      model,
+      anthropic_direct: anthropicDirect,
+      anthropic_chat: anthropicChat,
+      anthropic_messages: messages,
+      openai_direct: openaiDirect,
+      openai_chat: { model: 'openai/gpt-4o-mini', ...openaiChat },
+      // Gateway over direct, each against its own vendor's endpoint called directly.
+      chunks_per_s_ratio: { anthropic_chat: chatRatio, anthropic_messages: messagesRatio, openai_chat: openaiChatRatio },
+      messages_over_chat: overChat,
+      messages_over_chat_by_round: { ...spread(overChatByRound, 4), rounds: overChatByRound.map((value) => round(value, 4)) },
+      messages_over_openai_chat: overOpenaiChat,
+      messages_cpu_over_chat: ratio(messages.gateway_cpu_us_per_chunk_net_of_idle, anthropicChat.gateway_cpu_us_per_chunk_net_of_idle),
+      targets: {
+        messages_over_chat_min: TARGETS.messagesOverChatRatio,
+        messages_over_chat_met: overChat >= TARGETS.messagesOverChatRatio,
+        messages_over_openai_chat_met: overOpenaiChat >= TARGETS.messagesOverChatRatio,
+      },
+    },
+    errors: all.reduce((sum, s) => sum + s.errors, 0),
+    errorSamples: Object.entries(r.sides).flatMap(([name, s]) => s.errorSamples.slice(0, 2).map((sample) => `${name}: ${sample}`)),
+  };
+}
+
 /** The routing counters of the gateway's /metrics (attempts, retries, breaker transitions), by series. */
 async function routingCounters(ctx: ScenarioContext): Promise<Map<string, number>> {
   const text = await (await fetch(`${ctx.gateway.origin}/metrics`)).text();
@@ -404,5 +510,6 @@ export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<S
   stream_c64_translated: streamTranslated,
   responses_c32: (ctx) => responsesVsChat('responses_c32', ctx, false),
   responses_stream_c64: (ctx) => responsesVsChat('responses_stream_c64', ctx, true),
+  messages_stream_c64: messagesStream,
   routing_c32_faulty: routingFaulty,
 };
