@@ -255,7 +255,7 @@ export class Authenticator {
     if (!result.ok) throw unauthorized(`Access is not permitted: ${result.reason}.`);
     // Asked of Redis on every call, uncached: management calls are few, and a sign-out must end its JWTs at once.
     if (result.sid !== undefined && !(await this.sessions?.isLive(result.sid))) {
-      throw unauthorized('Access is not permitted: the dashboard session of this token has ended (signed out or expired); sign in again.');
+      throw new ApiError(401, 'session_ended', 'Access is not permitted: the dashboard session of this token has ended (signed out or expired); sign in again.');
     }
     const known = this.knownAccounts.get(result.sub);
     const email = result.email;
