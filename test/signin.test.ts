@@ -306,3 +306,21 @@ t.test('settings: all or nothing, Secure cookies off only on http://localhost ou
   t.equal(loadConfig({ ...base, OIDC_REDIRECT_URL: 'http://localhost:8080/auth/callback', SIGNIN_COOKIE_SECURE: 'false' }).signIn?.secureCookies, false);
   t.throws(() => loadConfig({ ...base, SIGNIN_SUCCESS_URL: '//evil.example/' }), /SIGNIN_SUCCESS_URL/, 'no open redirect after sign-in');
 });
+
+t.test('a provider that cannot be reached at the callback: 502 identity_provider_unavailable, no session', async (t) => {
+  provider.user = { sub: 'offline-user' };
+  const browser = new Browser();
+  const callback = await toCallback(browser);
+  const before = await sessionsInRedis();
+  await provider.close();
+  try {
+    const response = await json(await browser.request(callback));
+    assertEnvelope(t, response, 502, 'identity_provider_unavailable');
+    t.equal(response.headers.get('retry-after'), '5');
+    t.notOk(browser.cookie(gateway.url, 'gw_session'));
+    t.equal(await sessionsInRedis(), before);
+  } finally {
+    await provider.rotate(provider.keys);
+  }
+  t.equal((await signIn(new Browser())).status, 302, 'sign-in works again once the provider is back');
+});
