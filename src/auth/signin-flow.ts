@@ -7,7 +7,7 @@
  */
 import * as client from 'openid-client';
 import type { SignInConfig } from '../config.js';
-import { fetchBounded } from './bounded-fetch.js';
+import { ResponseTooLarge, fetchBounded } from './bounded-fetch.js';
 
 /** Largest answer read from the provider (discovery, token, keys): real ones are a few KiB. */
 export const PROVIDER_MAX_RESPONSE_BYTES = 256 * 1024;
@@ -111,6 +111,7 @@ function classify(error: unknown): Error {
   }
   if (error instanceof client.AuthorizationResponseError) return new SignInRefused(`the provider answered ${error.error}${error.error_description ? ` (${error.error_description})` : ''}`);
   if (error instanceof TypeError) return new ProviderUnavailable(`the provider could not be reached: ${describe(error)}`);
+  if (error instanceof ResponseTooLarge || (error as { cause?: unknown }).cause instanceof ResponseTooLarge) return new ProviderUnavailable(describe(error));
   const code = (error as { code?: unknown }).code;
   if (code === 'OAUTH_TIMEOUT' || code === 'OAUTH_ABORT' || code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || code === 'OAUTH_RESPONSE_IS_NOT_JSON') {
     return new ProviderUnavailable(`the provider did not answer usably: ${describe(error)}`);
