@@ -164,6 +164,16 @@ export const EnvSchema = v.object({
   OIDC_JWKS_URL: v.optional(url(/^https?:\/\//)),
   OIDC_FETCH_TIMEOUT_MS: v.optional(intFrom(100, 60_000), '5000'),
   OIDC_JWKS_COOLDOWN_MS: v.optional(intFrom(100, 3_600_000), '30000'),
+  // Dashboard sign-in with an OpenID provider (docs/api.md "Sign-in"): off unless OIDC_CLIENT_ID is set.
+  OIDC_SIGNIN_ISSUER: v.optional(url(/^https?:\/\//)),
+  OIDC_CLIENT_ID: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(1024))),
+  OIDC_CLIENT_SECRET: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(4096))),
+  OIDC_REDIRECT_URL: v.optional(url(/^https?:\/\//)),
+  OIDC_SIGNIN_SCOPES: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^openid( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'must be space-separated scopes starting with openid')), 'openid email profile'),
+  SIGNIN_SUCCESS_URL: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^\/(?![\/\\])[\x21-\x7e]*$/, 'must be a path on this gateway (starting with a single /)')), '/console'),
+  SIGNIN_SESSION_TTL_SECONDS: v.optional(intFrom(300, 90 * 86400), String(7 * 86400)),
+  SESSION_JWT_TTL_SECONDS: v.optional(intFrom(60, 3600), '900'),
+  SIGNIN_COOKIE_SECURE: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'true'),
   API_KEYS_PER_ACCOUNT: v.optional(intFrom(1, 1_000_000), '1000'),
   COUPON_FAILURE_BUDGET: v.optional(intFrom(1, 1_000_000), '10'),
   COUPON_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 7 * 86400), '3600'),
@@ -278,9 +288,33 @@ export interface Config {
   readonly auth: AuthConfig;
   /** The identity provider whose access tokens /api/v1 takes; undefined: none (OIDC_ISSUER unset). */
   readonly oidc: OidcConfig | undefined;
+  /** Dashboard sign-in through an OpenID provider; undefined: off (OIDC_CLIENT_ID unset). */
+  readonly signIn: SignInConfig | undefined;
+  /** Lifetime of a dashboard session JWT (SESSION_JWT_TTL_SECONDS). */
+  readonly sessionJwtTtlSeconds: number;
   readonly routing: RoutingConfig;
   readonly idempotency: IdempotencyConfig;
   readonly payments: PaymentsConfig;
+}
+
+/** Dashboard sign-in (src/auth/signin-flow.ts, docs/api.md "Sign-in"). */
+export interface SignInConfig {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** OIDC_REDIRECT_URL: the gateway's /auth/callback, exactly as registered with the provider. */
+  readonly redirectUrl: string;
+  /** The gateway's origin (the redirect URL's): the only `Origin` cookie-authenticated POSTs may come from. */
+  readonly origin: string;
+  readonly scopes: string;
+  /** Where a signed-in browser is sent (a path on this gateway). */
+  readonly successPath: string;
+  readonly sessionTtlSeconds: number;
+  readonly secureCookies: boolean;
+  /** Bound of each request to the provider (discovery, token endpoint, keys), body included. */
+  readonly fetchTimeoutMs: number;
+  /** Plain-http providers are allowed (development and tests); never in production. */
+  readonly allowHttp: boolean;
 }
 
 /** Card top-ups through Stripe Checkout (src/payments/, docs/payments.md). */
@@ -575,6 +609,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     }),
     payments: paymentsOf(e),
     oidc,
+    signIn: signInOf(e, production),
+    sessionJwtTtlSeconds: e.SESSION_JWT_TTL_SECONDS,
     idempotency: Object.freeze({
       retentionMs: e.IDEMPOTENCY_RETENTION_SECONDS * 1000,
       maxEntryBytes: e.IDEMPOTENCY_MAX_ENTRY_BYTES,
@@ -660,6 +696,41 @@ function oidcOf(e: Env): OidcConfig | undefined {
   return Object.freeze({
     issuer: e.OIDC_ISSUER, audience: e.OIDC_AUDIENCE, jwksUrl: e.OIDC_JWKS_URL,
     fetchTimeoutMs: e.OIDC_FETCH_TIMEOUT_MS, jwksCooldownMs: e.OIDC_JWKS_COOLDOWN_MS,
+  });
+}
+
+/**
+ * OIDC_CLIENT_ID turns sign-in on, and then needs the secret, the redirect URL and an issuer
+ * (OIDC_SIGNIN_ISSUER, or OIDC_ISSUER when the same provider also issues API tokens). Cookies are
+ * `Secure` unless SIGNIN_COOKIE_SECURE=false, which only a plain-http localhost redirect URL may use
+ * (browsers drop Secure cookies set over http), never production.
+ */
+function signInOf(e: Env, production: boolean): SignInConfig | undefined {
+  const issuer = e.OIDC_SIGNIN_ISSUER ?? e.OIDC_ISSUER;
+  if (e.OIDC_CLIENT_ID === undefined) {
+    for (const name of ['OIDC_SIGNIN_ISSUER', 'OIDC_CLIENT_SECRET', 'OIDC_REDIRECT_URL'] as const) {
+      if (e[name] !== undefined) throw new ConfigError(`invalid ${name}: set OIDC_CLIENT_ID too (sign-in is off without it)`);
+    }
+    return undefined;
+  }
+  if (issuer === undefined) throw new ConfigError('invalid OIDC_SIGNIN_ISSUER: required with OIDC_CLIENT_ID (or set OIDC_ISSUER)');
+  if (e.OIDC_CLIENT_SECRET === undefined) throw new ConfigError('invalid OIDC_CLIENT_SECRET: required with OIDC_CLIENT_ID');
+  if (e.OIDC_REDIRECT_URL === undefined) throw new ConfigError('invalid OIDC_REDIRECT_URL: required with OIDC_CLIENT_ID (the gateway\'s /auth/callback as the provider knows it)');
+  const redirect = new URL(e.OIDC_REDIRECT_URL);
+  if (redirect.pathname !== '/auth/callback' || redirect.search !== '' || redirect.hash !== '') {
+    throw new ConfigError('invalid OIDC_REDIRECT_URL: must be this gateway\'s origin followed by /auth/callback');
+  }
+  if (production && (!issuer.startsWith('https://') || redirect.protocol !== 'https:')) {
+    throw new ConfigError(`invalid ${e.OIDC_SIGNIN_ISSUER === undefined ? 'OIDC_ISSUER' : 'OIDC_SIGNIN_ISSUER'}/OIDC_REDIRECT_URL: must be https in production`);
+  }
+  const secureCookies = e.SIGNIN_COOKIE_SECURE === 'true';
+  if (!secureCookies && (production || redirect.protocol !== 'http:' || !['localhost', '127.0.0.1', '[::1]'].includes(redirect.hostname))) {
+    throw new ConfigError('invalid SIGNIN_COOKIE_SECURE: false only for development on http://localhost (OIDC_REDIRECT_URL), never in production');
+  }
+  return Object.freeze({
+    issuer, clientId: e.OIDC_CLIENT_ID, clientSecret: e.OIDC_CLIENT_SECRET, redirectUrl: redirect.href, origin: redirect.origin,
+    scopes: e.OIDC_SIGNIN_SCOPES, successPath: e.SIGNIN_SUCCESS_URL, sessionTtlSeconds: e.SIGNIN_SESSION_TTL_SECONDS,
+    secureCookies, fetchTimeoutMs: e.OIDC_FETCH_TIMEOUT_MS, allowHttp: !production,
   });
 }
 

@@ -3,6 +3,7 @@ import type { Sql } from './store/db.js';
 import type { ScriptedRedis } from './admission/scripts.js';
 import type { RedisKeys } from './admission/keys.js';
 import type { Authenticator } from './auth/authenticator.js';
+import type { DashboardSessions } from './auth/dashboard-sessions.js';
 import type { Balances } from './billing/balances.js';
 import type { Admission } from './admission/admission.js';
 import type { CatalogSnapshot } from './catalog/snapshot.js';
@@ -21,6 +22,8 @@ export interface Services {
   readonly redis: ScriptedRedis;
   readonly keys: RedisKeys;
   readonly auth: Authenticator;
+  /** Dashboard sessions (sign-in): the refresh cookie's store, and what ends a session JWT. */
+  readonly sessions: DashboardSessions;
   readonly balances: Balances;
   readonly admission: Admission;
   readonly catalog: () => CatalogSnapshot;

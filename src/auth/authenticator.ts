@@ -105,6 +105,8 @@ export class Authenticator {
     private readonly windows?: KeyWindows,
     /** The OpenID provider whose RS256/ES256 access tokens count as management JWTs (OIDC_ISSUER); none: HS256 only. */
     private readonly idp?: IdentityProviderTokens,
+    /** Dashboard sessions: a JWT with a `sid` claim is taken only while its session is open; none: such JWTs are refused. */
+    private readonly sessions?: { isLive(sid: string): Promise<boolean> },
   ) {
     this.cache = new LruMap(limits.keyCacheEntries);
     this.unknown = new LruMap(limits.keyCacheEntries);
@@ -251,6 +253,10 @@ export class Authenticator {
     // Only a token that is not HS256 goes on to the provider's keys: the gateway's own JWTs cost what they did.
     if (!result.ok && result.reason === UNSUPPORTED_ALGORITHM && this.idp) result = await this.providerToken(token);
     if (!result.ok) throw unauthorized(`Access is not permitted: ${result.reason}.`);
+    // Asked of Redis on every call, uncached: management calls are few, and a sign-out must end its JWTs at once.
+    if (result.sid !== undefined && !(await this.sessions?.isLive(result.sid))) {
+      throw new ApiError(401, 'session_ended', 'Access is not permitted: the dashboard session of this token has ended (signed out or expired); sign in again.');
+    }
     const known = this.knownAccounts.get(result.sub);
     const email = result.email;
     // Only a claim the token marks verified lets balance alerts mail the address (docs/api.md "Balance alerts").

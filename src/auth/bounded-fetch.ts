@@ -10,6 +10,9 @@ export class ResponseTooLarge extends Error {
   }
 }
 
+/** Statuses a Response may not be built with a body for. */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
 export async function fetchBounded(url: string | URL, init: RequestInit, maxBytes: number): Promise<Response> {
   const response = await fetch(url, init);
   const declared = Number(response.headers.get('content-length') ?? '0');
@@ -32,7 +35,7 @@ export async function fetchBounded(url: string | URL, init: RequestInit, maxByte
       chunks.push(value);
     }
   }
-  // Status 204/304 and the like take no body; the callers accept 200 only anyway.
-  const body = response.status === 200 ? Buffer.concat(chunks) : null;
+  // Status 204/304 and the like take no body; any other keeps it (a token endpoint's 400 explains itself in JSON).
+  const body = NULL_BODY_STATUSES.has(response.status) ? null : Buffer.concat(chunks);
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }

@@ -6,7 +6,7 @@ export const USER_ID_PATTERN = /^[A-Za-z0-9._@:-]{1,128}$/;
 
 const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
 
-export function signJwt(secret: string, claims: { sub: string; exp: number; iat?: number; email?: string; email_verified?: boolean }): string {
+export function signJwt(secret: string, claims: { sub: string; exp: number; iat?: number; email?: string; email_verified?: boolean; sid?: string }): string {
   const payload = Buffer.from(JSON.stringify({ iat: Math.floor(Date.now() / 1000), ...claims })).toString('base64url');
   const signature = createHmac('sha256', secret).update(`${HEADER}.${payload}`).digest('base64url');
   return `${HEADER}.${payload}.${signature}`;
@@ -16,7 +16,7 @@ export function signJwt(secret: string, claims: { sub: string; exp: number; iat?
  * `email`: the token's `email` claim when it is an address; `emailVerified`: the token says so
  * (`email_verified: true`), which is what lets balance alerts mail it (docs/api.md "Balance alerts").
  */
-export type JwtResult = { ok: true; sub: string; email?: string; emailVerified?: true } | { ok: false; reason: string };
+export type JwtResult = { ok: true; sub: string; email?: string; emailVerified?: true; sid?: string } | { ok: false; reason: string };
 
 /** The lifetime `gateway token` and verification agree on when no setting says otherwise (JWT_MAX_LIFETIME_SECONDS). */
 export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
@@ -76,7 +76,11 @@ export function verifyJwt(secret: string, token: string, nowSeconds = Math.floor
     if (payload.exp - payload.iat > maxLifetimeSeconds) return { ok: false, reason: `token lives longer than ${maxLifetimeSeconds} s` };
   }
   if (typeof payload.nbf === 'number' && payload.nbf > nowSeconds) return { ok: false, reason: 'token not yet valid' };
-  return accountClaims(payload);
+  const account = accountClaims(payload);
+  // A dashboard session's JWT (src/auth/dashboard-sessions.ts): valid only while its session is; the authenticator checks.
+  if (!account.ok || payload.sid === undefined) return account;
+  if (typeof payload.sid !== 'string') return { ok: false, reason: 'token has an invalid sid' };
+  return { ...account, sid: payload.sid };
 }
 
 /**

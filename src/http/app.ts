@@ -21,6 +21,7 @@ import { videoRoutes } from './routes/videos.js';
 import { audioRoutes } from './routes/audio.js';
 import { webhookSecretRoutes } from './routes/webhook-secret.js';
 import { STRIPE_SIGNATURE_HEADER, STRIPE_WEBHOOK_MAX_BYTES, stripeTopUpRoutes } from './routes/stripe-topups.js';
+import { signInRoutes } from './routes/signin.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
@@ -63,7 +64,8 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const topUps = stripeTopUpRoutes(services);
   const requestLogs = requestLogRoutes(services);
   const usage = usageRoutes(services);
-  // One chat pipeline for both inference endpoints (one prompt-cache partition map, one set of metric children).
+  const signIn = signInRoutes(services);
+  // One chat pipeline for the chat, Responses and Messages endpoints (one prompt-cache partition map, one set of metric children).
   const chat = chatCompletions(services);
   const models = modelRoutes(services);
   const media = mediaRoutes(services);
@@ -127,6 +129,11 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .post('/v1/uploads', media.upload, { maxBodyBytes: config.media.maxBytes + MULTIPART_OVERHEAD_BYTES, admitted: true })
     .get('/media/:key', media.get)
     .head('/media/:key', media.head)
+    // Dashboard sign-in: browser routes with cookies, outside /api/v1 (docs/api.md "Sign-in").
+    .get('/auth/login', signIn.login, { browser: true })
+    .get('/auth/callback', signIn.callback, { browser: true })
+    .post('/auth/session', signIn.session, { browser: true })
+    .post('/auth/logout', signIn.logout, { browser: true })
     .get('/healthz', (ctx) => ctx.reply.json(200, { status: 'ok' }))
     .get('/readyz', async (ctx) => {
       if (ops.draining()) return ctx.reply.json(503, { status: 'draining', checks: {} });

@@ -83,6 +83,23 @@ export class Reply {
     });
   }
 
+  /**
+   * A 302 to `location` setting `cookies` (one Set-Cookie header each, which a header record cannot
+   * hold). Never cached: sign-in redirects carry one-time state.
+   */
+  redirect(location: string, cookies: readonly string[]): void {
+    this.status = 302;
+    if (!this.open) return;
+    this.finished = true;
+    this.res.cork(() => {
+      this.res.writeStatus('302 Found');
+      this.res.writeHeader('location', location);
+      this.res.writeHeader('cache-control', 'no-store');
+      for (const cookie of cookies) this.res.writeHeader('set-cookie', cookie);
+      this.res.end('');
+    });
+  }
+
   json(status: number, value: unknown, headers?: Readonly<Record<string, string>>): void {
     this.send(status, JSON.stringify(value), 'application/json', headers);
   }

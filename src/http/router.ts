@@ -22,6 +22,8 @@ export interface RequestHeaders {
   readonly anthropic?: { readonly version: string; readonly beta: string };
   /** On a route with RouteOptions.signatureHeader: that header ('' when absent). */
   readonly signature?: string;
+  /** On a route with RouteOptions.browser: what a browser sends ('' when absent). */
+  readonly browser?: { readonly cookie: string; readonly origin: string; readonly secFetchSite: string };
 }
 
 /** Plain data about one request, captured synchronously from uWS (its request object dies after the handler returns). */
@@ -61,6 +63,8 @@ export interface RouteOptions {
   readonly anthropic?: boolean;
   /** A webhook's signature header (e.g. `stripe-signature`), read into RequestHeaders.signature. */
   readonly signatureHeader?: string;
+  /** A route browsers call with cookies (sign-in): `Cookie`, `Origin` and `Sec-Fetch-Site` are read (RequestHeaders.browser). */
+  readonly browser?: boolean;
 }
 
 export interface RouterOptions {
@@ -110,7 +114,7 @@ function decodeParameter(raw: string): string {
 export class Router {
   constructor(private readonly app: TemplatedApp, private readonly options: RouterOptions) {}
 
-  get(pattern: string, handler: Handler): this { return this.add('get', pattern, handler); }
+  get(pattern: string, handler: Handler, options?: RouteOptions): this { return this.add('get', pattern, handler, options); }
   head(pattern: string, handler: Handler): this { return this.add('head', pattern, handler); }
   post(pattern: string, handler: Handler, options?: RouteOptions): this { return this.add('post', pattern, handler, options); }
   put(pattern: string, handler: Handler): this { return this.add('put', pattern, handler); }
@@ -137,7 +141,7 @@ export class Router {
         : EMPTY_BODY;
       // A catch-all route takes every method: a read or a write by the request's own.
       const counted = window ?? (methodName === 'get' || methodName === 'head' ? 'reads' : 'default');
-      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic, options.signatureHeader), credentials);
+      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic, options.signatureHeader, options.browser === true), credentials);
     });
     return this;
   }
@@ -198,12 +202,13 @@ class Context implements RequestContext {
   constructor(
     readonly route: string, readonly method: string, req: HttpRequest, private readonly res: HttpResponse, readonly reply: Reply,
     readonly params: readonly string[], private readonly bodyPromise: Promise<Buffer>, private readonly trustedProxies: IpRanges,
-    readonly window: RouteWindow, anthropic: boolean, signatureHeader: string | undefined,
+    readonly window: RouteWindow, anthropic: boolean, signatureHeader: string | undefined, browser: boolean,
   ) {
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
     this.headers = anthropic ? anthropicHeaders(req) : { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range'), idempotencyKey: req.getHeader('idempotency-key') };
     if (signatureHeader !== undefined) this.headers = { ...this.headers, signature: req.getHeader(signatureHeader) };
+    if (browser) this.headers = { ...this.headers, browser: { cookie: req.getHeader('cookie'), origin: req.getHeader('origin'), secFetchSite: req.getHeader('sec-fetch-site') } };
     this.forwardedFor = req.getHeader('x-forwarded-for');
   }
 

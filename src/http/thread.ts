@@ -10,6 +10,7 @@ import { registerRoutes } from './app.js';
 import { connect } from '../store/db.js';
 import { defineScripts } from '../admission/scripts.js';
 import { RedisKeys } from '../admission/keys.js';
+import { DashboardSessions } from '../auth/dashboard-sessions.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { IdentityProviderTokens } from '../auth/idp-tokens.js';
 import { Balances } from '../billing/balances.js';
@@ -83,7 +84,8 @@ const admission = new Admission(scripts, balances, {
 const windows = new RequestWindows(scripts, { default: config.rateLimit, reads: config.readRateLimit }, DEFAULT_LEASE_POLICY.lifeMs, metrics);
 // Each thread fetches the identity provider's keys itself, when its first token comes (none configured: HS256 JWTs only).
 const idpTokens = config.oidc && new IdentityProviderTokens(config.oidc, config.auth.jwtMaxLifetimeSeconds);
-const auth = new Authenticator(sql, config.keySecret, config.keyPrefix, config.auth, (found) => metrics.authKeyLookups.labels(found ? 'found' : 'unknown').inc(), windows, idpTokens);
+const sessions = new DashboardSessions(redis, config.redisPrefix);
+const auth = new Authenticator(sql, config.keySecret, config.keyPrefix, config.auth, (found) => metrics.authKeyLookups.labels(found ? 'found' : 'unknown').inc(), windows, idpTokens, sessions);
 // Ledger entries Redis loses with its data before the ledger writer committed them are charged again from the journal.
 const confirmer = new LedgerConfirmer(journal, redis, keys, new LedgerRecovery({ sql, redis, keys, scripts, balances, ttlMs: config.reservationTtlMs }));
 
@@ -111,7 +113,7 @@ const mediaStorage = await openMediaStorage(config.media);
 const media = mediaStorage && new MediaStore(mediaStorage, config.media.maxBytes);
 
 const services: Services = {
-  config, sql, redis, keys, auth, balances, admission, metrics, byok, media,
+  config, sql, redis, keys, auth, balances, admission, metrics, byok, media, sessions,
   catalog: catalog.current,
   upstream,
   vendors,

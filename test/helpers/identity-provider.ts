@@ -33,17 +33,35 @@ export interface ProviderClient {
   readonly claims?: Record<string, unknown>;
 }
 
+/** A relying party that signs people in (Authorization Code, PKCE required): the gateway's dashboard sign-in. */
+export interface SignInClient {
+  readonly clientId: string;
+  readonly secret: string;
+  readonly redirectUri: string;
+}
+
+/** The person the provider signs in next: its login page is skipped and consent given at once (an automated browser). */
+export interface ProviderUser {
+  readonly sub: string;
+  readonly email?: string;
+  readonly email_verified?: boolean;
+}
+
 export class IdentityProvider {
+  /** Who the provider's (automatic) login page signs in. */
+  user: ProviderUser = { sub: 'user-1' };
+
   private constructor(
     private server: Server, private readonly port: number, readonly issuer: string, private readonly clients: readonly ProviderClient[], public keys: readonly SigningKey[],
+    private readonly signIn: SignInClient | undefined,
   ) {}
 
-  static async start(clients: readonly ProviderClient[], keys: readonly SigningKey[]): Promise<IdentityProvider> {
+  static async start(clients: readonly ProviderClient[], keys: readonly SigningKey[], signIn?: SignInClient): Promise<IdentityProvider> {
     const server = createServer();
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const { port } = server.address() as { port: number };
-    const provider = new IdentityProvider(server, port, `http://127.0.0.1:${port}`, clients, keys);
+    const provider = new IdentityProvider(server, port, `http://127.0.0.1:${port}`, clients, keys, signIn);
     provider.serve();
     return provider;
   }
@@ -80,12 +98,26 @@ export class IdentityProvider {
 
   private serve(): void {
     const byId = new Map(this.clients.map((client) => [client.clientId, client]));
+    const signIn = this.signIn;
+    const users = new Map<string, ProviderUser>();
     const provider = new Provider(this.issuer, {
-      clients: this.clients.map((client) => ({
-        client_id: client.clientId, client_secret: client.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [],
-      })),
+      clients: [
+        ...this.clients.map((client) => ({
+          client_id: client.clientId, client_secret: client.secret, grant_types: ['client_credentials'], redirect_uris: [], response_types: [],
+        })),
+        ...(signIn ? [{
+          client_id: signIn.clientId, client_secret: signIn.secret, grant_types: ['authorization_code'], response_types: ['code'],
+          redirect_uris: [signIn.redirectUri], token_endpoint_auth_method: 'client_secret_post',
+        }] : []),
+      ],
       jwks: { keys: this.keys.map((key) => key.privateJwk) },
-      scopes: ['manage'],
+      scopes: ['manage', 'openid', 'email', 'profile'],
+      claims: { openid: ['sub'], email: ['email', 'email_verified'] },
+      // The ID token carries the email claims (as Google's, Okta's and Entra ID's do), not only the userinfo endpoint.
+      conformIdTokenClaims: false,
+      pkce: { required: () => true },
+      findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ ...users.get(id), sub: id }) }),
+      cookies: { keys: ['identity-provider-test-cookie-key'] },
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
@@ -99,6 +131,23 @@ export class IdentityProvider {
       },
       extraTokenClaims: (_ctx, token) => (token.clientId === undefined ? undefined : byId.get(token.clientId)?.claims),
     });
-    this.server.on('request', provider.callback());
+    const callback = provider.callback();
+    this.server.on('request', (req, res) => {
+      if (!req.url?.startsWith('/interaction/')) return void callback(req, res);
+      // The login and consent pages, answered at once for `user`: what a person clicking through would do.
+      void (async () => {
+        const details = await provider.interactionDetails(req, res);
+        if (details.prompt.name === 'login') {
+          users.set(this.user.sub, this.user);
+          return provider.interactionFinished(req, res, { login: { accountId: this.user.sub } }, { mergeWithLastSubmission: false });
+        }
+        const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: details.params.client_id as string });
+        grant.addOIDCScope(String(details.params.scope));
+        return provider.interactionFinished(req, res, { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
+      })().catch((error: Error) => {
+        res.statusCode = 500;
+        res.end(error.message);
+      });
+    });
   }
 }

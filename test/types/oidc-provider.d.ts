@@ -1,6 +1,7 @@
 /**
  * The part of `oidc-provider` (a dev dependency without type declarations) the tests use: a provider
- * with static clients and keys, and its request handler for a node:http server.
+ * with static clients and keys, and its request handler for a node:http server; for sign-in, accounts
+ * found by id and the interaction calls that stand for its login and consent pages.
  */
 declare module 'oidc-provider' {
   import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -11,6 +12,25 @@ declare module 'oidc-provider' {
     grant_types: string[];
     redirect_uris: string[];
     response_types: string[];
+    token_endpoint_auth_method?: string;
+  }
+
+  interface Account {
+    accountId: string;
+    claims: () => Record<string, unknown> | Promise<Record<string, unknown>>;
+  }
+
+  interface InteractionDetails {
+    uid: string;
+    prompt: { name: string; reasons: string[] };
+    params: Record<string, unknown>;
+    session?: { accountId: string };
+  }
+
+  class Grant {
+    constructor(properties: { accountId: string; clientId: string });
+    addOIDCScope(scope: string): void;
+    save(): Promise<string>;
   }
 
   interface ResourceServerInfo {
@@ -25,6 +45,11 @@ declare module 'oidc-provider' {
     clients?: ProviderClientMetadata[];
     jwks?: { keys: object[] };
     scopes?: string[];
+    claims?: Record<string, string[]>;
+    conformIdTokenClaims?: boolean;
+    pkce?: { required?: (ctx: unknown, client: unknown) => boolean };
+    findAccount?: (ctx: unknown, id: string) => Account | undefined | Promise<Account | undefined>;
+    cookies?: { keys?: string[] };
     features?: {
       devInteractions?: { enabled: boolean };
       clientCredentials?: { enabled: boolean };
@@ -41,5 +66,8 @@ declare module 'oidc-provider' {
     constructor(issuer: string, configuration?: ProviderConfiguration);
     readonly issuer: string;
     callback(): (request: IncomingMessage, response: ServerResponse) => void;
+    interactionDetails(request: IncomingMessage, response: ServerResponse): Promise<InteractionDetails>;
+    interactionFinished(request: IncomingMessage, response: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<void>;
+    readonly Grant: typeof Grant;
   }
 }
