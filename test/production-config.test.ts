@@ -14,8 +14,8 @@ const SKIPPED = new Set(['node_modules', 'dist', '.git', '.tap', 'package-lock.j
 const TEXT_FILE = /\.(ts|js|mjs|cjs|md|ya?ml|cfg|conf|json|sh|txt|toml|env)$|(^|\/)(Dockerfile|\.env[\w.-]*|\.ci\/[\w.-]+)$/;
 /** Names of settings and variables that hold a secret: JWT/KEY secrets, passwords, tokens, API and access keys. */
 const SECRET_NAME = /secret|password|passwd|token|api_?key|access_?key|_key$/i;
-/** Names of ids (`api_key_id`, `keyId`): they name a secret's record, never hold one. */
-const ID_NAME = /_?id$/i;
+/** Names of ids (`api_key_id`, `keyId`) and of token counts (`prompt_tokens`): they name a secret's record or count words, never hold a secret. */
+const ID_NAME = /_?id$|_?tokens$/i;
 /** `NAME = 'value'`, `NAME: value`, `"name": "value"`, `NAME=value` with a value of 32+ characters (the least a secret may be). */
 const ASSIGNMENT = /([A-Za-z_][A-Za-z0-9_]*)['"]?\s*[:=]\s*['"`]?([^\s'"`,;(){}]{32,})/g;
 /** Compose's `${NAME:-default}`. */
