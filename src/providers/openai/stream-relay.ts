@@ -14,9 +14,9 @@ const DATA_FIELD = Buffer.from('data:');
 /**
  * Relays an OpenAI-wire SSE stream byte for byte. Per chunk it only finds the last event boundary
  * and swaps the upstream's model name for the gateway's id; it parses just the events that need it:
- * the usage-bearing one (billing, and usage as the spec words it), one carrying an `error` (the
- * vendor failed mid-stream: the call failed, its usage is zero and nothing is charged, as for a
- * broken stream) and, with include_reasoning false, events carrying reasoning.
+ * the usage-bearing one (billing, and usage as the spec words it) and, with include_reasoning false,
+ * events carrying reasoning. A stream that ends without usage is read once more at its end, for an
+ * `error` object (the vendor failed mid-stream: the call failed, nothing is charged).
  */
 export class OpenAiStreamRelay implements ChatStreamRelay {
   usage: NormalizedUsage | undefined;
@@ -27,6 +27,9 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
   private modelNeedle: Buffer | undefined;
   private readonly modelReplacement: Buffer;
   failure: string | undefined;
+  /** The complete events of the last two pushes: where a vendor's error object, which ends its stream, is. */
+  private previousEvents: Buffer | undefined;
+  private lastEvents: Buffer | undefined;
 
   /**
    * `maxEventBytes`: the longest event held before it ends (longer breaks the stream); `maxGeneratedChars`:
@@ -44,6 +47,8 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     const events = this.framing.push(chunk);
     if (events === undefined) return undefined;
     this.kept.keep(events);
+    this.previousEvents = this.lastEvents;
+    this.lastEvents = events;
     return this.transform(events);
   }
 
@@ -51,17 +56,16 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     return this.kept.generatedText(this.framing.held);
   }
 
-  /** Whatever is left when the upstream ends (an unterminated last event). */
+  /** Whatever is left when the upstream ends (an unterminated last event); a stream without usage is read for an error. */
   flush(): Buffer | undefined {
     const rest = this.framing.take();
-    if (!rest) return undefined;
-    this.kept.keep(rest);
-    return this.transform(rest);
+    if (rest) this.kept.keep(rest);
+    if (this.usage === undefined) for (const events of [this.previousEvents, this.lastEvents, rest]) if (events) this.readErrors(events);
+    return rest ? this.transform(rest) : undefined;
   }
 
   private transform(events: Buffer): Buffer {
     if (!this.modelNeedle) this.learnModelNeedle(events);
-    if (this.failure === undefined && events.includes(ERROR_KEY)) this.readErrors(events);
     if (!this.includeReasoning && events.includes(REASONING_KEY)) return this.transformEvents(events);
     const usageAt = usageObjectAt(events);
     if (usageAt === -1) return this.replaceModel(events);
