@@ -95,12 +95,21 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
     if (usage) this.usage = usage;
     if (this.settled) return;
     const billed = this.failed || !this.usage ? undefined : this.usage;
-    const prices = this.identity.model.prices;
-    if (billed && !prices) throw new Error(`${this.identity.model.id} is not priced by tokens: settle it with settleCharge`);
-    const charge = billed && prices && !this.identity.ownCredential ? tokenCostNano(prices, billed) : 0n;
+    if (billed && !this.identity.model.prices) throw new Error(`${this.identity.model.id} is not priced by tokens: settle it with settleCharge`);
+    const charge = billed ? this.chargeFor(billed) : 0n;
     const charged = this.close(charge, this.usage ?? NO_USAGE, billed ? billed.promptTokens + billed.completionTokens : 0);
     // Metrics once the caller has written the response (settle comes just before it): off the latency path.
     if (billed && charged > 0n) queueMicrotask(() => this.recordUsage(this.identity.model.id, billed, charged));
+  }
+
+  /**
+   * What `settle` charges for `usage` on this call (0 for the caller's own credential): the one rule
+   * that both the settlement and the answer's `usage.cost` (docs/api.md) use, so they always agree.
+   */
+  chargeFor(usage: NormalizedUsage): bigint {
+    const prices = this.identity.model.prices;
+    if (this.failed || !prices || this.identity.ownCredential) return 0n;
+    return tokenCostNano(prices, usage);
   }
 
   /**

@@ -83,6 +83,8 @@ export interface AnswerOptions {
    * allowance at MAX_CHARS_PER_TOKEN (src/providers/pending-event.ts). Text past it cannot raise the charge.
    */
   readonly maxGeneratedChars?: number;
+  /** The call's charge for `usage` in USD (`usage.cost`), from MeteredCall.chargeFor; absent: no `cost` rendered. */
+  readonly costOf?: (usage: NormalizedUsage) => number;
 }
 
 export interface FinishedCompletion {

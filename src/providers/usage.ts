@@ -27,8 +27,11 @@ export function readOpenAiUsage(usage: unknown): NormalizedUsage | undefined {
   };
 }
 
-/** The `usage` object as the spec words it: cache details present only when non-zero. */
-export function renderUsage(usage: NormalizedUsage): Record<string, unknown> {
+/**
+ * The `usage` object as the spec words it: cache details present only when non-zero, and `cost` (USD,
+ * what the call is charged: OpenRouter's convention) when the caller knows it.
+ */
+export function renderUsage(usage: NormalizedUsage, cost?: number): Record<string, unknown> {
   const rendered: Record<string, unknown> = {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
@@ -42,5 +45,6 @@ export function renderUsage(usage: NormalizedUsage): Record<string, unknown> {
   if (usage.cacheWriteTokens > 0) promptDetails.cache_creation_input_tokens = usage.cacheWriteTokens;
   if (Object.keys(promptDetails).length > 0) rendered.prompt_tokens_details = promptDetails;
   if (usage.reasoningTokens > 0) rendered.completion_tokens_details = { reasoning_tokens: usage.reasoningTokens };
+  if (cost !== undefined) rendered.cost = cost;
   return rendered;
 }

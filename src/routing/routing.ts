@@ -167,6 +167,9 @@ const speaksOwnApi = (target: RouteTarget) => target.cloud === undefined && targ
 /** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
 export const ATTEMPTS_HEADER = 'x-gateway-attempts';
 
+/** The response header of a whole (non-streamed) answer that says what the call is charged, in USD (its `usage.cost`). */
+export const COST_HEADER = 'x-gateway-cost';
+
 /** The headers of a paid call's answer: its key's rate window, its request id and its upstream attempts. */
 export type CallHeaders = RateLimitHeaders & {
   readonly 'x-request-id': string;

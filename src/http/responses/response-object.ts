@@ -15,11 +15,13 @@ export interface ResponseMeta {
   readonly request: ChatRequest;
   /** Whether the output items are kept for `item_reference` (echoed as `store`). */
   readonly store: boolean;
+  /** The call's charge for a usage in USD (`usage.cost`); absent: no `cost` rendered. */
+  readonly costOf?: (usage: NormalizedUsage) => number;
 }
 
-export function responseMeta(callId: string, createdAtMs: number, model: string, request: ChatRequest, store = false): ResponseMeta {
+export function responseMeta(callId: string, createdAtMs: number, model: string, request: ChatRequest, store = false, costOf?: (usage: NormalizedUsage) => number): ResponseMeta {
   const hex = callId.replaceAll('-', '');
-  return { id: `resp_${hex}`, createdAt: Math.floor(createdAtMs / 1000), model, itemKey: hex, request, store };
+  return { id: `resp_${hex}`, createdAt: Math.floor(createdAtMs / 1000), model, itemKey: hex, request, store, costOf };
 }
 
 export const messageItemId = (meta: ResponseMeta, n: number) => (n === 0 ? `msg_${meta.itemKey}` : `msg_${meta.itemKey}_${n}`);
@@ -30,15 +32,17 @@ export interface MessageItem { type: 'message'; id: string; status: 'in_progress
 export interface FunctionCallItem { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: 'in_progress' | 'completed' | 'incomplete' }
 export type OutputItem = MessageItem | FunctionCallItem;
 
-/** `usage` as the spec words it; the details are always present (0 when none). */
-export function responseUsage(usage: NormalizedUsage): Record<string, unknown> {
-  return {
+/** `usage` as the spec words it; the details are always present (0 when none); `cost` (USD) when known. */
+export function responseUsage(usage: NormalizedUsage, cost?: number): Record<string, unknown> {
+  const rendered: Record<string, unknown> = {
     input_tokens: usage.promptTokens,
     input_tokens_details: { cached_tokens: usage.cachedTokens },
     output_tokens: usage.completionTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens },
     total_tokens: usage.promptTokens + usage.completionTokens,
   };
+  if (cost !== undefined) rendered.cost = cost;
+  return rendered;
 }
 
 /** A chat finish reason as the Response's status: a cut-off answer is `incomplete`, with the reason. */
@@ -80,7 +84,7 @@ export function responseObject(meta: ResponseMeta, status: 'in_progress' | 'comp
     model: meta.model,
     output,
     ...echo(meta.request, meta.store),
-    usage: usage ? responseUsage(usage) : null,
+    usage: usage ? responseUsage(usage, meta.costOf?.(usage)) : null,
   };
 }
 

@@ -11,7 +11,7 @@ import { UpstreamError, type UpstreamResponse } from '../../providers/upstream-c
 import { UpstreamSession } from '../../routing/upstream-session.js';
 import { admitOwnCredentialsFirst } from '../../providers/byok-attempts.js';
 import { MAX_CHARS_PER_TOKEN } from '../../providers/pending-event.js';
-import { worstCaseCostNano } from '../../billing/pricing.js';
+import { nanoToUsd, worstCaseCostNano } from '../../billing/pricing.js';
 import { countTokens } from '../../billing/token-count.js';
 import { promptTokenEstimate } from '../../billing/token-estimate.js';
 import { keyLimitsOf } from '../../billing/credit-period.js';
@@ -20,7 +20,7 @@ import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../p
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
-import { UpstreamModels, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
+import { COST_HEADER, UpstreamModels, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
 import { modelChain } from '../../routing/model-chain.js';
 import type { RouteTarget } from '../../routing/targets.js';
 import { retryableAnswer } from '../../routing/retryable.js';
@@ -222,7 +222,8 @@ export function chatCompletions(services: Services) {
     const usage = finished.usage ?? (await countedUsage(request, finished.generated));
     const rendered = output.render ? output.render(finished.body, usage, call, request, services) : finished.body;
     call.settle(usage);
-    ctx.reply.send(200, typeof rendered === 'string' ? rendered : await rendered, 'application/json', headers);
+    const answerHeaders = { ...headers, [COST_HEADER]: String(nanoToUsd(call.chargeFor(usage))) };
+    ctx.reply.send(200, typeof rendered === 'string' ? rendered : await rendered, 'application/json', answerHeaders);
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */
@@ -289,6 +290,7 @@ export function chatCompletions(services: Services) {
     return {
       includeReasoning: request.include_reasoning !== false, id: `chatcmpl-${call.identity.callId.replaceAll('-', '')}`, created: Math.floor(call.startedAtMs / 1000),
       maxEventBytes, maxGeneratedChars: outputAllowance(request, call.identity.model) * MAX_CHARS_PER_TOKEN,
+      costOf: (usage) => nanoToUsd(call.chargeFor(usage)),
     };
   }
 

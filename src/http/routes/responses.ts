@@ -4,6 +4,7 @@ import type { ChatRequest } from '../schemas/chat.js';
 import { ApiError } from '../errors.js';
 import { RESPONSES_FIELD_NAMES, itemReferencesOf, refuseStatefulFields, toChatRequest, withReferencedItems } from '../responses/to-chat.js';
 import { completionResponse, responseMeta } from '../responses/response-object.js';
+import { nanoToUsd } from '../../billing/pricing.js';
 import { ResponsesEventRelay } from '../responses/event-stream.js';
 import { ISSUED_ITEM_ID, ITEM_TTL_SECONDS, ItemStore, MAX_ITEM_REFERENCES } from '../responses/item-store.js';
 
@@ -71,13 +72,13 @@ export const RESPONSES_OUTPUT: ChatOutput = Object.freeze<ChatOutput>({
   fieldNames: RESPONSES_FIELD_NAMES,
   render: (completionJson, usage, call, request, services) => {
     const { store } = parsedOf(request);
-    const { json, output } = completionResponse(completionJson, usage, responseMeta(call.identity.callId, call.startedAtMs, call.identity.model.id, request, store));
+    const { json, output } = completionResponse(completionJson, usage, responseMeta(call.identity.callId, call.startedAtMs, call.identity.model.id, request, store, (counted) => nanoToUsd(call.chargeFor(counted))));
     if (!store || output.length === 0) return json;
     return itemStore(services).keep(call.identity.userId, output).then(() => json);
   },
   stream: (relay, call, request, services, options) => {
     const { store } = parsedOf(request);
     const keep = store ? (items: Parameters<ItemStore['keep']>[1]) => itemStore(services).keep(call.identity.userId, items) : undefined;
-    return new ResponsesEventRelay(relay, responseMeta(call.identity.callId, call.startedAtMs, call.identity.model.id, request, store), keep, options.maxGeneratedChars);
+    return new ResponsesEventRelay(relay, responseMeta(call.identity.callId, call.startedAtMs, call.identity.model.id, request, store, options.costOf), keep, options.maxGeneratedChars);
   },
 });

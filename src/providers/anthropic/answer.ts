@@ -66,7 +66,7 @@ export function finishAnthropicMessage(upstreamText: string, modelId: string, op
     model: modelId,
     choices: [{ index: 0, message: reply, logprobs: null, finish_reason: finishReason(message.stop_reason, jsonResponse) }],
   };
-  if (usage) completion.usage = renderUsage(usage);
+  if (usage) completion.usage = renderUsage(usage, options.costOf?.(usage));
   const generated = reasoning + content + toolCalls.map((call) => call.function.name + call.function.arguments).join('');
   return { body: JSON.stringify(completion), usage, generated };
 }

@@ -169,7 +169,7 @@ export class AnthropicStreamRelay implements ChatStreamRelay {
     this.ended = true;
     const usage = this.usage ?? NO_USAGE;
     this.usage = usage;
-    return `data: ${this.head}[],"usage":${JSON.stringify(renderUsage(usage))}}\n\n${DONE}`;
+    return `data: ${this.head}[],"usage":${JSON.stringify(renderUsage(usage, this.options.costOf?.(usage)))}}\n\n${DONE}`;
   }
 
   private fail(code: string, message: string): string {

@@ -105,6 +105,6 @@ export function finishGeminiCompletion(upstreamText: string, model: CatalogModel
   }
   const usage = readGeminiUsage(response.usageMetadata);
   const completion: Record<string, unknown> = { id: options.id, object: 'chat.completion', created: options.created, model: model.id, choices };
-  if (usage) completion.usage = renderUsage(usage);
+  if (usage) completion.usage = renderUsage(usage, options.costOf?.(usage));
   return { body: JSON.stringify(completion), usage, generated };
 }

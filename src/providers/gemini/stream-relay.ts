@@ -58,7 +58,7 @@ export class GeminiStreamRelay {
     const rest = this.carry.take()?.toString('utf8') ?? '';
     let out = rest.trim() === '' ? '' : this.translate(`${rest}\n\n`);
     this.usage ??= this.lastUsage;
-    if (this.usage) out += `data: ${this.head}"choices":[],"usage":${JSON.stringify(renderUsage(this.usage))}}\n\n`;
+    if (this.usage) out += `data: ${this.head}"choices":[],"usage":${JSON.stringify(renderUsage(this.usage, this.options.costOf?.(this.usage)))}}\n\n`;
     out += 'data: [DONE]\n\n';
     return Buffer.from(out);
   }

@@ -1,6 +1,6 @@
 import type { CatalogModel } from '../../catalog/model.js';
 import type { ChatRequest } from '../../http/schemas/chat.js';
-import { readOpenAiUsage, renderUsage } from '../usage.js';
+import { readOpenAiUsage, renderUsage, type NormalizedUsage } from '../usage.js';
 import { cacheSalt, type FinishedCompletion } from '../family.js';
 
 const SAMPLING_FIELDS: ReadonlySet<string> = new Set(['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs', 'logit_bias']);
@@ -35,7 +35,7 @@ export function buildOpenAiChatBody(request: ChatRequest, model: CatalogModel, s
 }
 
 /** Rewrites a non-streaming upstream completion: the gateway's model id, usage as the spec words it, reasoning removed on request. */
-export function finishOpenAiCompletion(upstreamText: string, modelId: string, includeReasoning: boolean): FinishedCompletion {
+export function finishOpenAiCompletion(upstreamText: string, modelId: string, includeReasoning: boolean, costOf?: (usage: NormalizedUsage) => number): FinishedCompletion {
   const completion = JSON.parse(upstreamText) as Record<string, any>;
   if (typeof completion !== 'object' || completion === null || !Array.isArray(completion.choices)) throw new Error('not a chat completion');
   let generated = '';
@@ -46,7 +46,7 @@ export function finishOpenAiCompletion(upstreamText: string, modelId: string, in
   }
   completion.model = modelId;
   const usage = readOpenAiUsage(completion.usage);
-  if (usage) completion.usage = renderUsage(usage);
+  if (usage) completion.usage = renderUsage(usage, costOf?.(usage));
   if (!includeReasoning && Array.isArray(completion.choices)) {
     for (const choice of completion.choices) {
       if (choice?.message) {

@@ -45,9 +45,9 @@ export const openAiFamily: ChatFamily = {
     };
   },
   finish(upstreamText, model, options) {
-    return finishOpenAiCompletion(upstreamText, model.id, options.includeReasoning);
+    return finishOpenAiCompletion(upstreamText, model.id, options.includeReasoning, options.costOf);
   },
   relay(model, options) {
-    return new OpenAiStreamRelay(model.id, options.includeReasoning, options.maxEventBytes, options.maxGeneratedChars);
+    return new OpenAiStreamRelay(model.id, options.includeReasoning, options.maxEventBytes, options.maxGeneratedChars, options.costOf);
   },
 };

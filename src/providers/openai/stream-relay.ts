@@ -35,7 +35,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
    * `maxEventBytes`: the longest event held before it ends (longer breaks the stream); `maxGeneratedChars`:
    * the generated text kept for counting (the call's output allowance at the longest a token can be).
    */
-  constructor(private readonly modelId: string, private readonly includeReasoning: boolean, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
+  constructor(private readonly modelId: string, private readonly includeReasoning: boolean, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS, private readonly costOf?: (usage: NormalizedUsage) => number) {
     this.modelReplacement = Buffer.from(`"model":${JSON.stringify(modelId)}`);
     this.framing = new CompleteEvents(maxEventBytes);
     this.kept = new KeptEvents(generatedText, maxGeneratedChars);
@@ -153,7 +153,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
       const usage = readOpenAiUsage(chunk.usage);
       if (usage && this.failure === undefined) {
         this.usage = usage;
-        chunk.usage = renderUsage(usage);
+        chunk.usage = renderUsage(usage, this.costOf?.(usage));
       }
     }
     if (needsReasoning && Array.isArray(chunk.choices)) {

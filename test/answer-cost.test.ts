@@ -1,0 +1,104 @@
+// Issue 28 item 4: each chat and Responses answer carries its own cost. `usage.cost` (USD) in a
+// whole answer, in a stream's final usage chunk and in a Response's usage (whole and
+// `response.completed`), and the `x-gateway-cost` header on a whole answer, equal the call's
+// usage transaction to the nano-USD; a call on the caller's own credential (BYOK) costs 0.
+import t from 'tap';
+import { startGateway, type Gateway } from './helpers/harness.js';
+import { TEST_JWT_SECRET, rawRequest } from './helpers/http-tools.js';
+
+let gateway: Gateway;
+t.before(async () => { gateway = await startGateway({ env: { JWT_SECRET: TEST_JWT_SECRET } }); });
+t.teardown(() => gateway?.close());
+
+const toNano = (usd: unknown): bigint => BigInt(Math.round(Number(usd) * 1e9));
+
+async function post(key: string, path: string, body: Record<string, unknown>) {
+  return rawRequest(`${gateway.v1}${path}`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+}
+
+/** The data payloads of an SSE body, parsed (`[DONE]` left out). */
+function events(text: string): any[] {
+  return text.split('\n').filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]').map((line) => JSON.parse(line.slice(6)));
+}
+
+/** What the call's usage transaction took, in nano-USD (0 when none was written). */
+async function charged(user: string, requestId: string): Promise<bigint> {
+  await gateway.ledgerSettled(user);
+  const [row] = await gateway.sql<{ credits_nano: bigint }[]>`select credits_nano from transactions where id = ${requestId}`;
+  return row ? -BigInt(row.credits_nano) : 0n;
+}
+
+const header = (headers: any, name: string): string | undefined => {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+t.test('whole chat answers: usage.cost and x-gateway-cost equal the transaction (OpenAI, Anthropic and Gemini families)', async (t) => {
+  const { key } = await gateway.user('cost-whole', '5');
+  for (const model of ['openai/gpt-4o-mini', 'anthropic/claude-sonnet-4-5', 'google/gemini-2.5-flash']) {
+    const response = await post(key, '/chat/completions', { model, messages: [{ role: 'user', content: 'Say hello [[mock chunks=9]]' }] });
+    t.equal(response.status, 200, model);
+    const cost = response.body.usage.cost;
+    t.type(cost, 'number', `${model}: usage.cost is a JSON number`);
+    const amount = await charged('cost-whole', header(response.headers, 'x-request-id')!);
+    t.ok(amount > 0n, `${model}: the call was charged`);
+    t.equal(toNano(cost), amount, `${model}: usage.cost is the transaction`);
+    t.equal(header(response.headers, 'x-gateway-cost'), String(Number(amount) / 1e9), `${model}: the header is the transaction in USD`);
+  }
+});
+
+t.test('streamed chat answers: the final usage chunk carries the cost (OpenAI relay and translated families)', async (t) => {
+  const { key } = await gateway.user('cost-stream', '5');
+  for (const model of ['openai/gpt-4o-mini', 'anthropic/claude-sonnet-4-5', 'google/gemini-2.5-flash']) {
+    const response = await post(key, '/chat/completions', {
+      model, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Stream please [[mock chunks=7]]' }],
+    });
+    t.equal(response.status, 200, model);
+    const withUsage = events(response.text).filter((chunk) => chunk.usage);
+    t.equal(withUsage.length, 1, `${model}: one usage chunk`);
+    const cost = withUsage[0]!.usage.cost;
+    t.type(cost, 'number', `${model}: the usage chunk has cost`);
+    const amount = await charged('cost-stream', header(response.headers, 'x-request-id')!);
+    t.ok(amount > 0n, `${model}: the call was charged`);
+    t.equal(toNano(cost), amount, `${model}: usage.cost is the transaction`);
+  }
+});
+
+t.test('Responses answers: usage.cost, whole and in response.completed, equals the transaction', async (t) => {
+  const { key } = await gateway.user('cost-responses', '5');
+  const whole = await post(key, '/responses', { model: 'openai/gpt-4o-mini', input: 'Hello [[mock chunks=5]]', store: false });
+  t.equal(whole.status, 200);
+  const wholeAmount = await charged('cost-responses', header(whole.headers, 'x-request-id')!);
+  t.ok(wholeAmount > 0n);
+  t.equal(toNano(whole.body.usage.cost), wholeAmount, 'whole Response');
+  t.equal(header(whole.headers, 'x-gateway-cost'), String(Number(wholeAmount) / 1e9), 'the header too');
+
+  const streamed = await post(key, '/responses', { model: 'openai/gpt-4o-mini', input: 'Hello [[mock chunks=6]]', store: false, stream: true });
+  t.equal(streamed.status, 200);
+  const completed = events(streamed.text).find((event) => event.type === 'response.completed');
+  const streamedAmount = await charged('cost-responses', header(streamed.headers, 'x-request-id')!);
+  t.ok(streamedAmount > 0n);
+  t.equal(toNano(completed?.response?.usage?.cost), streamedAmount, 'response.completed');
+});
+
+t.test('a call on the caller\'s own credential (BYOK) shows cost 0, as it is charged', async (t) => {
+  const { token, key } = await gateway.user('cost-byok', '5');
+  const created = await rawRequest(`${gateway.url}/api/v1/byok`, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ provider: 'openai', label: 'own', api_key: 'sk-own-cost-0001', always_use: true }),
+  });
+  t.equal(created.status, 201, created.text);
+  const before = gateway.mock.requests().length;
+  const whole = await post(key, '/chat/completions', { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Mine [[mock chunks=4]]' }] });
+  t.equal(whole.status, 200, whole.text);
+  t.same(gateway.mock.requests().slice(before).map((record) => record.authorization), ['Bearer sk-own-cost-0001'], 'served by the own credential');
+  t.ok(whole.body.usage.completion_tokens > 0, 'tokens are counted');
+  t.equal(whole.body.usage.cost, 0);
+  t.equal(header(whole.headers, 'x-gateway-cost'), '0');
+  t.equal(await charged('cost-byok', header(whole.headers, 'x-request-id')!), 0n, 'nothing charged');
+  const streamed = await post(key, '/chat/completions', { model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Mine [[mock chunks=4]]' }] });
+  const usage = events(streamed.text).find((chunk) => chunk.usage)?.usage;
+  t.equal(usage?.cost, 0, 'the streamed usage chunk too');
+});
