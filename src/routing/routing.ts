@@ -190,6 +190,18 @@ export function callHeaders(rate: RateLimitHeaders, requestId: string, attempts:
   };
 }
 
+/** A whole answer's headers: its call headers and its charge in USD, field by field (a spread costs about a microsecond). */
+export function answerHeaders(call: CallHeaders, costUsd: number): Readonly<Record<string, string>> {
+  return {
+    'x-ratelimit-limit-requests': call['x-ratelimit-limit-requests'],
+    'x-ratelimit-remaining-requests': call['x-ratelimit-remaining-requests'],
+    'x-ratelimit-reset-requests': call['x-ratelimit-reset-requests'],
+    'x-request-id': call['x-request-id'],
+    [ATTEMPTS_HEADER]: call[ATTEMPTS_HEADER],
+    [COST_HEADER]: String(costUsd),
+  };
+}
+
 /** An error answer of a routed call, with the attempts it took. */
 export function withAttempts(error: ApiError, attempts: number): ApiError {
   return new ApiError(error.status, error.code, error.message, error.param, { ...error.headers, [ATTEMPTS_HEADER]: String(attempts) });

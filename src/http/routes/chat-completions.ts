@@ -20,7 +20,7 @@ import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../p
 import type { NormalizedUsage } from '../../providers/usage.js';
 import { children, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
-import { COST_HEADER, UpstreamModels, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
+import { UpstreamModels, answerHeaders, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
 import { modelChain } from '../../routing/model-chain.js';
 import type { RouteTarget } from '../../routing/targets.js';
 import { retryableAnswer } from '../../routing/retryable.js';
@@ -222,8 +222,7 @@ export function chatCompletions(services: Services) {
     const usage = finished.usage ?? (await countedUsage(request, finished.generated));
     const rendered = output.render ? output.render(finished.body, usage, call, request, services) : finished.body;
     call.settle(usage);
-    const answerHeaders = { ...headers, [COST_HEADER]: String(nanoToUsd(call.chargeFor(usage))) };
-    ctx.reply.send(200, typeof rendered === 'string' ? rendered : await rendered, 'application/json', answerHeaders);
+    ctx.reply.send(200, typeof rendered === 'string' ? rendered : await rendered, 'application/json', answerHeaders(headers, nanoToUsd(call.chargeFor(usage))));
   }
 
   /** Streaming: bytes flow through as they come; the usage event settles the call before the stream ends. */
