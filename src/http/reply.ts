@@ -104,8 +104,13 @@ export class Reply {
     this.send(status, JSON.stringify(value), 'application/json', headers);
   }
 
-  /** How this reply renders an error: the gateway's envelope, unless its route speaks another API's (Anthropic's). */
-  errorBody: (error: ApiError) => string = errorBody;
+  /**
+   * How this reply renders an error: the gateway's envelope. A route that speaks another API's
+   * (Anthropic's) sets its own on the reply; the prototype's serves every other request unassigned.
+   */
+  errorBody(error: ApiError): string {
+    return errorBody(error);
+  }
 
   error(error: ApiError): void {
     this.send(error.status, this.errorBody(error), 'application/json', error.headers);

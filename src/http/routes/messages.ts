@@ -27,9 +27,10 @@ function withCatalogModel(body: Record<string, unknown>, services: Services): Re
   const catalog = services.catalog();
   const resolved = (name: unknown) => (typeof name === 'string' ? catalogModelId(name, catalog) : name);
   const model = resolved(body.model);
-  const models = Array.isArray(body.models) ? body.models.map(resolved) : body.models;
-  return model === body.model && (models === body.models || (models as unknown[]).every((name, i) => name === (body.models as unknown[])[i]))
-    ? body : { ...body, model, models };
+  const fallbacks = Array.isArray(body.models) ? body.models : undefined;
+  const models = fallbacks?.map(resolved);
+  const renamed = model !== body.model || models?.some((name, i) => name !== fallbacks![i]) === true;
+  return renamed ? { ...body, model, ...(models ? { models } : {}) } : body;
 }
 
 /**
