@@ -3,6 +3,7 @@ import { isIpv4OrCidr } from './auth/ip-ranges.js';
 import { availableParallelism } from 'node:os';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseRedisUrl } from './store/redis-url.js';
 import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets.js';
 import { RoutingFileError, readRoutingFile } from './routing/file.js';
@@ -198,6 +199,9 @@ export const EnvSchema = v.object({
   STRIPE_CANCEL_URL: v.optional(url(/^https?:\/\//)),
   TOPUP_MIN_USD: v.optional(intFrom(1, 1_000_000), '5'),
   TOPUP_MAX_USD: v.optional(intFrom(1, 1_000_000), '10000'),
+  // The web console at /console (docs/console.md): on by default, served from the built files in CONSOLE_DIR.
+  CONSOLE_ENABLED: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'true'),
+  CONSOLE_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1))),
 });
 
 export interface VendorConfig {
@@ -295,7 +299,19 @@ export interface Config {
   readonly routing: RoutingConfig;
   readonly idempotency: IdempotencyConfig;
   readonly payments: PaymentsConfig;
+  readonly console: ConsoleConfig;
 }
+
+/** The web console (src/http/routes/console.ts). */
+export interface ConsoleConfig {
+  /** False: /console answers 404 as any unknown path. */
+  readonly enabled: boolean;
+  /** The built console (index.html and assets/), read at start-up. */
+  readonly dir: string;
+}
+
+/** Where `npm run build` puts the console: dist/console, beside this module's dist/src. */
+const BUILT_CONSOLE_DIR = fileURLToPath(new URL('../console', import.meta.url));
 
 /** Dashboard sign-in (src/auth/signin-flow.ts, docs/api.md "Sign-in"). */
 export interface SignInConfig {
@@ -608,6 +624,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
     }),
     payments: paymentsOf(e),
+    console: Object.freeze({ enabled: e.CONSOLE_ENABLED === 'true', dir: e.CONSOLE_DIR ?? BUILT_CONSOLE_DIR }),
     oidc,
     signIn: signInOf(e, production),
     sessionJwtTtlSeconds: e.SESSION_JWT_TTL_SECONDS,

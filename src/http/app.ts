@@ -22,6 +22,7 @@ import { audioRoutes } from './routes/audio.js';
 import { webhookSecretRoutes } from './routes/webhook-secret.js';
 import { STRIPE_SIGNATURE_HEADER, STRIPE_WEBHOOK_MAX_BYTES, stripeTopUpRoutes } from './routes/stripe-topups.js';
 import { signInRoutes } from './routes/signin.js';
+import { CONSOLE_PATH, consoleRoutes } from './routes/console.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
@@ -147,6 +148,16 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
       guard(ctx.headers.authorization);
       ctx.reply.send(200, await ops.metricsText(), METRICS_CONTENT_TYPE);
     });
+  }
+  if (config.console.enabled) {
+    // Off (CONSOLE_ENABLED=false): /console is an unknown path like any other.
+    const consolePages = consoleRoutes(config);
+    const files = { files: true };
+    router
+      .get(CONSOLE_PATH, consolePages.get, files)
+      .get(`${CONSOLE_PATH}/*`, consolePages.get, files)
+      .head(CONSOLE_PATH, consolePages.head, files)
+      .head(`${CONSOLE_PATH}/*`, consolePages.head, files);
   }
   router
     .any('/*', (ctx) => {
