@@ -175,6 +175,9 @@ export const EnvSchema = v.object({
   SIGNIN_SESSION_TTL_SECONDS: v.optional(intFrom(300, 90 * 86400), String(7 * 86400)),
   SESSION_JWT_TTL_SECONDS: v.optional(intFrom(60, 3600), '900'),
   SIGNIN_COOKIE_SECURE: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'true'),
+  // Development sign-in (docs/configuration.md): `auto` starts a local OpenID provider outside production when OIDC_CLIENT_ID is unset.
+  DEV_IDENTITY_PROVIDER: v.optional(v.picklist(['auto', 'on', 'off'], 'must be auto, on or off'), 'auto'),
+  DEV_IDENTITY_PROVIDER_PORT: v.optional(intFrom(0, 65535), '8091'),
   API_KEYS_PER_ACCOUNT: v.optional(intFrom(1, 1_000_000), '1000'),
   COUPON_FAILURE_BUDGET: v.optional(intFrom(1, 1_000_000), '10'),
   COUPON_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 7 * 86400), '3600'),
@@ -300,6 +303,17 @@ export interface Config {
   readonly idempotency: IdempotencyConfig;
   readonly payments: PaymentsConfig;
   readonly console: ConsoleConfig;
+  /** The development identity provider to start (src/auth/dev-identity-provider.ts); undefined: none. */
+  readonly devIdentityProvider: DevIdentityProviderConfig | undefined;
+}
+
+export interface DevIdentityProviderConfig {
+  /** Its port on 127.0.0.1. */
+  readonly port: number;
+  /** DEV_IDENTITY_PROVIDER=on: a provider that cannot start stops the gateway (`auto` goes on without sign-in). */
+  readonly required: boolean;
+  /** The gateway's /auth/callback, where the provider sends a signed-in browser back. */
+  readonly redirectUrl: string;
 }
 
 /** The web console (src/http/routes/console.ts). */
@@ -625,6 +639,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     }),
     payments: paymentsOf(e),
     console: Object.freeze({ enabled: e.CONSOLE_ENABLED === 'true', dir: e.CONSOLE_DIR ?? BUILT_CONSOLE_DIR }),
+    devIdentityProvider: devIdentityProviderOf(e, production),
     oidc,
     signIn: signInOf(e, production),
     sessionJwtTtlSeconds: e.SESSION_JWT_TTL_SECONDS,
@@ -749,6 +764,24 @@ function signInOf(e: Env, production: boolean): SignInConfig | undefined {
     scopes: e.OIDC_SIGNIN_SCOPES, successPath: e.SIGNIN_SUCCESS_URL, sessionTtlSeconds: e.SIGNIN_SESSION_TTL_SECONDS,
     secureCookies, fetchTimeoutMs: e.OIDC_FETCH_TIMEOUT_MS, allowHttp: !production,
   });
+}
+
+/**
+ * The development identity provider starts when sign-in is not configured (OIDC_CLIENT_ID unset),
+ * outside production, unless DEV_IDENTITY_PROVIDER=off; `on` insists (refused in production, and with
+ * OIDC_CLIENT_ID). Its redirect is this gateway's /auth/callback at PUBLIC_URL, else at the listen
+ * address (127.0.0.1 for a wildcard HOST).
+ */
+function devIdentityProviderOf(e: Env, production: boolean): DevIdentityProviderConfig | undefined {
+  if (e.DEV_IDENTITY_PROVIDER === 'off') return undefined;
+  if (e.DEV_IDENTITY_PROVIDER === 'on') {
+    if (production) throw new ConfigError('invalid DEV_IDENTITY_PROVIDER: the development identity provider signs anyone in; never in production');
+    if (e.OIDC_CLIENT_ID !== undefined) throw new ConfigError('invalid DEV_IDENTITY_PROVIDER: on replaces sign-in with a development provider; unset OIDC_CLIENT_ID, or leave DEV_IDENTITY_PROVIDER at auto');
+  }
+  if (production || e.OIDC_CLIENT_ID !== undefined) return undefined;
+  const host = ['0.0.0.0', '::', '[::]'].includes(e.HOST) ? '127.0.0.1' : e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST;
+  const origin = e.PUBLIC_URL === undefined ? `http://${host}:${e.PORT}` : new URL(e.PUBLIC_URL).origin;
+  return Object.freeze({ port: e.DEV_IDENTITY_PROVIDER_PORT, required: e.DEV_IDENTITY_PROVIDER === 'on', redirectUrl: `${origin}/auth/callback` });
 }
 
 /** A `<requests>/<seconds>` window setting; both at least 1. */
