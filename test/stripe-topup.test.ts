@@ -7,7 +7,7 @@ import Stripe from 'stripe';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { jwtFor, moneyView } from './helpers/billing-checks.js';
-import { assertEnvelope } from './helpers/http-tools.js';
+import { assertEnvelope, parsePrometheus, sumSamples } from './helpers/http-tools.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 
 const WEBHOOK_SECRET = 'whsec_test_gateway_0123456789abcdefghijklmnop';
@@ -250,4 +250,15 @@ t.test('the settings are all or nothing, and the bounds are ordered', async (t) 
   t.equal(fromPublic.successUrl, 'https://gw.example.com/console/billing?checkout=success&session_id={CHECKOUT_SESSION_ID}');
   t.equal(fromPublic.cancelUrl, 'https://gw.example.com/console/billing?checkout=cancelled');
   t.same(loadConfig({ ...base, STRIPE_API_BASE: 'http://127.0.0.1:8090' }).payments.stripe!.apiBase, { protocol: 'http', host: '127.0.0.1', port: 8090 });
+});
+
+t.test('/metrics counts each credited top-up once, its USD, and the refunds and disputes seen', async (t) => {
+  // The restarted gateway credited two top-ups above (10 and 20 USD, each event delivered twice or more),
+  // and saw one refund and one dispute.
+  const target = restarted ?? gateway;
+  const samples = parsePrometheus(await (await fetch(`${target.url}/metrics`)).text());
+  t.equal(sumSamples(samples, 'gateway_topups_total', { processor: 'stripe' }), 2, 'two top-ups credited, whatever the redeliveries');
+  t.equal(sumSamples(samples, 'gateway_topup_usd_total', { processor: 'stripe' }), 30, 'their USD');
+  t.equal(sumSamples(samples, 'gateway_payment_reversals_total', { processor: 'stripe', kind: 'refund' }), 1, 'one refund');
+  t.equal(sumSamples(samples, 'gateway_payment_reversals_total', { processor: 'stripe', kind: 'dispute' }), 1, 'one dispute');
 });
