@@ -64,6 +64,8 @@ export const EnvSchema = v.object({
   RATE_LIMIT_DEFAULT: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 20/10 (requests/seconds)')), '20/10'),
   // The per-key window of reads (GET, HEAD) made with an API key: task polls, balance, lists.
   RATE_LIMIT_READS: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 300/10 (requests/seconds)')), '300/10'),
+  // The per-address window of GET /auth/login and GET /auth/callback together (dashboard sign-in).
+  RATE_LIMIT_SIGNIN: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 30/60 (requests/seconds)')), '30/60'),
   RESERVATION_TTL_SECONDS: v.optional(intFrom(1, 86400), '900'),
   RESERVATION_JANITOR_SECONDS: v.optional(intFrom(1, 3600), '30'),
   ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
@@ -238,6 +240,8 @@ export interface Config {
   readonly rateLimit: { readonly requests: number; readonly windowMs: number };
   /** The read window (GET, HEAD) of every API key (RATE_LIMIT_READS). */
   readonly readRateLimit: { readonly requests: number; readonly windowMs: number };
+  /** The sign-in window of each client address: /auth/login and /auth/callback together (RATE_LIMIT_SIGNIN). */
+  readonly signInRateLimit: { readonly requests: number; readonly windowMs: number };
   readonly reservationTtlMs: number;
   /** How often the janitor looks for leases past their deadline. */
   readonly reservationJanitorMs: number;
@@ -548,6 +552,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     maxBodyBytes: e.MAX_BODY_BYTES,
     rateLimit,
     readRateLimit,
+    signInRateLimit: windowOf('RATE_LIMIT_SIGNIN', e.RATE_LIMIT_SIGNIN),
     reservationTtlMs: e.RESERVATION_TTL_SECONDS * 1000,
     reservationJanitorMs: e.RESERVATION_JANITOR_SECONDS * 1000,
     leaseMaxCalls: e.ADMISSION_LEASE_CALLS,

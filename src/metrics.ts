@@ -100,7 +100,7 @@ export function createMetrics(registry = new Registry(), loops: HttpThreadLoops 
     upstreamErrors: new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream calls that failed, by vendor and reason.', labelNames: ['vendor', 'reason'], registers }),
     tokens: new Counter({ name: 'gateway_tokens_total', help: 'Tokens billed, by model and kind (prompt, cached, completion, reasoning).', labelNames: ['model', 'kind'], registers }),
     cost: new Counter({ name: 'gateway_cost_usd_total', help: 'USD charged for usage, by model.', labelNames: ['model'], registers }),
-    rejections: new Counter({ name: 'gateway_admission_rejections_total', help: 'Inference calls refused at admission, and other API-key requests refused by their key\'s request windows, by reason (rate_limited, reads_limited, token_limited, insufficient_credits, credit_limit).', labelNames: ['reason'], registers }),
+    rejections: new Counter({ name: 'gateway_admission_rejections_total', help: 'Inference calls refused at admission, and other API-key requests refused by their key\'s request windows, by reason (rate_limited, reads_limited, token_limited, insufficient_credits, credit_limit), and sign-in requests refused by their address\'s window (signin_limited).', labelNames: ['reason'], registers }),
     settledOutsideLease: new Counter({
       name: 'gateway_settled_outside_lease_total',
       help: 'Settlement batches charged without their lease\'s reservation (the janitor had released it at its deadline, or Redis lost it).', registers,
