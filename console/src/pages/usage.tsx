@@ -1,0 +1,146 @@
+// Usage: spend, tokens and requests over time (by day or by hour, split by model or by key) with totals,
+// read from GET /api/v1/usage, which adds up to the billing page's usage transactions.
+import { useMemo, useState } from 'preact/hooks';
+import { useApi, type ApiKey } from '../api.js';
+import { Chart, type ChartSeries } from '../chart.js';
+import { ErrorAlert, Loading, PageTitle, useLoad } from '../components.js';
+import { count, usd } from '../format.js';
+
+type Totals = { requests: number; errors: number; prompt_tokens: number; completion_tokens: number; cached_tokens: number; reasoning_tokens: number; cost: number };
+type UsageRow = Totals & { start: string; model?: string; key_id?: string | null };
+type UsageAnswer = { from: string; to: string; interval: 'day' | 'hour'; group_by: 'none' | 'model' | 'key'; data: UsageRow[]; total: Totals };
+
+const RANGES = {
+  day: [
+    { value: '7', label: 'Last 7 days' },
+    { value: '30', label: 'Last 30 days' },
+    { value: '90', label: 'Last 90 days' },
+  ],
+  hour: [
+    { value: '1', label: 'Last 24 hours' },
+    { value: '3', label: 'Last 3 days' },
+    { value: '7', label: 'Last 7 days' },
+  ],
+} as const;
+
+const DAY_MS = 86_400_000;
+
+type Series = { times: number[]; cost: ChartSeries[]; tokens: ChartSeries[]; requests: ChartSeries[] };
+
+/** One line per group (or one in all), every period on the x axis (seconds), null where a group had no calls. */
+function seriesOf(answer: UsageAnswer, keyNames: Map<string, string>): Series {
+  const times = [...new Set(answer.data.map((row) => Date.parse(row.start) / 1000))].sort((a, b) => a - b);
+  const position = new Map(times.map((time, index) => [time, index]));
+  const groups = new Map<string, UsageRow[]>();
+  for (const row of answer.data) {
+    const group = answer.group_by === 'model' ? (row.model ?? 'unknown') : answer.group_by === 'key' ? (row.key_id ?? '') : 'All calls';
+    groups.set(group, [...(groups.get(group) ?? []), row]);
+  }
+  const labelOf = (group: string) => (answer.group_by === 'key' ? (group === '' ? 'No key' : (keyNames.get(group) ?? `Key ${group.slice(0, 8)}`)) : group);
+  const measure = (pick: (row: UsageRow) => number): ChartSeries[] =>
+    [...groups].map(([group, rows]) => {
+      const values: (number | null)[] = times.map(() => null);
+      for (const row of rows) values[position.get(Date.parse(row.start) / 1000)!] = pick(row);
+      return { label: labelOf(group), values };
+    });
+  return {
+    times,
+    cost: measure((row) => row.cost),
+    tokens: measure((row) => row.prompt_tokens + row.completion_tokens),
+    requests: measure((row) => row.requests),
+  };
+}
+
+export function UsagePage() {
+  const api = useApi();
+  const [step, setStep] = useState<'day' | 'hour'>('day');
+  const [range, setRange] = useState('30');
+  const [groupBy, setGroupBy] = useState<'none' | 'model' | 'key'>('none');
+  const usage = useLoad(() => {
+    const to = new Date();
+    const from = new Date(to.getTime() - Number(range) * DAY_MS);
+    return api.get<UsageAnswer>('/api/v1/usage', { interval: step, group_by: groupBy, from: from.toISOString(), to: to.toISOString() });
+  }, [step, range, groupBy]);
+  const keys = useLoad(() => (groupBy === 'key' ? api.get<ApiKey[]>('/api/v1/api-keys') : Promise.resolve([])), [groupBy]);
+  const keyNames = useMemo(() => new Map((keys.data ?? []).map((key) => [key.id, key.name])), [keys.data]);
+  const series = useMemo(() => (usage.data ? seriesOf(usage.data, keyNames) : null), [usage.data, keyNames]);
+
+  const changeInterval = (value: 'day' | 'hour') => {
+    setStep(value);
+    setRange(value === 'day' ? '30' : '1');
+  };
+  const total = usage.data?.total;
+
+  return (
+    <>
+      <PageTitle>Usage</PageTitle>
+      <form class="filters" onSubmit={(event) => event.preventDefault()}>
+        <div class="field">
+          <label for="usage-interval">Interval</label>
+          <select id="usage-interval" value={step} onChange={(event) => changeInterval(event.currentTarget.value as 'day' | 'hour')}>
+            <option value="day">By day</option>
+            <option value="hour">By hour</option>
+          </select>
+        </div>
+        <div class="field">
+          <label for="usage-range">Period</label>
+          <select id="usage-range" value={range} onChange={(event) => setRange(event.currentTarget.value)}>
+            {RANGES[step].map((option) => (
+              <option key={option.value} value={option.value}>
+                {option.label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="usage-group">Split by</label>
+          <select id="usage-group" value={groupBy} onChange={(event) => setGroupBy(event.currentTarget.value as 'none' | 'model' | 'key')}>
+            <option value="none">Nothing (all calls)</option>
+            <option value="model">Model</option>
+            <option value="key">API key</option>
+          </select>
+        </div>
+      </form>
+      <Loading loading={usage.loading && !usage.data} />
+      <ErrorAlert error={usage.error ?? keys.error} />
+      {total && (
+        <section class="panel" aria-labelledby="usage-totals-title">
+          <h2 id="usage-totals-title">Totals for the period</h2>
+          <dl class="stats">
+            <div>
+              <dt>Spend</dt>
+              <dd data-testid="usage-total-cost">{usd(total.cost)}</dd>
+            </div>
+            <div>
+              <dt>Requests</dt>
+              <dd data-testid="usage-total-requests">{count(total.requests)}</dd>
+            </div>
+            <div>
+              <dt>Errors</dt>
+              <dd>{count(total.errors)}</dd>
+            </div>
+            <div>
+              <dt>Input tokens</dt>
+              <dd>{count(total.prompt_tokens)}</dd>
+            </div>
+            <div>
+              <dt>Output tokens</dt>
+              <dd>{count(total.completion_tokens)}</dd>
+            </div>
+            <div>
+              <dt>Cached input tokens</dt>
+              <dd>{count(total.cached_tokens)}</dd>
+            </div>
+          </dl>
+        </section>
+      )}
+      {series && (
+        <section class="panel charts" aria-label="Charts">
+          <Chart title="Spend (USD)" times={series.times} series={series.cost} format={usd} />
+          <Chart title="Tokens (input + output)" times={series.times} series={series.tokens} format={count} />
+          <Chart title="Requests" times={series.times} series={series.requests} format={count} />
+        </section>
+      )}
+    </>
+  );
+}
