@@ -105,6 +105,9 @@ function Layout({ path, user, onSignOut }: { path: string; user: SessionUser; on
   const section = `/${path.split('/')[1] ?? ''}`;
   return (
     <div class="shell">
+      <a class="skip-link" href="#main">
+        Skip to the page
+      </a>
       <header class="topbar">
         <a class="brand" href={`${BASE}/keys`}>
           Gateway console
@@ -125,7 +128,9 @@ function Layout({ path, user, onSignOut }: { path: string; user: SessionUser; on
           ))}
         </ul>
       </nav>
-      <main class="content">{pageFor(path)}</main>
+      <main class="content" id="main" tabIndex={-1}>
+        {pageFor(path)}
+      </main>
     </div>
   );
 }

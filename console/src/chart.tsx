@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type uPlot from 'uplot';
 
-export type ChartSeries = { label: string; values: (number | null)[] };
+export type ChartSeries = { label: string; values: number[] };
 
 type ChartProps = { title: string; times: number[]; series: ChartSeries[]; format: (value: number) => string };
 

@@ -50,7 +50,7 @@ function TopUpForm() {
     <form class="form inline-form" onSubmit={submit}>
       <div class="field">
         <label for="topup-amount">Amount (USD)</label>
-        <input id="topup-amount" type="number" min="0" step="0.01" required value={amount} onInput={(event) => setAmount(event.currentTarget.value)} />
+        <input id="topup-amount" type="number" step="0.01" required value={amount} onInput={(event) => setAmount(event.currentTarget.value)} />
       </div>
       <button type="submit" class="primary" disabled={action.busy}>
         Top up with a card
@@ -135,7 +135,7 @@ function Alerts() {
       <form class="form inline-form" onSubmit={submit}>
         <div class="field">
           <label for="alert-threshold">Threshold (USD)</label>
-          <input id="alert-threshold" type="number" min="0" step="any" required value={threshold} onInput={(event) => setThreshold(event.currentTarget.value)} />
+          <input id="alert-threshold" type="number" step="any" required value={threshold} onInput={(event) => setThreshold(event.currentTarget.value)} />
         </div>
         <div class="field">
           <label for="alert-email">E-mail (optional)</label>

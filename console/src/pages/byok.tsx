@@ -56,7 +56,8 @@ function bodyOf(fields: CredentialFields, row: Credential | null): Record<string
   const body: Record<string, unknown> = {};
   if (!row) body.provider = fields.provider;
   if (changed('label')) body.label = fields.label.trim();
-  if (changed('base_url')) body.base_url = fields.base_url.trim() || null;
+  // On create an empty base URL is simply not sent; on edit, emptying it clears it (null).
+  if (changed('base_url') && (fields.base_url.trim() || row)) body.base_url = fields.base_url.trim() || null;
   if (changed('priority')) body.priority = Number(fields.priority);
   if (changed('always_use')) body.always_use = fields.always_use;
   if (changed('disabled')) body.disabled = fields.disabled;
@@ -123,7 +124,7 @@ function CredentialForm({ row, onSaved, onCancel }: { row: Credential | null; on
         </div>
         <div class="field">
           <label for={id('priority')}>Priority</label>
-          <input id={id('priority')} type="number" step="1" min={-PRIORITY_MAX} max={PRIORITY_MAX} value={fields.priority} onInput={(event) => set('priority', event.currentTarget.value)} aria-describedby={id('priority-hint')} />
+          <input id={id('priority')} type="number" step="1" value={fields.priority} onInput={(event) => set('priority', event.currentTarget.value)} aria-describedby={id('priority-hint')} />
           <small id={id('priority-hint')}>Higher is tried first.</small>
         </div>
       </div>

@@ -85,7 +85,7 @@ function KeyForm({ idPrefix, initial, editing, submitLabel, onSubmit, onCancel }
   const input = (name: 'rate_limit_rpm' | 'rate_limit_tph' | 'rate_limit_tpd' | 'credit_limit', label: string, hint: string, step = '1') => (
     <div class="field">
       <label for={id(name)}>{label}</label>
-      <input id={id(name)} type="number" min="0" step={step} inputMode="decimal" value={fields[name]} onInput={(event) => set(name, event.currentTarget.value)} aria-describedby={id(`${name}-hint`)} />
+      <input id={id(name)} type="number" step={step} inputMode="decimal" value={fields[name]} onInput={(event) => set(name, event.currentTarget.value)} aria-describedby={id(`${name}-hint`)} />
       <small id={id(`${name}-hint`)}>{hint}</small>
     </div>
   );

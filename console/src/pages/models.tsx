@@ -25,6 +25,22 @@ function priceText(price: Price): string {
   return price.unit === 'token' ? `${name}: $${price.usd_per_million} / 1M${tier}` : `${name}: $${price.usd_per_unit} / ${price.unit}${tier}`;
 }
 
+const PRICE_LINES_SHOWN = 6;
+
+/** The model's charged lines (a component the vendor does not charge, "0", left out), the first few and a count of the rest. */
+function PriceList({ prices }: { prices: Price[] | undefined }) {
+  if (!prices) return <span class="muted">Not priced</span>;
+  const charged = prices.filter((price) => Number(price.usd_per_unit) !== 0);
+  return (
+    <ul class="prices">
+      {charged.slice(0, PRICE_LINES_SHOWN).map((price) => (
+        <li key={`${price.component}:${price.tier}`}>{priceText(price)}</li>
+      ))}
+      {charged.length > PRICE_LINES_SHOWN && <li class="muted">{charged.length - PRICE_LINES_SHOWN} more tiers</li>}
+    </ul>
+  );
+}
+
 export function ModelsPage() {
   const api = useApi();
   const [modality, setModality] = useState('');
@@ -94,13 +110,7 @@ export function ModelsPage() {
                   <td>{model.provider}</td>
                   <td>{model.modality}</td>
                   <td>
-                    <ul class="prices">
-                      {(prices.get(model.id) ?? []).slice(0, 6).map((price) => (
-                        <li key={`${price.component}:${price.tier}`}>{priceText(price)}</li>
-                      ))}
-                      {(prices.get(model.id)?.length ?? 0) > 6 && <li class="muted">{(prices.get(model.id)?.length ?? 0) - 6} more tiers</li>}
-                      {!prices.has(model.id) && <li class="muted">Not priced</li>}
-                    </ul>
+                    <PriceList prices={prices.get(model.alias_of ?? model.id)} />
                   </td>
                 </tr>
               ))}

@@ -27,9 +27,16 @@ const DAY_MS = 86_400_000;
 
 type Series = { times: number[]; cost: ChartSeries[]; tokens: ChartSeries[]; requests: ChartSeries[] };
 
-/** One line per group (or one in all), every period on the x axis (seconds), null where a group had no calls. */
+const STEP_SECONDS = { day: 86_400, hour: 3_600 } as const;
+
+/**
+ * One line per group (or one for all calls) over every period of the answer's range (x in seconds),
+ * 0 where a group had no calls, so a quiet day reads as zero rather than as a gap.
+ */
 function seriesOf(answer: UsageAnswer, keyNames: Map<string, string>): Series {
-  const times = [...new Set(answer.data.map((row) => Date.parse(row.start) / 1000))].sort((a, b) => a - b);
+  const step = STEP_SECONDS[answer.interval];
+  const times: number[] = [];
+  for (let time = Date.parse(answer.from) / 1000; time < Date.parse(answer.to) / 1000; time += step) times.push(time);
   const position = new Map(times.map((time, index) => [time, index]));
   const groups = new Map<string, UsageRow[]>();
   for (const row of answer.data) {
@@ -39,12 +46,15 @@ function seriesOf(answer: UsageAnswer, keyNames: Map<string, string>): Series {
   const labelOf = (group: string) => (answer.group_by === 'key' ? (group === '' ? 'No key' : (keyNames.get(group) ?? `Key ${group.slice(0, 8)}`)) : group);
   const measure = (pick: (row: UsageRow) => number): ChartSeries[] =>
     [...groups].map(([group, rows]) => {
-      const values: (number | null)[] = times.map(() => null);
-      for (const row of rows) values[position.get(Date.parse(row.start) / 1000)!] = pick(row);
+      const values: number[] = times.map(() => 0);
+      for (const row of rows) {
+        const index = position.get(Date.parse(row.start) / 1000);
+        if (index !== undefined) values[index] = pick(row);
+      }
       return { label: labelOf(group), values };
     });
   return {
-    times,
+    times: answer.data.length === 0 ? [] : times,
     cost: measure((row) => row.cost),
     tokens: measure((row) => row.prompt_tokens + row.completion_tokens),
     requests: measure((row) => row.requests),
