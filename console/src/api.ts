@@ -2,6 +2,7 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import type { Session } from './session.js';
+import { useLoad, type Loaded } from './components.js';
 
 export type Query = Record<string, string | number | boolean | null | undefined>;
 
@@ -88,3 +89,15 @@ export type RequestRecord = {
 
 export type CursorPage<T> = { data: T[]; has_more: boolean; next_cursor: string | null };
 export type NumberedPage<T> = { data: T[]; total: number; page: number; per_page: number; total_pages?: number };
+
+/** The account's keys, for the pages that say which key made a call. */
+export function useKeys(): Loaded<ApiKey[]> {
+  const api = useApi();
+  return useLoad(() => api.get<ApiKey[]>('/api/v1/api-keys'), []);
+}
+
+/** A key's name; a revoked key (no longer listed) by the start of its id. */
+export function keyName(keys: ApiKey[] | null, id: string | null): string {
+  if (id === null) return '—';
+  return keys?.find((key) => key.id === id)?.name ?? `Key ${id.slice(0, 8)}`;
+}

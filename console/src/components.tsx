@@ -148,3 +148,78 @@ export function PageButtons({ page, totalPages, onPage }: { page: number; totalP
     </nav>
   );
 }
+
+export type Option = { value: string; label: string };
+
+/** A labelled <select>. */
+export function SelectField({ id, label, value, options, onChange }: { id: string; label: string; value: string; options: readonly Option[]; onChange: (value: string) => void }) {
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select id={id} value={value} onChange={(event) => onChange(event.currentTarget.value)}>
+        {options.map((option) => (
+          <option key={option.value} value={option.value}>
+            {option.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/**
+ * Pages of a list the API walks by cursor: the cursors of the pages before this one are kept, so
+ * "Newer" goes back and "Older" follows the answer's `next_cursor`.
+ */
+export function useCursorPages() {
+  const [cursors, setCursors] = useState<string[]>([]);
+  return {
+    cursor: cursors[cursors.length - 1],
+    first: () => setCursors([]),
+    pager: (page: { has_more: boolean; next_cursor: string | null } | null) => (
+      <nav class="pager" aria-label="Pages">
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors((previous) => previous.slice(0, -1))}>
+          Newer
+        </button>
+        <button type="button" disabled={!page?.has_more || !page.next_cursor} onClick={() => page?.next_cursor && setCursors((previous) => [...previous, page.next_cursor!])}>
+          Older
+        </button>
+      </nav>
+    ),
+  };
+}
+
+type RowActionsProps = { name: string; disabled: boolean; busy: boolean; onEdit: () => void; onToggle: () => void; removeLabel: string; onRemove: () => void; children?: ComponentChildren };
+
+/** The actions of a row that can be edited, disabled or enabled, and removed (after a confirmation the page shows). */
+export function RowActions({ name, disabled, busy, onEdit, onToggle, removeLabel, onRemove, children }: RowActionsProps) {
+  const toggle = disabled ? 'Enable' : 'Disable';
+  return (
+    <td class="row-actions">
+      {children}
+      <button type="button" onClick={onEdit} aria-label={`Edit ${name}`}>
+        Edit
+      </button>
+      <button type="button" onClick={onToggle} disabled={busy} aria-label={`${toggle} ${name}`}>
+        {toggle}
+      </button>
+      <button type="button" class="danger" onClick={onRemove} aria-label={`${removeLabel} ${name}`}>
+        {removeLabel}
+      </button>
+    </td>
+  );
+}
+
+/** Figures side by side: a balance, a period's totals. */
+export function Stats({ items }: { items: readonly { label: string; value: string; testId?: string }[] }) {
+  return (
+    <dl class="stats">
+      {items.map((item) => (
+        <div key={item.label}>
+          <dt>{item.label}</dt>
+          <dd data-testid={item.testId}>{item.value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}

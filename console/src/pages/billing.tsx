@@ -2,7 +2,7 @@
 // a card top-up (the card processor's checkout page, then back), and balance alerts.
 import { useState } from 'preact/hooks';
 import { segment, useApi, type NumberedPage } from '../api.js';
-import { ErrorAlert, Loading, PageButtons, PageTitle, useAction, useLoad } from '../components.js';
+import { ErrorAlert, Loading, PageButtons, PageTitle, Stats, useAction, useLoad } from '../components.js';
 import { dateTime, usd } from '../format.js';
 
 type Balance = { credits: number; held: number; available: number; currency: string };
@@ -18,20 +18,13 @@ const UNDELIVERABLE: Record<string, string> = {
 
 function BalancePanel({ balance }: { balance: Balance }) {
   return (
-    <dl class="stats">
-      <div>
-        <dt>Credits</dt>
-        <dd data-testid="balance-credits">{usd(balance.credits)}</dd>
-      </div>
-      <div>
-        <dt>Held</dt>
-        <dd data-testid="balance-held">{usd(balance.held)}</dd>
-      </div>
-      <div>
-        <dt>Available</dt>
-        <dd data-testid="balance-available">{usd(balance.available)}</dd>
-      </div>
-    </dl>
+    <Stats
+      items={[
+        { label: 'Credits', value: usd(balance.credits), testId: 'balance-credits' },
+        { label: 'Held', value: usd(balance.held), testId: 'balance-held' },
+        { label: 'Available', value: usd(balance.available), testId: 'balance-available' },
+      ]}
+    />
   );
 }
 

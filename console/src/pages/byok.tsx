@@ -2,7 +2,7 @@
 // last use and last error are shown, the secrets never (the API returns only a masked prefix).
 import { useState } from 'preact/hooks';
 import { segment, useApi } from '../api.js';
-import { ConfirmDialog, ErrorAlert, Loading, PageTitle, useAction, useLoad } from '../components.js';
+import { ConfirmDialog, ErrorAlert, Loading, PageTitle, RowActions, SelectField, useAction, useLoad } from '../components.js';
 import { dateTime } from '../format.js';
 
 type Credential = {
@@ -92,16 +92,13 @@ function CredentialForm({ row, onSaved, onCancel }: { row: Credential | null; on
   return (
     <form class="form" onSubmit={submit}>
       <div class="grid">
-        <div class="field">
-          <label for={id('provider')}>Provider</label>
-          <select id={id('provider')} value={fields.provider} disabled={row !== null} onChange={(event) => set('provider', event.currentTarget.value as Credential['provider'])}>
-            {PROVIDERS.map((provider) => (
-              <option key={provider.value} value={provider.value}>
-                {provider.label}
-              </option>
-            ))}
-          </select>
-        </div>
+        {row ? (
+          <p class="field">
+            <span>Provider</span> <strong>{PROVIDERS.find((provider) => provider.value === row.provider)?.label ?? row.provider}</strong>
+          </p>
+        ) : (
+          <SelectField id={id('provider')} label="Provider" value={fields.provider} options={PROVIDERS} onChange={(value) => set('provider', value as Credential['provider'])} />
+        )}
         <div class="field">
           <label for={id('label')}>Label</label>
           <input id={id('label')} required value={fields.label} onInput={(event) => set('label', event.currentTarget.value)} />
@@ -232,23 +229,22 @@ export function ByokPage() {
                     <td class="number">{row.priority}</td>
                     <td>{dateTime(row.last_used_at)}</td>
                     <td class="wrap">{row.last_error ?? 'None'}</td>
-                    <td class="row-actions">
+                    <RowActions
+                      name={row.label}
+                      disabled={row.disabled}
+                      busy={rowAction.busy}
+                      onEdit={() => setEditing(row)}
+                      onToggle={() => setDisabled(row)}
+                      removeLabel="Delete"
+                      onRemove={() => setDeleting(row)}
+                    >
                       <button type="button" disabled={index === 0 || rowAction.busy} onClick={() => move(index, -1)} aria-label={`Move ${row.label} up`}>
                         Up
                       </button>
                       <button type="button" disabled={index === list.length - 1 || rowAction.busy} onClick={() => move(index, 1)} aria-label={`Move ${row.label} down`}>
                         Down
                       </button>
-                      <button type="button" onClick={() => setEditing(row)} aria-label={`Edit ${row.label}`}>
-                        Edit
-                      </button>
-                      <button type="button" onClick={() => setDisabled(row)} disabled={rowAction.busy} aria-label={`${row.disabled ? 'Enable' : 'Disable'} ${row.label}`}>
-                        {row.disabled ? 'Enable' : 'Disable'}
-                      </button>
-                      <button type="button" class="danger" onClick={() => setDeleting(row)} aria-label={`Delete ${row.label}`}>
-                        Delete
-                      </button>
-                    </td>
+                    </RowActions>
                   </tr>
                 ))}
               </tbody>

@@ -1,8 +1,8 @@
 // API keys: create with every field of the spec (the secret shown once), list masked and newest first,
 // edit any field, disable and enable, revoke after a confirmation. The list's `full_key` is never shown.
 import { useRef, useState } from 'preact/hooks';
-import { segment, useApi, type ApiKey, type CreatedKey } from '../api.js';
-import { ConfirmDialog, CopyButton, ErrorAlert, Loading, PageTitle, useAction, useLoad } from '../components.js';
+import { segment, useApi, useKeys, type ApiKey, type CreatedKey } from '../api.js';
+import { ConfirmDialog, CopyButton, ErrorAlert, Loading, PageTitle, RowActions, SelectField, useAction } from '../components.js';
 import { count, dateTime, fromLocalInput, toLocalInput, usd } from '../format.js';
 
 type KeyFields = {
@@ -28,6 +28,13 @@ const EMPTY: KeyFields = {
   expires_at: '',
   is_provisioning: false,
 };
+
+const RESET_INTERVALS = [
+  { value: 'none', label: 'Never' },
+  { value: 'daily', label: 'Daily' },
+  { value: 'weekly', label: 'Weekly' },
+  { value: 'monthly', label: 'Monthly' },
+];
 
 const text = (value: number | null) => (value === null ? '' : String(value));
 
@@ -105,15 +112,13 @@ function KeyForm({ idPrefix, initial, editing, submitLabel, onSubmit, onCancel }
         {input('rate_limit_tph', 'Token limit per hour', 'Empty: no limit.')}
         {input('rate_limit_tpd', 'Token limit per day', 'Empty: no limit.')}
         {input('credit_limit', 'Credit limit (USD)', 'Spend cap per period. Empty: unlimited.', 'any')}
-        <div class="field">
-          <label for={id('credit_reset_interval')}>Credit limit resets</label>
-          <select id={id('credit_reset_interval')} value={fields.credit_reset_interval} onChange={(event) => set('credit_reset_interval', event.currentTarget.value as KeyFields['credit_reset_interval'])}>
-            <option value="none">Never</option>
-            <option value="daily">Daily</option>
-            <option value="weekly">Weekly</option>
-            <option value="monthly">Monthly</option>
-          </select>
-        </div>
+        <SelectField
+          id={id('credit_reset_interval')}
+          label="Credit limit resets"
+          value={fields.credit_reset_interval}
+          options={RESET_INTERVALS}
+          onChange={(value) => set('credit_reset_interval', value as KeyFields['credit_reset_interval'])}
+        />
         <div class="field">
           <label for={id('expires_at')}>Expires at</label>
           <input id={id('expires_at')} type="datetime-local" value={fields.expires_at} onInput={(event) => set('expires_at', event.currentTarget.value)} aria-describedby={id('expires-hint')} />
@@ -185,7 +190,7 @@ function creditOf(key: ApiKey): string {
 
 export function KeysPage() {
   const api = useApi();
-  const keys = useLoad(() => api.get<ApiKey[]>('/api/v1/api-keys'), []);
+  const keys = useKeys();
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const [editing, setEditing] = useState<ApiKey | null>(null);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
@@ -259,17 +264,15 @@ export function KeysPage() {
                     <td>{creditOf(key)}</td>
                     <td>{dateTime(key.expires_at)}</td>
                     <td>{dateTime(key.created_at)}</td>
-                    <td class="row-actions">
-                      <button type="button" onClick={() => startEdit(key)} aria-label={`Edit ${key.name}`}>
-                        Edit
-                      </button>
-                      <button type="button" onClick={() => void setDisabled(key, !key.disabled)} disabled={rowAction.busy} aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}>
-                        {key.disabled ? 'Enable' : 'Disable'}
-                      </button>
-                      <button type="button" class="danger" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.name}`}>
-                        Revoke
-                      </button>
-                    </td>
+                    <RowActions
+                      name={key.name}
+                      disabled={key.disabled}
+                      busy={rowAction.busy}
+                      onEdit={() => startEdit(key)}
+                      onToggle={() => void setDisabled(key, !key.disabled)}
+                      removeLabel="Revoke"
+                      onRemove={() => setRevoking(key)}
+                    />
                   </tr>
                 ))}
               </tbody>

@@ -1,7 +1,7 @@
 // The model catalog: filter by modality, search, and each model's prices.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useApi, type NumberedPage } from '../api.js';
-import { ErrorAlert, Loading, PageButtons, PageTitle, useLoad } from '../components.js';
+import { ErrorAlert, Loading, PageButtons, PageTitle, SelectField, useLoad } from '../components.js';
 
 type Model = { id: string; name: string; provider: string; modality: string; description: string; is_active: boolean; status: string; alias_of: string | null };
 type Price = { component: string; unit: string; tier: string; usd_per_unit: string; usd_per_million: string };
@@ -62,23 +62,16 @@ export function ModelsPage() {
     <>
       <PageTitle>Models</PageTitle>
       <form class="filters" onSubmit={(event) => event.preventDefault()} role="search" aria-label="Models">
-        <div class="field">
-          <label for="models-modality">Modality</label>
-          <select
-            id="models-modality"
-            value={modality}
-            onChange={(event) => {
-              setModality(event.currentTarget.value);
-              setPage(1);
-            }}
-          >
-            {MODALITIES.map((option) => (
-              <option key={option.value} value={option.value}>
-                {option.label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SelectField
+          id="models-modality"
+          label="Modality"
+          value={modality}
+          options={MODALITIES}
+          onChange={(value) => {
+            setModality(value);
+            setPage(1);
+          }}
+        />
         <div class="field grow">
           <label for="models-search">Search</label>
           <input id="models-search" type="search" placeholder="name, vendor, tag…" value={typed} onInput={(event) => setTyped(event.currentTarget.value)} />

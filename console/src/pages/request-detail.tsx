@@ -1,5 +1,5 @@
 // One call of the request log: tokens, cost, latency, time to first byte, attempts and its error.
-import { segment, useApi, type ApiKey, type RequestRecord } from '../api.js';
+import { keyName, segment, useApi, useKeys, type RequestRecord } from '../api.js';
 import { ErrorAlert, Loading, PageTitle, useLoad } from '../components.js';
 import { count, dateTime, milliseconds, usd } from '../format.js';
 import { Link } from '../router.js';
@@ -7,9 +7,8 @@ import { Link } from '../router.js';
 export function RequestDetailPage({ id }: { id: string }) {
   const api = useApi();
   const call = useLoad(() => api.get<RequestRecord>(`/api/v1/requests/${segment(id)}`), [id]);
-  const keys = useLoad(() => api.get<ApiKey[]>('/api/v1/api-keys'), []);
+  const keys = useKeys();
   const record = call.data;
-  const keyName = record?.key_id ? (keys.data?.find((key) => key.id === record.key_id)?.name ?? record.key_id) : '—';
   const yesNo = (value: boolean) => (value ? 'Yes' : 'No');
   return (
     <>
@@ -33,7 +32,7 @@ export function RequestDetailPage({ id }: { id: string }) {
             <dt>Endpoint</dt>
             <dd>{record.endpoint}</dd>
             <dt>Key</dt>
-            <dd>{keyName}</dd>
+            <dd>{keyName(keys.data, record.key_id)}</dd>
             <dt>Status</dt>
             <dd>
               <span class={record.status >= 400 ? 'status bad' : 'status good'}>{record.status}</span>

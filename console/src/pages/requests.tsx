@@ -1,8 +1,8 @@
 // The request log: the newest calls first, filtered by key, model, status and time, a page at a time
 // (the API's cursor); each row opens the call's detail.
 import { useState } from 'preact/hooks';
-import { useApi, type ApiKey, type CursorPage, type RequestRecord } from '../api.js';
-import { ErrorAlert, Loading, PageTitle, useLoad } from '../components.js';
+import { keyName, useApi, useKeys, type CursorPage, type RequestRecord } from '../api.js';
+import { ErrorAlert, Loading, PageTitle, useCursorPages, useLoad } from '../components.js';
 import { count, dateTime, fromLocalInput, milliseconds, usd } from '../format.js';
 import { Link } from '../router.js';
 
@@ -14,33 +14,30 @@ export function RequestsPage() {
   const api = useApi();
   const [draft, setDraft] = useState<Filters>(NO_FILTERS);
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
-  // The cursors of the pages before this one, so "Newer" can go back.
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors[cursors.length - 1];
-  const keys = useLoad(() => api.get<ApiKey[]>('/api/v1/api-keys'), []);
+  const pages = useCursorPages();
+  const keys = useKeys();
   const page = useLoad(
     () =>
       api.get<CursorPage<RequestRecord>>('/api/v1/requests', {
         limit: PAGE_SIZE,
-        cursor,
+        cursor: pages.cursor,
         key_id: filters.key_id,
         model: filters.model.trim(),
         status: filters.status.trim(),
         from: fromLocalInput(filters.from),
         to: fromLocalInput(filters.to),
       }),
-    [filters, cursor],
+    [filters, pages.cursor],
   );
-  const keyName = (id: string | null) => (id === null ? '—' : (keys.data?.find((key) => key.id === id)?.name ?? id.slice(0, 8)));
   const set = (name: keyof Filters, value: string) => setDraft((previous) => ({ ...previous, [name]: value }));
   const apply = (event: Event) => {
     event.preventDefault();
-    setCursors([]);
+    pages.first();
     setFilters(draft);
   };
   const reset = () => {
     setDraft(NO_FILTERS);
-    setCursors([]);
+    pages.first();
     setFilters(NO_FILTERS);
   };
 
@@ -128,7 +125,7 @@ export function RequestsPage() {
                     <Link to={`/requests/${encodeURIComponent(call.id)}`}>{dateTime(call.created_at)}</Link>
                   </td>
                   <td>{call.model ?? call.endpoint}</td>
-                  <td>{keyName(call.key_id)}</td>
+                  <td>{keyName(keys.data, call.key_id)}</td>
                   <td>
                     <span class={call.status >= 400 ? 'status bad' : 'status good'}>{call.status}</span>
                     {call.error_code && <span class="muted"> {call.error_code}</span>}
@@ -144,14 +141,7 @@ export function RequestsPage() {
           </table>
         </div>
       )}
-      <nav class="pager" aria-label="Pages">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors((previous) => previous.slice(0, -1))}>
-          Newer
-        </button>
-        <button type="button" disabled={!page.data?.has_more} onClick={() => page.data?.next_cursor && setCursors((previous) => [...previous, page.data!.next_cursor!])}>
-          Older
-        </button>
-      </nav>
+      {pages.pager(page.data)}
     </>
   );
 }

@@ -2,7 +2,7 @@
 // pending ones. The list refreshes itself while a task is pending.
 import { useEffect, useState } from 'preact/hooks';
 import { segment, useApi, type CursorPage } from '../api.js';
-import { ErrorAlert, Loading, PageTitle, useAction, useLoad } from '../components.js';
+import { ErrorAlert, Loading, PageTitle, SelectField, useAction, useCursorPages, useLoad } from '../components.js';
 import { dateTime } from '../format.js';
 
 type TaskKind = 'video' | 'speech' | 'music';
@@ -20,6 +20,13 @@ type Task = {
 type TaskPage = CursorPage<Task>;
 
 const KIND_NAMES: Record<TaskKind, string> = { video: 'Video', speech: 'Speech', music: 'Music' };
+const KIND_OPTIONS = [{ value: '', label: 'All kinds' }, ...Object.entries(KIND_NAMES).map(([value, label]) => ({ value, label }))];
+const STATUS_OPTIONS = [
+  { value: '', label: 'Any status' },
+  { value: 'pending', label: 'Pending' },
+  { value: 'success', label: 'Succeeded' },
+  { value: 'failed', label: 'Failed' },
+];
 const PAGE_SIZE = 20;
 const POLL_MS = 3000;
 
@@ -66,9 +73,8 @@ export function TasksPage() {
   const api = useApi();
   const [kind, setKind] = useState('');
   const [status, setStatus] = useState('');
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors[cursors.length - 1];
-  const tasks = useLoad(() => api.get<TaskPage>('/api/v1/tasks', { kind, status, limit: PAGE_SIZE, cursor }), [kind, status, cursor]);
+  const pages = useCursorPages();
+  const tasks = useLoad(() => api.get<TaskPage>('/api/v1/tasks', { kind, status, limit: PAGE_SIZE, cursor: pages.cursor }), [kind, status, pages.cursor]);
   const cancel = useAction();
   const pending = tasks.data?.data.some((task) => task.status === 'pending') ?? false;
 
@@ -83,35 +89,18 @@ export function TasksPage() {
       await api.del(`/api/v1/tasks/${segment(task.id)}`);
       tasks.reload();
     });
-  const filter = (set: (value: string) => void) => (event: Event) => {
-    setCursors([]);
-    set((event.currentTarget as HTMLSelectElement).value);
+  const filter = (set: (value: string) => void) => (value: string) => {
+    pages.first();
+    set(value);
   };
-  const nextCursor = tasks.data?.next_cursor;
 
   return (
     <>
       <PageTitle>Tasks</PageTitle>
       <p class="muted">Video, speech and music tasks your keys started. Finished media stays on the media host until it expires.</p>
       <form class="filters" onSubmit={(event) => event.preventDefault()} aria-label="Filters">
-        <div class="field">
-          <label for="tasks-kind">Kind</label>
-          <select id="tasks-kind" value={kind} onChange={filter(setKind)}>
-            <option value="">All kinds</option>
-            <option value="video">Video</option>
-            <option value="speech">Speech</option>
-            <option value="music">Music</option>
-          </select>
-        </div>
-        <div class="field">
-          <label for="tasks-status">Status</label>
-          <select id="tasks-status" value={status} onChange={filter(setStatus)}>
-            <option value="">Any status</option>
-            <option value="pending">Pending</option>
-            <option value="success">Succeeded</option>
-            <option value="failed">Failed</option>
-          </select>
-        </div>
+        <SelectField id="tasks-kind" label="Kind" value={kind} options={KIND_OPTIONS} onChange={filter(setKind)} />
+        <SelectField id="tasks-status" label="Status" value={status} options={STATUS_OPTIONS} onChange={filter(setStatus)} />
         <div class="actions">
           <button type="button" onClick={tasks.reload}>
             Refresh
@@ -128,14 +117,7 @@ export function TasksPage() {
           ))}
         </ul>
       )}
-      <nav class="pager" aria-label="Pages">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors((previous) => previous.slice(0, -1))}>
-          Newer
-        </button>
-        <button type="button" disabled={!tasks.data?.has_more || !nextCursor} onClick={() => nextCursor && setCursors((previous) => [...previous, nextCursor])}>
-          Older
-        </button>
-      </nav>
+      {pages.pager(tasks.data)}
     </>
   );
 }

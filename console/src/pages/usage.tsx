@@ -1,9 +1,9 @@
 // Usage: spend, tokens and requests over time (by day or by hour, split by model or by key) with totals,
 // read from GET /api/v1/usage, which adds up to the billing page's usage transactions.
 import { useMemo, useState } from 'preact/hooks';
-import { useApi, type ApiKey } from '../api.js';
+import { keyName, useApi, useKeys, type ApiKey } from '../api.js';
 import { Chart, type ChartSeries } from '../chart.js';
-import { ErrorAlert, Loading, PageTitle, useLoad } from '../components.js';
+import { ErrorAlert, Loading, PageTitle, SelectField, Stats, useLoad } from '../components.js';
 import { count, usd } from '../format.js';
 
 type Totals = { requests: number; errors: number; prompt_tokens: number; completion_tokens: number; cached_tokens: number; reasoning_tokens: number; cost: number };
@@ -23,6 +23,15 @@ const RANGES = {
   ],
 } as const;
 
+const STEPS = [
+  { value: 'day', label: 'By day' },
+  { value: 'hour', label: 'By hour' },
+];
+const GROUPS = [
+  { value: 'none', label: 'Nothing (all calls)' },
+  { value: 'model', label: 'Model' },
+  { value: 'key', label: 'API key' },
+];
 const DAY_MS = 86_400_000;
 
 type Series = { times: number[]; cost: ChartSeries[]; tokens: ChartSeries[]; requests: ChartSeries[] };
@@ -33,7 +42,7 @@ const STEP_SECONDS = { day: 86_400, hour: 3_600 } as const;
  * One line per group (or one for all calls) over every period of the answer's range (x in seconds),
  * 0 where a group had no calls, so a quiet day reads as zero rather than as a gap.
  */
-function seriesOf(answer: UsageAnswer, keyNames: Map<string, string>): Series {
+function seriesOf(answer: UsageAnswer, keys: ApiKey[] | null): Series {
   const step = STEP_SECONDS[answer.interval];
   const times: number[] = [];
   for (let time = Date.parse(answer.from) / 1000; time < Date.parse(answer.to) / 1000; time += step) times.push(time);
@@ -43,7 +52,7 @@ function seriesOf(answer: UsageAnswer, keyNames: Map<string, string>): Series {
     const group = answer.group_by === 'model' ? (row.model ?? 'unknown') : answer.group_by === 'key' ? (row.key_id ?? '') : 'All calls';
     groups.set(group, [...(groups.get(group) ?? []), row]);
   }
-  const labelOf = (group: string) => (answer.group_by === 'key' ? (group === '' ? 'No key' : (keyNames.get(group) ?? `Key ${group.slice(0, 8)}`)) : group);
+  const labelOf = (group: string) => (answer.group_by === 'key' ? (group === '' ? 'No key' : keyName(keys, group)) : group);
   const measure = (pick: (row: UsageRow) => number): ChartSeries[] =>
     [...groups].map(([group, rows]) => {
       const values: number[] = times.map(() => 0);
@@ -71,9 +80,8 @@ export function UsagePage() {
     const from = new Date(to.getTime() - Number(range) * DAY_MS);
     return api.get<UsageAnswer>('/api/v1/usage', { interval: step, group_by: groupBy, from: from.toISOString(), to: to.toISOString() });
   }, [step, range, groupBy]);
-  const keys = useLoad(() => (groupBy === 'key' ? api.get<ApiKey[]>('/api/v1/api-keys') : Promise.resolve([])), [groupBy]);
-  const keyNames = useMemo(() => new Map((keys.data ?? []).map((key) => [key.id, key.name])), [keys.data]);
-  const series = useMemo(() => (usage.data ? seriesOf(usage.data, keyNames) : null), [usage.data, keyNames]);
+  const keys = useKeys();
+  const series = useMemo(() => (usage.data ? seriesOf(usage.data, keys.data) : null), [usage.data, keys.data]);
 
   const changeInterval = (value: 'day' | 'hour') => {
     setStep(value);
@@ -85,63 +93,25 @@ export function UsagePage() {
     <>
       <PageTitle>Usage</PageTitle>
       <form class="filters" onSubmit={(event) => event.preventDefault()}>
-        <div class="field">
-          <label for="usage-interval">Interval</label>
-          <select id="usage-interval" value={step} onChange={(event) => changeInterval(event.currentTarget.value as 'day' | 'hour')}>
-            <option value="day">By day</option>
-            <option value="hour">By hour</option>
-          </select>
-        </div>
-        <div class="field">
-          <label for="usage-range">Period</label>
-          <select id="usage-range" value={range} onChange={(event) => setRange(event.currentTarget.value)}>
-            {RANGES[step].map((option) => (
-              <option key={option.value} value={option.value}>
-                {option.label}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="usage-group">Split by</label>
-          <select id="usage-group" value={groupBy} onChange={(event) => setGroupBy(event.currentTarget.value as 'none' | 'model' | 'key')}>
-            <option value="none">Nothing (all calls)</option>
-            <option value="model">Model</option>
-            <option value="key">API key</option>
-          </select>
-        </div>
+        <SelectField id="usage-interval" label="Interval" value={step} options={STEPS} onChange={(value) => changeInterval(value as 'day' | 'hour')} />
+        <SelectField id="usage-range" label="Period" value={range} options={RANGES[step]} onChange={setRange} />
+        <SelectField id="usage-group" label="Split by" value={groupBy} options={GROUPS} onChange={(value) => setGroupBy(value as 'none' | 'model' | 'key')} />
       </form>
       <Loading loading={usage.loading && !usage.data} />
       <ErrorAlert error={usage.error ?? keys.error} />
       {total && (
         <section class="panel" aria-labelledby="usage-totals-title">
           <h2 id="usage-totals-title">Totals for the period</h2>
-          <dl class="stats">
-            <div>
-              <dt>Spend</dt>
-              <dd data-testid="usage-total-cost">{usd(total.cost)}</dd>
-            </div>
-            <div>
-              <dt>Requests</dt>
-              <dd data-testid="usage-total-requests">{count(total.requests)}</dd>
-            </div>
-            <div>
-              <dt>Errors</dt>
-              <dd>{count(total.errors)}</dd>
-            </div>
-            <div>
-              <dt>Input tokens</dt>
-              <dd>{count(total.prompt_tokens)}</dd>
-            </div>
-            <div>
-              <dt>Output tokens</dt>
-              <dd>{count(total.completion_tokens)}</dd>
-            </div>
-            <div>
-              <dt>Cached input tokens</dt>
-              <dd>{count(total.cached_tokens)}</dd>
-            </div>
-          </dl>
+          <Stats
+            items={[
+              { label: 'Spend', value: usd(total.cost), testId: 'usage-total-cost' },
+              { label: 'Requests', value: count(total.requests), testId: 'usage-total-requests' },
+              { label: 'Errors', value: count(total.errors) },
+              { label: 'Input tokens', value: count(total.prompt_tokens) },
+              { label: 'Output tokens', value: count(total.completion_tokens) },
+              { label: 'Cached input tokens', value: count(total.cached_tokens) },
+            ]}
+          />
         </section>
       )}
       {series && (
