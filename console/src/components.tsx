@@ -223,3 +223,22 @@ export function Stats({ items }: { items: readonly { label: string; value: strin
     </dl>
   );
 }
+
+/** The end of a form: the API's error for it, its submit button and, when editing, Cancel. */
+export function FormEnd({ error, busy, submitLabel, onCancel }: { error: unknown; busy: boolean; submitLabel: string; onCancel?: (() => void) | undefined }) {
+  return (
+    <>
+      <ErrorAlert error={error} />
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {submitLabel}
+        </button>
+        {onCancel && (
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </>
+  );
+}

@@ -2,7 +2,7 @@
 // last use and last error are shown, the secrets never (the API returns only a masked prefix).
 import { useState } from 'preact/hooks';
 import { segment, useApi } from '../api.js';
-import { ConfirmDialog, ErrorAlert, Loading, PageTitle, RowActions, SelectField, useAction, useLoad } from '../components.js';
+import { ConfirmDialog, ErrorAlert, FormEnd, Loading, PageTitle, RowActions, SelectField, useAction, useLoad } from '../components.js';
 import { dateTime } from '../format.js';
 
 type Credential = {
@@ -138,17 +138,7 @@ function CredentialForm({ row, onSaved, onCancel }: { row: Credential | null; on
         <input id={id('disabled')} type="checkbox" checked={fields.disabled} onChange={(event) => set('disabled', event.currentTarget.checked)} />
         <label for={id('disabled')}>Disabled</label>
       </div>
-      <ErrorAlert error={action.error} />
-      <div class="actions">
-        <button type="submit" class="primary" disabled={action.busy}>
-          {row ? 'Save changes' : 'Add credential'}
-        </button>
-        {onCancel && (
-          <button type="button" onClick={onCancel}>
-            Cancel
-          </button>
-        )}
-      </div>
+      <FormEnd error={action.error} busy={action.busy} submitLabel={row ? 'Save changes' : 'Add credential'} onCancel={onCancel} />
     </form>
   );
 }

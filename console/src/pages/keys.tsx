@@ -2,7 +2,7 @@
 // edit any field, disable and enable, revoke after a confirmation. The list's `full_key` is never shown.
 import { useRef, useState } from 'preact/hooks';
 import { segment, useApi, useKeys, type ApiKey, type CreatedKey } from '../api.js';
-import { ConfirmDialog, CopyButton, ErrorAlert, Loading, PageTitle, RowActions, SelectField, useAction } from '../components.js';
+import { ConfirmDialog, CopyButton, ErrorAlert, FormEnd, Loading, PageTitle, RowActions, SelectField, useAction } from '../components.js';
 import { count, dateTime, fromLocalInput, toLocalInput, usd } from '../format.js';
 
 type KeyFields = {
@@ -137,17 +137,7 @@ function KeyForm({ idPrefix, initial, editing, submitLabel, onSubmit, onCancel }
           <small id={id('prov-hint')}>Manages this account through the API (keys, billing, BYOK); cannot call models.</small>
         </div>
       )}
-      <ErrorAlert error={action.error} />
-      <div class="actions">
-        <button type="submit" class="primary" disabled={action.busy}>
-          {submitLabel}
-        </button>
-        {onCancel && (
-          <button type="button" onClick={onCancel}>
-            Cancel
-          </button>
-        )}
-      </div>
+      <FormEnd error={action.error} busy={action.busy} submitLabel={submitLabel} onCancel={onCancel} />
     </form>
   );
 }
