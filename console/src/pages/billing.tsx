@@ -1,6 +1,6 @@
 // Billing: the balance (credits, held, available), the transactions a page at a time, coupon redemption,
 // a card top-up (the card processor's checkout page, then back), and balance alerts.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { segment, useApi, type NumberedPage } from '../api.js';
 import { ErrorAlert, Loading, PageButtons, PageTitle, Stats, useAction, useLoad } from '../components.js';
 import { dateTime, usd } from '../format.js';
@@ -143,8 +143,21 @@ function Alerts() {
   );
 }
 
+/** The card processor sends the payer back with `?checkout=success` or `?checkout=cancelled`. */
+function checkoutOutcome(): string | null {
+  const outcome = new URLSearchParams(location.search).get('checkout');
+  if (outcome === 'success') return 'Payment received: the balance below includes it once the card processor has confirmed it.';
+  if (outcome === 'cancelled') return 'The top-up was cancelled; nothing was charged.';
+  return null;
+}
+
 export function BillingPage() {
   const api = useApi();
+  const [outcome] = useState(checkoutOutcome);
+  useEffect(() => {
+    // Keep the address clean, so a reload does not repeat the message.
+    if (location.search) history.replaceState(null, '', location.pathname);
+  }, []);
   const balance = useLoad(() => api.get<Balance>('/api/v1/billing/balance'), []);
   const [page, setPage] = useState(1);
   const transactions = useLoad(() => api.get<NumberedPage<Transaction>>('/api/v1/billing/transactions', { page, per_page: PER_PAGE }), [page]);
@@ -155,6 +168,11 @@ export function BillingPage() {
   return (
     <>
       <PageTitle>Billing</PageTitle>
+      {outcome && (
+        <p class="panel notice" role="status">
+          {outcome}
+        </p>
+      )}
       <section class="panel" aria-labelledby="balance-title">
         <h2 id="balance-title">Balance</h2>
         <Loading loading={balance.loading && !balance.data} />
