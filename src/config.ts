@@ -1,10 +1,11 @@
 import * as v from 'valibot';
 import { isIpv4OrCidr } from './auth/ip-ranges.js';
 import { availableParallelism } from 'node:os';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseRedisUrl } from './store/redis-url.js';
+import { localUrl } from './local-url.js';
 import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets.js';
 import { RoutingFileError, readRoutingFile } from './routing/file.js';
 import type { RoutingTable } from './routing/targets.js';
@@ -64,6 +65,8 @@ export const EnvSchema = v.object({
   RATE_LIMIT_DEFAULT: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 20/10 (requests/seconds)')), '20/10'),
   // The per-key window of reads (GET, HEAD) made with an API key: task polls, balance, lists.
   RATE_LIMIT_READS: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 300/10 (requests/seconds)')), '300/10'),
+  // The per-address window of GET /auth/login and GET /auth/callback together (dashboard sign-in).
+  RATE_LIMIT_SIGNIN: v.optional(v.pipe(v.string(), v.regex(/^\d+\/\d+$/, 'must look like 30/60 (requests/seconds)')), '30/60'),
   RESERVATION_TTL_SECONDS: v.optional(intFrom(1, 86400), '900'),
   RESERVATION_JANITOR_SECONDS: v.optional(intFrom(1, 3600), '30'),
   ADMISSION_LEASE_CALLS: v.optional(intFrom(1, 4096), '256'),
@@ -244,6 +247,8 @@ export interface Config {
   readonly rateLimit: { readonly requests: number; readonly windowMs: number };
   /** The read window (GET, HEAD) of every API key (RATE_LIMIT_READS). */
   readonly readRateLimit: { readonly requests: number; readonly windowMs: number };
+  /** The sign-in window of each client address: /auth/login and /auth/callback together (RATE_LIMIT_SIGNIN). */
+  readonly signInRateLimit: { readonly requests: number; readonly windowMs: number };
   readonly reservationTtlMs: number;
   /** How often the janitor looks for leases past their deadline. */
   readonly reservationJanitorMs: number;
@@ -361,6 +366,11 @@ export interface PaymentsConfig {
     /** Where Checkout sends the payer back: set by the operator, never by the caller (no open redirect). */
     readonly successUrl: string;
     readonly cancelUrl: string;
+    /**
+     * Set when the built-in mock vendor plays Stripe (development without STRIPE_SECRET_KEY): the
+     * gateway's own webhook, where the mock's checkout page delivers its signed events.
+     */
+    readonly mock: { readonly webhookUrl: string } | undefined;
   } | undefined;
   /** Bounds of one top-up, whole USD. */
   readonly minUsd: number;
@@ -572,6 +582,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     maxBodyBytes: e.MAX_BODY_BYTES,
     rateLimit,
     readRateLimit,
+    signInRateLimit: windowOf('RATE_LIMIT_SIGNIN', e.RATE_LIMIT_SIGNIN),
     reservationTtlMs: e.RESERVATION_TTL_SECONDS * 1000,
     reservationJanitorMs: e.RESERVATION_JANITOR_SECONDS * 1000,
     leaseMaxCalls: e.ADMISSION_LEASE_CALLS,
@@ -637,7 +648,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       couponFailureBudget: e.COUPON_FAILURE_BUDGET,
       couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
     }),
-    payments: paymentsOf(e),
+    payments: paymentsOf(e, production, mockVendorUrl),
     console: Object.freeze({ enabled: e.CONSOLE_ENABLED === 'true', dir: e.CONSOLE_DIR ?? BUILT_CONSOLE_DIR }),
     devIdentityProvider: devIdentityProviderOf(e, production),
     oidc,
@@ -682,36 +693,70 @@ function refuseInProduction(e: Env): void {
 
 /**
  * The Stripe settings: all or nothing (a key without its webhook secret would take payments it can never
- * credit). The return URLs default to the console's billing page under PUBLIC_URL.
+ * credit). The return URLs default to the console's billing page under PUBLIC_URL. Outside production,
+ * with no key and the built-in mock vendor allowed (MOCK_VENDOR not off), the mock plays Stripe: top-ups
+ * work out of the box in development, and never in production.
  */
-function paymentsOf(e: Env): PaymentsConfig {
+function paymentsOf(e: Env, production: boolean, mockVendorUrl: string | undefined): PaymentsConfig {
   if (e.TOPUP_MIN_USD > e.TOPUP_MAX_USD) throw new ConfigError('invalid TOPUP_MIN_USD: must not exceed TOPUP_MAX_USD');
   const bounds = { minUsd: e.TOPUP_MIN_USD, maxUsd: e.TOPUP_MAX_USD };
   if (e.STRIPE_SECRET_KEY === undefined) {
     if (e.STRIPE_WEBHOOK_SECRET !== undefined) throw new ConfigError('invalid STRIPE_SECRET_KEY: required when STRIPE_WEBHOOK_SECRET is set');
-    return Object.freeze({ stripe: undefined, ...bounds });
+    if (production || e.MOCK_VENDOR === 'off') return Object.freeze({ stripe: undefined, ...bounds });
+    const gateway = localUrl(e.HOST, e.PORT);
+    return Object.freeze({
+      stripe: Object.freeze({
+        secretKey: MOCK_STRIPE_SECRET_KEY,
+        webhookSecret: mockStripeWebhookSecret(e.KEY_SECRET),
+        apiBase: apiBaseOf(mockVendorUrl ?? `http://127.0.0.1:${e.MOCK_VENDOR_PORT}`),
+        timeoutMs: e.STRIPE_TIMEOUT_MS,
+        webhookToleranceSeconds: e.STRIPE_WEBHOOK_TOLERANCE_SECONDS,
+        ...returnUrlsOf(e, e.PUBLIC_URL ?? gateway),
+        mock: Object.freeze({ webhookUrl: `${gateway}/hooks/stripe` }),
+      }),
+      ...bounds,
+    });
   }
   if (e.STRIPE_WEBHOOK_SECRET === undefined) throw new ConfigError('invalid STRIPE_WEBHOOK_SECRET: required when STRIPE_SECRET_KEY is set (payments could not be credited without it)');
-  const billingPage = e.PUBLIC_URL === undefined ? undefined : `${e.PUBLIC_URL.replace(/\/+$/, '')}/console/billing`;
+  return Object.freeze({
+    stripe: Object.freeze({
+      secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET,
+      apiBase: e.STRIPE_API_BASE === undefined ? undefined : apiBaseOf(e.STRIPE_API_BASE),
+      timeoutMs: e.STRIPE_TIMEOUT_MS, webhookToleranceSeconds: e.STRIPE_WEBHOOK_TOLERANCE_SECONDS,
+      ...returnUrlsOf(e, e.PUBLIC_URL), mock: undefined,
+    }),
+    ...bounds,
+  });
+}
+
+/** The mock's Stripe takes any test key; this one names itself in logs and in the mock's records. */
+export const MOCK_STRIPE_SECRET_KEY = 'sk_test_gateway_development_mock';
+
+/**
+ * The webhook secret shared by the gateway and the mock playing Stripe: derived from KEY_SECRET, so every
+ * loadConfig of one process agrees on it and it is as private as that secret.
+ */
+function mockStripeWebhookSecret(keySecret: string): string {
+  return `whsec_test_${createHmac('sha256', keySecret).update('mock stripe webhook').digest('hex')}`;
+}
+
+/** STRIPE_SUCCESS_URL and STRIPE_CANCEL_URL, by default the console's billing page under `origin`. */
+function returnUrlsOf(e: Env, origin: string | undefined): { successUrl: string; cancelUrl: string } {
+  const billingPage = origin === undefined ? undefined : `${origin.replace(/\/+$/, '')}/console/billing`;
   const successUrl = e.STRIPE_SUCCESS_URL ?? (billingPage && `${billingPage}?checkout=success&session_id={CHECKOUT_SESSION_ID}`);
   const cancelUrl = e.STRIPE_CANCEL_URL ?? (billingPage && `${billingPage}?checkout=cancelled`);
   if (successUrl === undefined || cancelUrl === undefined) {
     throw new ConfigError('invalid STRIPE_SUCCESS_URL: required with STRIPE_SECRET_KEY unless PUBLIC_URL is set (then the console billing page is the default)');
   }
-  let apiBase: NonNullable<PaymentsConfig['stripe']>['apiBase'];
-  if (e.STRIPE_API_BASE !== undefined) {
-    const base = new URL(e.STRIPE_API_BASE);
-    if (base.pathname !== '/' || base.search !== '') throw new ConfigError('invalid STRIPE_API_BASE: must be an origin (scheme, host, port) without a path');
-    const protocol = base.protocol === 'http:' ? 'http' : 'https';
-    apiBase = Object.freeze({ protocol, host: base.hostname.replace(/^\[|\]$/g, ''), port: Number(base.port || (protocol === 'http' ? 80 : 443)) });
-  }
-  return Object.freeze({
-    stripe: Object.freeze({
-      secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, apiBase, timeoutMs: e.STRIPE_TIMEOUT_MS,
-      webhookToleranceSeconds: e.STRIPE_WEBHOOK_TOLERANCE_SECONDS, successUrl, cancelUrl,
-    }),
-    ...bounds,
-  });
+  return { successUrl, cancelUrl };
+}
+
+/** The SDK's `protocol`, `host` and `port` for another API origin (STRIPE_API_BASE, or the mock's). */
+function apiBaseOf(origin: string): NonNullable<PaymentsConfig['stripe']>['apiBase'] {
+  const base = new URL(origin);
+  if (base.pathname !== '/' || base.search !== '') throw new ConfigError('invalid STRIPE_API_BASE: must be an origin (scheme, host, port) without a path');
+  const protocol = base.protocol === 'http:' ? 'http' : 'https';
+  return Object.freeze({ protocol, host: base.hostname.replace(/^\[|\]$/g, ''), port: Number(base.port || (protocol === 'http' ? 80 : 443)) });
 }
 
 /**

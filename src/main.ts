@@ -57,15 +57,21 @@ async function startDevIdentityProviderIfNeeded(config: Config): Promise<DevIden
   }
 }
 
-/** The built-in mock, when some vendor is mocked and MOCK_VENDOR lets it start here (`on`, or `auto` outside production). */
+/**
+ * The built-in mock, when some vendor is mocked or Stripe is (development without STRIPE_SECRET_KEY) and
+ * MOCK_VENDOR lets it start here (`on`, or `auto` outside production). Its checkout pages deliver
+ * Stripe's signed events to this gateway's webhook.
+ */
 async function startMockVendorIfNeeded(port: number, env: NodeJS.ProcessEnv): Promise<{ url: string; close(): Promise<void> } | undefined> {
   const probe = loadConfig(env);
   const mocked = Object.values(probe.vendors).filter((v) => v.mocked).map((v) => v.name);
-  if (probe.mockVendor === 'off' || mocked.length === 0) return undefined;
+  const stripe = probe.payments.stripe;
+  const stripeWebhook = stripe?.mock && { url: stripe.mock.webhookUrl, secret: stripe.webhookSecret };
+  if (probe.mockVendor === 'off' || (mocked.length === 0 && !stripeWebhook)) return undefined;
   if (probe.production) log.warn('MOCK_VENDOR=on in production: vendors without an API key answer with mock text at real prices', { vendors: mocked });
   const { startMockVendor } = await import('./mock-vendor/server.js');
-  const mock = await startMockVendor({ port, keepRequests: 0 });
-  log.info('mock vendor started for vendors without an API key', { url: mock.url, vendors: mocked });
+  const mock = await startMockVendor({ port, keepRequests: 0, stripeWebhook });
+  log.info('mock vendor started for vendors without an API key', { url: mock.url, vendors: mocked, stripe: stripeWebhook !== undefined });
   return mock;
 }
 
@@ -246,6 +252,10 @@ async function main(): Promise<void> {
       '  TOKEN=$(npx gateway token --user alice)',
       `  npx gateway topup --user alice --amount 10 --method manual`,
       `  curl -s -X POST ${base}/api/v1/api-keys -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"name":"dev"}'`,
+      ...(config.payments.stripe?.mock ? [
+        'Or top up by card through the mock\'s Stripe Checkout (open the answer\'s url, press Pay):',
+        `  curl -s -X POST ${base}/api/v1/billing/checkout -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"amount_usd":10}'`,
+      ] : []),
       '',
     ].join('\n') + '\n');
   }

@@ -100,7 +100,7 @@ export function createMetrics(registry = new Registry(), loops: HttpThreadLoops 
     upstreamErrors: new Counter({ name: 'gateway_upstream_errors_total', help: 'Upstream calls that failed, by vendor and reason.', labelNames: ['vendor', 'reason'], registers }),
     tokens: new Counter({ name: 'gateway_tokens_total', help: 'Tokens billed, by model and kind (prompt, cached, completion, reasoning).', labelNames: ['model', 'kind'], registers }),
     cost: new Counter({ name: 'gateway_cost_usd_total', help: 'USD charged for usage, by model.', labelNames: ['model'], registers }),
-    rejections: new Counter({ name: 'gateway_admission_rejections_total', help: 'Inference calls refused at admission, and other API-key requests refused by their key\'s request windows, by reason (rate_limited, reads_limited, token_limited, insufficient_credits, credit_limit).', labelNames: ['reason'], registers }),
+    rejections: new Counter({ name: 'gateway_admission_rejections_total', help: 'Inference calls refused at admission, and other API-key requests refused by their key\'s request windows, by reason (rate_limited, reads_limited, token_limited, insufficient_credits, credit_limit), and sign-in requests refused by their address\'s window (signin_limited).', labelNames: ['reason'], registers }),
     settledOutsideLease: new Counter({
       name: 'gateway_settled_outside_lease_total',
       help: 'Settlement batches charged without their lease\'s reservation (the janitor had released it at its deadline, or Redis lost it).', registers,
@@ -111,6 +111,9 @@ export function createMetrics(registry = new Registry(), loops: HttpThreadLoops 
     images: new Counter({ name: 'gateway_images_total', help: 'Images delivered by image calls, by model and whether they were rehosted on the media host.', labelNames: ['model', 'hosted'], registers }),
     mediaStoredBytes: new Counter({ name: 'gateway_media_stored_bytes_total', help: 'Bytes of uploads stored (POST /v1/uploads).', registers }),
     tasksSubmitted: new Counter({ name: 'gateway_tasks_submitted_total', help: 'Async tasks accepted (video, audio), by model.', labelNames: ['model'], registers }),
+    topUps: new Counter({ name: 'gateway_topups_total', help: 'Card top-ups credited to a balance (each payment once, however often its event came), by processor.', labelNames: ['processor'], registers }),
+    topUpUsd: new Counter({ name: 'gateway_topup_usd_total', help: 'USD credited by card top-ups, by processor.', labelNames: ['processor'], registers }),
+    paymentReversals: new Counter({ name: 'gateway_payment_reversals_total', help: 'Refunds and disputes the payment processor reported (not debited: for the operator), by processor and kind (refund, dispute).', labelNames: ['processor', 'kind'], registers }),
     authKeyLookups: new Counter({ name: 'gateway_auth_key_lookups_total', help: 'API keys read from Postgres to authenticate (cache misses), by result (found, unknown).', labelNames: ['result'], registers }),
     leaseSlots: new Histogram({
       name: 'gateway_admission_lease_slots', help: 'Calls each admission lease granted may admit (1: admitted call by call); the count is the number of leases granted.',

@@ -14,6 +14,7 @@ import type { Metrics } from './metrics.js';
 import type { ByokCredentials } from './providers/byok-credentials.js';
 import type { MediaStore } from './media/store.js';
 import type { Routing } from './routing/routing.js';
+import type { SignInWindow } from './admission/request-windows.js';
 
 /** Everything a request handler of one HTTP thread may use. */
 export interface Services {
@@ -26,6 +27,8 @@ export interface Services {
   readonly sessions: DashboardSessions;
   readonly balances: Balances;
   readonly admission: Admission;
+  /** The per-address window of the sign-in routes (RATE_LIMIT_SIGNIN). */
+  readonly signInWindow: SignInWindow;
   readonly catalog: () => CatalogSnapshot;
   readonly upstream: UpstreamClient;
   /** The platform credential and base URL of each vendor, by name (the catalog's `upstreamVendor`). */

@@ -102,3 +102,35 @@ t.test('a call on the caller\'s own credential (BYOK) shows cost 0, as it is cha
   const usage = events(streamed.text).find((chunk) => chunk.usage)?.usage;
   t.equal(usage?.cost, 0, 'the streamed usage chunk too');
 });
+
+t.test('/v1/messages: a translated Message carries usage.cost, whole and in the final message_delta; native pass-through only the header', async (t) => {
+  const { key } = await gateway.user('cost-messages', '5');
+  const message = (model: string, extra: Record<string, unknown> = {}) => rawRequest(`${gateway.v1}/messages`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Hello there [[mock chunks=6]]' }], ...extra }),
+  });
+  const whole = await message('openai/gpt-4o-mini');
+  t.equal(whole.status, 200, whole.text);
+  t.equal(whole.body.type, 'message', 'an Anthropic Message, translated from the chat completion');
+  const wholeAmount = await charged('cost-messages', header(whole.headers, 'x-request-id')!);
+  t.ok(wholeAmount > 0n, 'charged');
+  t.type(whole.body.usage.cost, 'number');
+  t.equal(toNano(whole.body.usage.cost), wholeAmount, 'the Message\'s usage.cost is the transaction');
+  t.equal(header(whole.headers, 'x-gateway-cost'), String(Number(wholeAmount) / 1e9), 'so is the header');
+
+  const streamed = await message('openai/gpt-4o-mini', { stream: true });
+  t.equal(streamed.status, 200);
+  const deltas = events(streamed.text).filter((event) => event.type === 'message_delta');
+  t.equal(deltas.length, 1, 'one message_delta');
+  const streamedAmount = await charged('cost-messages', header(streamed.headers, 'x-request-id')!);
+  t.ok(streamedAmount > 0n);
+  t.equal(toNano(deltas[0]?.usage?.cost), streamedAmount, 'the final message_delta\'s usage.cost is the transaction');
+  t.notOk('cost' in (events(streamed.text).find((event) => event.type === 'message_start')?.message?.usage ?? {}), 'message_start has none: the call is not settled yet');
+
+  const native = await message('anthropic/claude-sonnet-4-5');
+  t.equal(native.status, 200, native.text);
+  t.notOk('cost' in native.body.usage, 'a native Anthropic answer is the upstream\'s bytes, untouched');
+  const nativeAmount = await charged('cost-messages', header(native.headers, 'x-request-id')!);
+  t.ok(nativeAmount > 0n);
+  t.equal(header(native.headers, 'x-gateway-cost'), String(Number(nativeAmount) / 1e9), 'its cost is in the header');
+});

@@ -266,3 +266,31 @@ t.test('a provider that cannot be reached at the callback: 502 identity_provider
   }
   t.equal((await signIn(new HttpBrowser())).status, 302, 'sign-in works again once the provider is back');
 });
+
+t.test('/auth/login and /auth/callback are limited together per client address (RATE_LIMIT_SIGNIN): 429 with Retry-After', async (t) => {
+  const port = await freePort();
+  const limited = await startGateway({
+    port, vendors: ['openai'],
+    env: {
+      JWT_SECRET: TEST_JWT_SECRET, OIDC_SIGNIN_ISSUER: provider.issuer, OIDC_CLIENT_ID: CLIENT_ID, OIDC_CLIENT_SECRET: CLIENT_SECRET,
+      OIDC_REDIRECT_URL: `http://127.0.0.1:${port}/auth/callback`, RATE_LIMIT_SIGNIN: '3/60',
+      // The test plays a balancer: X-Forwarded-For names the client.
+      TRUSTED_PROXIES: '127.0.0.1',
+    },
+  });
+  t.teardown(() => limited.close());
+  const from = (address: string, path: string) => fetch(`${limited.url}${path}`, { redirect: 'manual', headers: { 'x-forwarded-for': address } });
+  const logins = [];
+  for (let i = 0; i < 3; i++) logins.push((await from('203.0.113.7', '/auth/login')).status);
+  t.same(logins, [302, 302, 302], 'three sign-in requests pass');
+  const refused = await json(await from('203.0.113.7', '/auth/login'));
+  assertEnvelope(t, refused, 429, 'rate_limit_exceeded', 'the fourth /auth/login');
+  t.match(refused.body.error.message, /3 sign-in requests .* per 60 seconds from one address/);
+  const retryAfter = Number(refused.headers.get('retry-after'));
+  t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter} s, within the window`);
+  assertEnvelope(t, await json(await from('203.0.113.7', '/auth/callback?code=x&state=y')), 429, 'rate_limit_exceeded', '/auth/callback shares the window');
+  t.equal((await from('198.51.100.20', '/auth/login')).status, 302, 'another address has its own window');
+  t.equal((await fetch(`${limited.url}/v1/models`)).status, 401, 'other routes are not counted in it');
+  t.same(loadConfig({}).signInRateLimit, { requests: 30, windowMs: 60_000 }, 'the default: 30 per minute');
+  t.throws(() => loadConfig({ RATE_LIMIT_SIGNIN: '0/60' }), /invalid RATE_LIMIT_SIGNIN/);
+});

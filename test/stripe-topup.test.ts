@@ -7,7 +7,7 @@ import Stripe from 'stripe';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { jwtFor, moneyView } from './helpers/billing-checks.js';
-import { assertEnvelope } from './helpers/http-tools.js';
+import { assertEnvelope, parsePrometheus, sumSamples } from './helpers/http-tools.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 
 const WEBHOOK_SECRET = 'whsec_test_gateway_0123456789abcdefghijklmnop';
@@ -67,7 +67,7 @@ t.test('a dashboard session starts a checkout; an API key and a management key c
   const token = jwtFor(gateway, user);
   const started = await checkout(token, { amount_usd: 25.5 });
   t.equal(started.status, 201, JSON.stringify(started.body));
-  t.match(started.body, { id: /^cs_test_/, url: /^https:\/\/checkout\.stripe\.com\//, amount_usd: 25.5, currency: 'USD' });
+  t.match(started.body, { id: /^cs_test_/, url: `${mock.url}/checkout/pay/${started.body.id}`, amount_usd: 25.5, currency: 'USD' });
   const session = mock.stripe.session(started.body.id)!;
   t.ok(session, 'the session exists at (the mock of) Stripe');
   t.equal(session.amount_total, 2550, 'one line of 2550 cents');
@@ -238,7 +238,7 @@ t.test('without Stripe settings: 503 payments_unavailable; a key Stripe refuses:
 
 t.test('the settings are all or nothing, and the bounds are ordered', async (t) => {
   const base = { STRIPE_SECRET_KEY: 'sk_test_x', STRIPE_WEBHOOK_SECRET: 'whsec_x', STRIPE_SUCCESS_URL: 'https://a.example/ok', STRIPE_CANCEL_URL: 'https://a.example/no' };
-  t.equal(loadConfig({}).payments.stripe, undefined, 'off by default');
+  t.equal(loadConfig({ MOCK_VENDOR: 'off' }).payments.stripe, undefined, 'off by default (outside development, where the mock plays Stripe: stripe-dev-checkout.test.ts)');
   t.same([loadConfig({}).payments.minUsd, loadConfig({}).payments.maxUsd], [5, 10000], 'default bounds');
   t.throws(() => loadConfig({ ...base, STRIPE_WEBHOOK_SECRET: '' }), new ConfigError('invalid STRIPE_WEBHOOK_SECRET: required when STRIPE_SECRET_KEY is set (payments could not be credited without it)'));
   t.throws(() => loadConfig({ STRIPE_WEBHOOK_SECRET: 'whsec_x' }), /invalid STRIPE_SECRET_KEY/);
@@ -250,4 +250,15 @@ t.test('the settings are all or nothing, and the bounds are ordered', async (t) 
   t.equal(fromPublic.successUrl, 'https://gw.example.com/console/billing?checkout=success&session_id={CHECKOUT_SESSION_ID}');
   t.equal(fromPublic.cancelUrl, 'https://gw.example.com/console/billing?checkout=cancelled');
   t.same(loadConfig({ ...base, STRIPE_API_BASE: 'http://127.0.0.1:8090' }).payments.stripe!.apiBase, { protocol: 'http', host: '127.0.0.1', port: 8090 });
+});
+
+t.test('/metrics counts each credited top-up once, its USD, and the refunds and disputes seen', async (t) => {
+  // The restarted gateway credited two top-ups above (10 and 20 USD, each event delivered twice or more),
+  // and saw one refund and one dispute.
+  const target = restarted ?? gateway;
+  const samples = parsePrometheus(await (await fetch(`${target.url}/metrics`)).text());
+  t.equal(sumSamples(samples, 'gateway_topups_total', { processor: 'stripe' }), 2, 'two top-ups credited, whatever the redeliveries');
+  t.equal(sumSamples(samples, 'gateway_topup_usd_total', { processor: 'stripe' }), 30, 'their USD');
+  t.equal(sumSamples(samples, 'gateway_payment_reversals_total', { processor: 'stripe', kind: 'refund' }), 1, 'one refund');
+  t.equal(sumSamples(samples, 'gateway_payment_reversals_total', { processor: 'stripe', kind: 'dispute' }), 1, 'one dispute');
 });

@@ -61,6 +61,7 @@ t.test('a cancel the vendor refuses (the job is already running) is charged the 
   t.same(await usageOf(user), [{ id, credits_nano: -holdNano }], 'one usage transaction: the hold');
   t.same(await gateway.balanceNano(user), { credits: TEN_USD - holdNano, held: 0n }, 'charged when the DELETE answers');
   t.equal((await taskRow(id)).charged_nano, holdNano);
+  t.equal(BigInt(Math.round(cancelled.body.usage?.cost * 1e9)), holdNano, 'the cancel answer\'s usage.cost is the charge');
   t.equal((await cancel(key, id)).status, 409, 'a second cancel changes nothing');
   t.same(await usageOf(user), [{ id, credits_nano: -holdNano }], 'still charged once');
 });

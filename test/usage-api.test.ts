@@ -317,3 +317,39 @@ t.test('the rollup is kept USAGE_ROLLUP_RETENTION_MONTHS (13 by default) calenda
   t.same(left.map((r) => r.bucket.toISOString()), ['2025-10-27T05:00:00.000Z', '2026-11-27T04:00:00.000Z']);
   t.equal(await expireUsageRollup(gateway.sql, now, 1), 1, 'a shorter setting sweeps more');
 });
+
+t.test('task objects carry their charge once ended: usage.cost equals the task\'s transaction; a failed task shows 0', async (t) => {
+  const { key } = await gateway.user('usage-tasks', '5');
+  const submit = async (path: string, body: Record<string, unknown>) => {
+    const answer = await postJson(`${gateway.v1}${path}`, key, body);
+    t.equal(answer.status, 200, `${path}: ${JSON.stringify(answer.body)}`);
+    t.notOk('usage' in answer.body, `${path}: a pending task has no usage yet`);
+    return answer.body.id as string;
+  };
+  const ended = async (path: string, id: string): Promise<any> => {
+    let task: any;
+    t.ok(await eventually(async () => {
+      task = await (await fetch(`${gateway.v1}${path}/${id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+      return task.status !== 'pending';
+    }, 20_000, 30), `${path} ${id} ended`);
+    return task;
+  };
+  const video = await submit('/videos/generations', { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'a kite [[mock job_ms=150]]', image_urls: ['https://localhost/kite.png'] });
+  const speech = await submit('/audio/speech', { model: 'openai/tts-1-hd', input: 'Cost, please. [[mock audio_ms=600]]', voice: 'alloy' });
+  const failed = await submit('/videos/generations', { model: 'bytedance/seedance-1.0-pro-fast', prompt: 'refused [[mock submit_fail=400]]', image_urls: ['https://localhost/kite.png'] });
+  const charges = async () => new Map((await usageTransactions('usage-tasks')).map((row) => [row.id, -row.credits_nano]));
+  for (const [path, id] of [['/videos/generations', video], ['/audio/speech', speech]] as const) {
+    const task = await ended(path, id);
+    t.equal(task.status, 'success', `${path}: succeeded`);
+    const charge = (await charges()).get(id);
+    t.ok(charge !== undefined && charge > 0n, `${path}: charged`);
+    t.type(task.usage?.cost, 'number', `${path}: usage.cost is a JSON number`);
+    t.equal(usdToNano(task.usage.cost), charge, `${path}: usage.cost is the task's transaction to the nano-USD`);
+  }
+  const refused = await ended('/videos/generations', failed);
+  t.equal(refused.status, 'failed');
+  t.same(refused.usage, { cost: 0 }, 'a failed task released its hold: cost 0');
+  t.notOk((await charges()).has(failed), 'and has no transaction');
+  const listed = await (await fetch(`${gateway.v1}/videos/generations`, { headers: { authorization: `Bearer ${key}` } })).json() as { data: any[] };
+  t.same(listed.data.find((task) => task.id === video)?.usage, (await ended('/videos/generations', video)).usage, 'a list entry carries it too');
+});

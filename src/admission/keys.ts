@@ -106,6 +106,16 @@ export class RedisKeys {
     const match = /^\{u:([^}]+)\}:/.exec(key.slice(this.prefix.length));
     return match?.[1];
   }
+  /**
+   * The sign-in window of one client address (zset: request -> ms, RATE_LIMIT_SIGNIN) and its weights:
+   * under the address's own hash tag, one Cluster slot per address.
+   */
+  signInWindow(address: string): string {
+    return `${this.prefix}{ip:${address}}:signin`;
+  }
+  signInWeights(address: string): string {
+    return `${this.prefix}{ip:${address}}:signinw`;
+  }
   /** A task shard's keys share one hash tag, so each shard script touches one Cluster slot. */
   private shard(shard: number): string {
     return `${this.prefix}{ts:${shard}}`;

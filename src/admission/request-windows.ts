@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { redisUnavailable } from '../http/errors.js';
 import type { Metrics } from '../metrics.js';
 import { defaultWindowText, leaseIdFor, rateLimitExceeded, rateLimitHeaders } from './admission.js';
@@ -50,5 +51,29 @@ export class RequestWindows {
       ? `at most ${limit.requests} reads (GET and HEAD requests) per ${limit.windowMs / 1000} seconds per API key`
       : defaultWindowText(limit);
     throw rateLimitExceeded(which, result.retryAfterMs, rateLimitHeaders({ limit: limit.requests, remaining: 0, resetMs: result.retryAfterMs }));
+  }
+}
+
+/**
+ * The sign-in window (RATE_LIMIT_SIGNIN): `GET /auth/login` and `GET /auth/callback` counted together per
+ * client address in Redis (all gateways share it), so one address cannot make the gateway call the
+ * identity provider, or start login cookies and sessions, without limit.
+ */
+export class SignInWindow {
+  constructor(private readonly scripts: ScriptBatcher, private readonly limit: WindowLimit, private readonly metrics: Metrics) {}
+
+  /** Counts one sign-in request from `address`; 429 when its window is full, 503 when Redis cannot say. */
+  async enter(address: string): Promise<void> {
+    const { requests, windowMs } = this.limit;
+    let result;
+    try {
+      result = await this.scripts.countSignIn(address, randomUUID(), windowMs, requests);
+    } catch {
+      throw redisUnavailable();
+    }
+    if (result.counted) return;
+    this.metrics.rejections.inc({ reason: 'signin_limited' });
+    throw rateLimitExceeded(`at most ${requests} sign-in requests (/auth/login, /auth/callback) per ${windowMs / 1000} seconds from one address`, result.retryAfterMs,
+      rateLimitHeaders({ limit: requests, remaining: 0, resetMs: result.retryAfterMs }));
   }
 }

@@ -62,6 +62,16 @@ export class ScriptBatcher {
     ]).then(countResultOf);
   }
 
+  /**
+   * count.lua on a client address's sign-in window: the request counted while the window holds fewer
+   * than `limit`. The script's per-minute keys are the same two (never touched: no per-minute window).
+   */
+  countSignIn(address: string, memberId: string, windowMs: number, limit: number): Promise<CountResult> {
+    const window = this.keys.signInWindow(address);
+    const weights = this.keys.signInWeights(address);
+    return this.enqueue(this.countScript, [window, weights, window, weights, memberId, windowMs, 0, 0, limit]).then(countResultOf);
+  }
+
   /** settle.lua, and the user marked for the ledger writer (once per batch, whatever the number of calls). */
   settle(input: SettleInput): Promise<SettleResult> {
     const { keys } = this;

@@ -15,7 +15,7 @@ import { Authenticator } from '../auth/authenticator.js';
 import { IdentityProviderTokens } from '../auth/idp-tokens.js';
 import { Balances } from '../billing/balances.js';
 import { Admission, DEFAULT_LEASE_POLICY } from '../admission/admission.js';
-import { RequestWindows } from '../admission/request-windows.js';
+import { RequestWindows, SignInWindow } from '../admission/request-windows.js';
 import { ScriptBatcher } from '../admission/script-batcher.js';
 import { SettlementJournal } from '../admission/settlement-journal.js';
 import { LedgerConfirmer } from '../admission/ledger-confirmer.js';
@@ -114,6 +114,7 @@ const media = mediaStorage && new MediaStore(mediaStorage, config.media.maxBytes
 
 const services: Services = {
   config, sql, redis, keys, auth, balances, admission, metrics, byok, media, sessions,
+  signInWindow: new SignInWindow(scripts, config.signInRateLimit, metrics),
   catalog: catalog.current,
   upstream,
   vendors,

@@ -22,7 +22,8 @@ import { randomId } from './ids.js';
 import { RequestLog, recordBody, type MockRequestRecord } from './records.js';
 import { cutsBefore, streamFrames, type Frame } from './stream.js';
 import { VideoTasks } from './video-tasks.js';
-import { StripeMock } from './stripe.js';
+import { StripeMock, type StripeWebhookTarget } from './stripe.js';
+import { localUrl } from '../local-url.js';
 
 export type { MockBehaviour } from './completion.js';
 export type { MockRequestRecord } from './records.js';
@@ -66,6 +67,8 @@ export interface MockVendorOptions {
   audioJobMs?: number;
   /** Faults to play, by the credential a request carries (see faults.ts). Throws on an invalid map. */
   faults?: Readonly<Record<string, MockFault>>;
+  /** Where the checkout page delivers Stripe's signed events (a gateway's /hooks/stripe and its secret); unset: none are sent. */
+  stripeWebhook?: StripeWebhookTarget;
 }
 
 const DEFAULT_BEHAVIOUR: MockBehaviour = { latencyMs: 0, chunks: 16, chunkDelayMs: 0 };
@@ -81,7 +84,7 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const videos = new VideoTasks(opts.videoJobMs ?? 1500);
   const audio = new AudioVendors(opts.audioJobMs ?? 800);
   const faults = new FaultBook(opts.faults);
-  const stripe = new StripeMock();
+  const stripe = new StripeMock(opts.stripeWebhook);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, faults, log, cloud, images, videos, audio, stripe);
   const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
@@ -97,11 +100,12 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
     });
   });
   const port = (server.address() as AddressInfo).port;
-  const url = `${opts.tls ? 'https' : 'http'}://${urlHost(host)}:${port}`;
+  const url = localUrl(host, port, opts.tls ? 'https' : 'http');
   cloud.url = url;
   images.url = url;
   videos.url = url;
   audio.url = url;
+  stripe.url = url;
   return {
     url,
     port,
@@ -122,12 +126,6 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   };
 }
 
-/** A host usable in a URL: wildcard listens are reached on loopback; IPv6 needs brackets. */
-function urlHost(host: string): string {
-  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return host.includes(':') ? `[${host}]` : host;
-}
-
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
 function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, audio: AudioVendors, stripe: StripeMock): void {
@@ -139,6 +137,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
     return;
   }
   if (path.startsWith(FILES_PREFIX)) return serveFile(req, res, path, images.files);
+  if (StripeMock.handlesPage(path)) return stripe.page(req, res, path, readBody);
   if (isGeminiPath(path)) return geminiRoute(req, res, behaviour, faults, log, (authorization) => cloud.tokenValid(authorization));
   const record: MockRequestRecord = {
     id: randomId('chatcmpl-', 29),

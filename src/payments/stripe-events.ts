@@ -14,7 +14,7 @@ export const ACCOUNT_METADATA_KEY = 'gateway_account';
 
 export type StripeEventAction =
   | { readonly kind: 'credit'; readonly userId: string; readonly sessionId: string; readonly cents: number }
-  | { readonly kind: 'reversal'; readonly event: string; readonly object: string; readonly paymentIntent: string | null; readonly cents: number; readonly userId: string | null }
+  | { readonly kind: 'reversal'; readonly reversal: 'refund' | 'dispute'; readonly event: string; readonly object: string; readonly paymentIntent: string | null; readonly cents: number; readonly userId: string | null }
   | { readonly kind: 'ignore'; readonly reason: string };
 
 const idOf = (value: string | { id: string } | null | undefined): string | null => (value == null ? null : typeof value === 'string' ? value : value.id);
@@ -26,11 +26,11 @@ export function actionOf(event: Stripe.Event): StripeEventAction {
       return topUpOf(event.data.object);
     case 'charge.refunded': {
       const charge = event.data.object;
-      return { kind: 'reversal', event: event.type, object: charge.id, paymentIntent: idOf(charge.payment_intent), cents: charge.amount_refunded, userId: charge.metadata?.[ACCOUNT_METADATA_KEY] ?? null };
+      return { kind: 'reversal', reversal: 'refund', event: event.type, object: charge.id, paymentIntent: idOf(charge.payment_intent), cents: charge.amount_refunded, userId: charge.metadata?.[ACCOUNT_METADATA_KEY] ?? null };
     }
     case 'charge.dispute.created': {
       const dispute = event.data.object;
-      return { kind: 'reversal', event: event.type, object: dispute.id, paymentIntent: idOf(dispute.payment_intent), cents: dispute.amount, userId: dispute.metadata?.[ACCOUNT_METADATA_KEY] ?? null };
+      return { kind: 'reversal', reversal: 'dispute', event: event.type, object: dispute.id, paymentIntent: idOf(dispute.payment_intent), cents: dispute.amount, userId: dispute.metadata?.[ACCOUNT_METADATA_KEY] ?? null };
     }
     default:
       return { kind: 'ignore', reason: `event type ${event.type} is not one the gateway acts on` };

@@ -63,7 +63,7 @@ export class MessagesEventRelay extends ChunkRenderer implements OutputRelay {
     out += this.closeBlock();
     out += this.event('message_delta', {
       delta: { stop_reason: stopReasonOf(this.finishReason, this.toolCalls > 0), stop_sequence: null },
-      usage: anthropicUsage(usage),
+      usage: anthropicUsage(usage, this.meta.costOf?.(usage)),
     });
     out += this.event('message_stop', {});
     return Buffer.from(out);

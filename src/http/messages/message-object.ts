@@ -9,26 +9,30 @@ export interface MessageMeta {
   readonly id: string;
   /** The model as the caller named it. */
   readonly model: string;
+  /** The call's charge for a usage in USD (`usage.cost`, as chat answers carry it); absent: no `cost` rendered. */
+  readonly costOf?: (usage: NormalizedUsage) => number;
 }
 
 /** The Message id of a call: `msg_` and the call id's hex. */
 export const messageIdOf = (callId: string): string => `msg_${callId.replaceAll('-', '')}`;
 
-/** The four token counts of Anthropic's `usage`. */
-export type AnthropicUsage = Pick<Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'>;
+/** The four token counts of Anthropic's `usage`, and the gateway's `cost` (USD) once the call is settled. */
+export type AnthropicUsage = Pick<Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'> & { cost?: number };
 
 /**
  * The gateway's usage in Anthropic's fields, the inverse of readAnthropicUsage
  * (src/providers/anthropic/answer.ts): Anthropic's `input_tokens` leaves out cache reads and writes,
- * which the gateway's `promptTokens` includes.
+ * which the gateway's `promptTokens` includes. `cost` when given (the SDKs ignore fields they do not know).
  */
-export function anthropicUsage(usage: NormalizedUsage): AnthropicUsage {
-  return {
+export function anthropicUsage(usage: NormalizedUsage, cost?: number): AnthropicUsage {
+  const rendered: AnthropicUsage = {
     input_tokens: Math.max(0, usage.promptTokens - usage.cachedTokens - usage.cacheWriteTokens),
     output_tokens: usage.completionTokens,
     cache_creation_input_tokens: usage.cacheWriteTokens,
     cache_read_input_tokens: usage.cachedTokens,
   };
+  if (cost !== undefined) rendered.cost = cost;
+  return rendered;
 }
 
 /**
@@ -115,7 +119,7 @@ export function messageFromCompletion(completionJson: string, usage: NormalizedU
     content,
     stop_reason: stopReasonOf(choice.finish_reason, calls.length > 0),
     stop_sequence: null,
-    usage: anthropicUsage(usage),
+    usage: anthropicUsage(usage, meta.costOf?.(usage)),
   };
   return JSON.stringify(rendered);
 }

@@ -11,6 +11,7 @@ import { MessagesEventRelay } from '../messages/event-stream.js';
 import { nativeAnthropicFamily, type NativeMessages } from '../../providers/anthropic/native.js';
 import { ANTHROPIC_VERSION } from '../../providers/anthropic/request.js';
 import { countTokens } from '../../billing/token-count.js';
+import { nanoToUsd } from '../../billing/pricing.js';
 import { UpstreamAbort, endpointFor } from '../../providers/upstream-client.js';
 import { upstreamErrorAsIs, upstreamUnreachable } from '../../providers/upstream-errors.js';
 
@@ -61,8 +62,8 @@ export const MESSAGES_OUTPUT: ChatOutput = Object.freeze<ChatOutput>({
   endpoint: 'messages',
   parse,
   fieldNames: MESSAGES_FIELD_NAMES,
-  render: (completionJson, usage, call) => messageFromCompletion(completionJson, usage, { id: messageIdOf(call.identity.callId), model: call.identity.model.id }),
-  stream: (relay, call, _request, _services, options) => new MessagesEventRelay(relay, { id: messageIdOf(call.identity.callId), model: call.identity.model.id }, options.maxGeneratedChars),
+  render: (completionJson, usage, call) => messageFromCompletion(completionJson, usage, { id: messageIdOf(call.identity.callId), model: call.identity.model.id, costOf: (counted) => nanoToUsd(call.chargeFor(counted)) }),
+  stream: (relay, call, _request, _services, options) => new MessagesEventRelay(relay, { id: messageIdOf(call.identity.callId), model: call.identity.model.id, costOf: options.costOf }, options.maxGeneratedChars),
   native: Object.freeze({ anthropic: nativeAnthropicFamily(nativeOf) }),
 });
 

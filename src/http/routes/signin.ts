@@ -32,7 +32,7 @@ export function accountIdOf(sub: string): string {
 const signInUnavailable = () => new ApiError(404, 'signin_unavailable', 'Sign-in is not configured on this gateway (OIDC_CLIENT_ID); use a token from `gateway token` or the identity provider.');
 
 export function signInRoutes(services: Services) {
-  const { config, sql, sessions } = services;
+  const { config, sql, sessions, signInWindow } = services;
   const settings = config.signIn;
   const flow = settings && new OidcSignIn(settings);
   const seal = new LoginCookieSeal(config.keySecret);
@@ -41,12 +41,14 @@ export function signInRoutes(services: Services) {
 
   const login = async (ctx: RequestContext): Promise<void> => {
     if (!flow) throw signInUnavailable();
+    await signInWindow.enter(ctx.clientAddress);
     const { url, pending } = await provider(() => flow.begin());
     ctx.reply.redirect(url, [loginCookie(seal.seal(pending), cookies)]);
   };
 
   const callback = async (ctx: RequestContext): Promise<void> => {
     if (!flow || !settings) throw signInUnavailable();
+    await signInWindow.enter(ctx.clientAddress);
     // Whatever happens next, the login cookie has done its work: a retry starts again at /auth/login.
     const clear = { 'set-cookie': clearedLoginCookie(cookies), ...NO_STORE };
     const pending = seal.open(cookieValue(browserOf(ctx).cookie, LOGIN_COOKIE));

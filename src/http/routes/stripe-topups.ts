@@ -31,7 +31,7 @@ const paymentsUnavailable = () =>
   new ApiError(503, 'payments_unavailable', 'Card top-ups are not configured on this gateway (STRIPE_SECRET_KEY); ask the operator for a coupon or a top-up.');
 
 export function stripeTopUpRoutes(services: Services) {
-  const { auth, balances, config } = services;
+  const { auth, balances, config, metrics } = services;
   const settings = config.payments.stripe;
   const stripe = settings && stripeClient(settings);
 
@@ -85,12 +85,17 @@ export function stripeTopUpRoutes(services: Services) {
         const id = paymentTransactionId(STRIPE_METHOD, action.sessionId);
         const amountNano = BigInt(action.cents) * NANO_PER_CENT;
         const { inserted, credits } = await balances.depositOnce(action.userId, id, amountNano, STRIPE_METHOD, action.sessionId);
+        if (inserted) {
+          metrics.topUps.inc({ processor: STRIPE_METHOD });
+          metrics.topUpUsd.inc({ processor: STRIPE_METHOD }, nanoToUsd(amountNano));
+        }
         log.info(inserted ? 'stripe top-up credited' : 'stripe top-up already credited', { user: action.userId, session: action.sessionId, event: event.id, usd: nanoToUsd(amountNano), credits_usd: nanoToUsd(credits) });
         ctx.reply.json(200, { received: true, credited: inserted, transaction_id: id });
         return;
       }
       case 'reversal':
         // Not debited automatically (docs/payments.md "Refunds and disputes"): the operator decides.
+        metrics.paymentReversals.inc({ processor: STRIPE_METHOD, kind: action.reversal });
         log.warn('stripe payment reversed: not debited, for the operator', { event: action.event, event_id: event.id, object: action.object, payment_intent: action.paymentIntent, usd: action.cents / 100, user: action.userId });
         ctx.reply.json(200, { received: true, credited: false });
         return;
