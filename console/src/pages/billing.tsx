@@ -194,7 +194,7 @@ export function BillingPage() {
         {transactions.data && transactions.data.data.length === 0 && <p class="muted">No transactions yet.</p>}
         {transactions.data && transactions.data.data.length > 0 && (
           <div class="table-scroll">
-            <table>
+            <table class="cards">
               <thead>
                 <tr>
                   <th scope="col">Time</th>
@@ -209,11 +209,11 @@ export function BillingPage() {
               <tbody>
                 {transactions.data.data.map((transaction) => (
                   <tr key={transaction.id}>
-                    <td>{dateTime(transaction.created_at)}</td>
-                    <td>{METHOD_NAMES[transaction.payment_method] ?? transaction.payment_method}</td>
-                    <td>{transaction.status}</td>
-                    <td class={transaction.credits < 0 ? 'number negative' : 'number positive'}>{usd(transaction.credits)}</td>
-                    <td>
+                    <td data-label="Time">{dateTime(transaction.created_at)}</td>
+                    <td data-label="Kind">{METHOD_NAMES[transaction.payment_method] ?? transaction.payment_method}</td>
+                    <td data-label="Status">{transaction.status}</td>
+                    <td data-label="Credits" class={transaction.credits < 0 ? 'number negative' : 'number positive'}>{usd(transaction.credits)}</td>
+                    <td data-label="Reference">
                       <code class="small">{transaction.id}</code>
                     </td>
                   </tr>
