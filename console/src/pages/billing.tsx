@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { segment, useApi, type NumberedPage } from '../api.js';
 import { ErrorAlert, Loading, PageButtons, PageTitle, Stats, useAction, useLoad } from '../components.js';
 import { dateTime, usd } from '../format.js';
+import { Link } from '../router.js';
 
 type Balance = { credits: number; held: number; available: number; currency: string };
 type Transaction = { id: string; credits: number; amount: number; payment_method: string; status: string; created_at: string };
@@ -214,7 +215,14 @@ export function BillingPage() {
                     <td data-label="Status">{transaction.status}</td>
                     <td data-label="Credits" class={transaction.credits < 0 ? 'number negative' : 'number positive'}>{usd(transaction.credits)}</td>
                     <td data-label="Reference">
-                      <code class="small">{transaction.id}</code>
+                      {/* A charge's id is its call's request id: its detail is in the request log. */}
+                      {transaction.payment_method === 'usage' ? (
+                        <Link to={`/requests/${encodeURIComponent(transaction.id)}`} aria-label={`The call charged ${usd(-transaction.credits)}`}>
+                          <code class="small">{transaction.id}</code>
+                        </Link>
+                      ) : (
+                        <code class="small">{transaction.id}</code>
+                      )}
                     </td>
                   </tr>
                 ))}
