@@ -1,6 +1,6 @@
 // The console's shell: the session decides between the sign-in pages and the signed-in layout,
 // whose navigation landmark names every page.
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiContext, apiOf } from './api.js';
 import { Session, type SessionState, type SessionUser } from './session.js';
 import { BASE, Link, navigate, usePath } from './router.js';
@@ -103,6 +103,13 @@ export function App() {
 
 function Layout({ path, user, onSignOut }: { path: string; user: SessionUser; onSignOut: () => void }) {
   const section = `/${path.split('/')[1] ?? ''}`;
+  const main = useRef<HTMLElement>(null);
+  const firstPath = useRef(path);
+  // After moving to another page, focus its content, as a full page load would start there.
+  useEffect(() => {
+    if (path !== firstPath.current) main.current?.focus();
+    firstPath.current = '';
+  }, [path]);
   return (
     <div class="shell">
       <a class="skip-link" href="#main">
@@ -128,7 +135,7 @@ function Layout({ path, user, onSignOut }: { path: string; user: SessionUser; on
           ))}
         </ul>
       </nav>
-      <main class="content" id="main" tabIndex={-1}>
+      <main class="content" id="main" tabIndex={-1} ref={main}>
         {pageFor(path)}
       </main>
     </div>

@@ -1,12 +1,10 @@
 // Pieces every page uses: loading an API answer, showing the API's error, confirming, copying, titles.
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure } from './session.js';
 
+/** What to tell the person: the API's own message for an API failure (an ApiFailure), else the error's. */
 export function messageOf(error: unknown): string {
-  if (error instanceof ApiFailure) return error.message;
-  if (error instanceof Error) return error.message;
-  return String(error);
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** The API's own message, where the failed action is, read out by screen readers as it appears. */
@@ -41,7 +39,7 @@ export function useLoad<T>(load: () => Promise<T>, keys: readonly unknown[]): Lo
 }
 
 /** Runs an action, keeping its error to show beside the control that started it. */
-export function useAction(): { busy: boolean; error: unknown; run: (action: () => Promise<void>) => Promise<boolean>; clear: () => void } {
+export function useAction(): { busy: boolean; error: unknown; run: (action: () => Promise<void>) => Promise<boolean> } {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const run = useCallback(async (action: () => Promise<void>) => {
@@ -57,7 +55,7 @@ export function useAction(): { busy: boolean; error: unknown; run: (action: () =
       setBusy(false);
     }
   }, []);
-  return { busy, error, run, clear: () => setError(null) };
+  return { busy, error, run };
 }
 
 /** The page's one <h1>, also the window's title. */

@@ -59,15 +59,16 @@ export class Session {
 
   private async mintOnce(): Promise<boolean> {
     let response: Response;
+    let answer: SessionAnswer | null = null;
     try {
       response = await fetch('/auth/session', { method: 'POST', credentials: 'same-origin', headers: { accept: 'application/json' } });
+      if (response.ok) answer = (await response.json()) as SessionAnswer;
     } catch {
       this.forget();
-      this.onChange({ kind: 'failed', message: 'The gateway cannot be reached. Check your connection and reload the page.' });
+      this.onChange({ kind: 'failed', message: 'The gateway cannot be reached, or answered something that is not a session. Check your connection and try again.' });
       return false;
     }
-    if (response.ok) {
-      const answer = (await response.json()) as SessionAnswer;
+    if (answer) {
       this.token = answer.token;
       this.schedule(answer);
       this.onChange({ kind: 'signed-in', user: answer.user ?? { id: '', email: null } });

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { segment, useApi, type NumberedPage } from '../api.js';
 import { ErrorAlert, Loading, PageButtons, PageTitle, Stats, useAction, useLoad } from '../components.js';
 import { dateTime, usd } from '../format.js';
+import { Link } from '../router.js';
 
 type Balance = { credits: number; held: number; available: number; currency: string };
 type Transaction = { id: string; credits: number; amount: number; payment_method: string; status: string; created_at: string };
@@ -194,7 +195,7 @@ export function BillingPage() {
         {transactions.data && transactions.data.data.length === 0 && <p class="muted">No transactions yet.</p>}
         {transactions.data && transactions.data.data.length > 0 && (
           <div class="table-scroll">
-            <table>
+            <table class="cards">
               <thead>
                 <tr>
                   <th scope="col">Time</th>
@@ -209,12 +210,19 @@ export function BillingPage() {
               <tbody>
                 {transactions.data.data.map((transaction) => (
                   <tr key={transaction.id}>
-                    <td>{dateTime(transaction.created_at)}</td>
-                    <td>{METHOD_NAMES[transaction.payment_method] ?? transaction.payment_method}</td>
-                    <td>{transaction.status}</td>
-                    <td class={transaction.credits < 0 ? 'number negative' : 'number positive'}>{usd(transaction.credits)}</td>
-                    <td>
-                      <code class="small">{transaction.id}</code>
+                    <td data-label="Time">{dateTime(transaction.created_at)}</td>
+                    <td data-label="Kind">{METHOD_NAMES[transaction.payment_method] ?? transaction.payment_method}</td>
+                    <td data-label="Status">{transaction.status}</td>
+                    <td data-label="Credits" class={transaction.credits < 0 ? 'number negative' : 'number positive'}>{usd(transaction.credits)}</td>
+                    <td data-label="Reference">
+                      {/* A charge's id is its call's request id: its detail is in the request log. */}
+                      {transaction.payment_method === 'usage' ? (
+                        <Link to={`/requests/${encodeURIComponent(transaction.id)}`} aria-label={`The call charged ${usd(-transaction.credits)}`}>
+                          <code class="small">{transaction.id}</code>
+                        </Link>
+                      ) : (
+                        <code class="small">{transaction.id}</code>
+                      )}
                     </td>
                   </tr>
                 ))}

@@ -189,7 +189,7 @@ export function ByokPage() {
         {rows.data && list.length === 0 && <p class="muted">No credentials yet.</p>}
         {list.length > 0 && (
           <div class="table-scroll">
-            <table>
+            <table class="cards">
               <thead>
                 <tr>
                   <th scope="col">Label</th>
@@ -212,13 +212,13 @@ export function ByokPage() {
                       {row.always_use && <span class="badge">Always used</span>}
                       {row.api_key_id && <span class="badge">One key only</span>}
                     </th>
-                    <td>{row.provider}</td>
-                    <td>
+                    <td data-label="Provider">{row.provider}</td>
+                    <td data-label="Key">
                       <code>{row.api_key_prefix ?? '—'}</code>
                     </td>
-                    <td class="number">{row.priority}</td>
-                    <td>{dateTime(row.last_used_at)}</td>
-                    <td class="wrap">{row.last_error ?? 'None'}</td>
+                    <td data-label="Priority" class="number">{row.priority}</td>
+                    <td data-label="Last used">{dateTime(row.last_used_at)}</td>
+                    <td data-label="Last error" class="wrap">{row.last_error ?? 'None'}</td>
                     <RowActions
                       name={row.label}
                       disabled={row.disabled}
@@ -256,10 +256,13 @@ export function ByokPage() {
           />
         </section>
       )}
-      <section class="panel" aria-labelledby="byok-new-title">
-        <h2 id="byok-new-title">Add a credential</h2>
-        <CredentialForm row={null} onSaved={rows.reload} />
-      </section>
+      {/* One form at a time, so each label names one field on the page. */}
+      {!editing && (
+        <section class="panel" aria-labelledby="byok-new-title">
+          <h2 id="byok-new-title">Add a credential</h2>
+          <CredentialForm row={null} onSaved={rows.reload} />
+        </section>
+      )}
       <ConfirmDialog open={deleting !== null} title={`Delete “${deleting?.label ?? ''}”?`} confirmLabel="Delete credential" danger onConfirm={() => deleting && remove(deleting)} onCancel={() => setDeleting(null)}>
         <p>Calls stop using this credential at once. This cannot be undone.</p>
       </ConfirmDialog>

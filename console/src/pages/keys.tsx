@@ -1,6 +1,6 @@
 // API keys: create with every field of the spec (the secret shown once), list masked and newest first,
 // edit any field, disable and enable, revoke after a confirmation. The list's `full_key` is never shown.
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { segment, useApi, useKeys, type ApiKey, type CreatedKey } from '../api.js';
 import { ConfirmDialog, CopyButton, ErrorAlert, FormEnd, Loading, PageTitle, RowActions, SelectField, useAction } from '../components.js';
 import { count, dateTime, fromLocalInput, toLocalInput, usd } from '../format.js';
@@ -143,8 +143,11 @@ function KeyForm({ idPrefix, initial, editing, submitLabel, onSubmit, onCancel }
 }
 
 function NewKeySecret({ created, onDone }: { created: CreatedKey; onDone: () => void }) {
+  const panel = useRef<HTMLElement>(null);
+  // The form that made the key is further down: bring the secret into view and focus.
+  useEffect(() => panel.current?.focus(), [created.id]);
   return (
-    <section class="panel notice" aria-labelledby="new-key-title">
+    <section class="panel notice" aria-labelledby="new-key-title" tabIndex={-1} ref={panel}>
       <h2 id="new-key-title">Your new key “{created.name}”</h2>
       <p class="warning">
         <strong>Copy this key now.</strong> It is shown only this once: the console cannot show it again. Store it somewhere safe, and revoke the key if it leaks.
@@ -227,7 +230,7 @@ export function KeysPage() {
         {keys.data && keys.data.length === 0 && <p class="muted">No keys yet: create one below.</p>}
         {keys.data && keys.data.length > 0 && (
           <div class="table-scroll">
-            <table>
+            <table class="cards">
               <thead>
                 <tr>
                   <th scope="col">Name</th>
@@ -247,13 +250,13 @@ export function KeysPage() {
                       {key.is_provisioning && <span class="badge">Management key</span>}
                       {key.disabled && <span class="badge muted-badge">Disabled</span>}
                     </th>
-                    <td>
+                    <td data-label="Key">
                       <code>{key.key_prefix}</code>
                     </td>
-                    <td>{limitsOf(key)}</td>
-                    <td>{creditOf(key)}</td>
-                    <td>{dateTime(key.expires_at)}</td>
-                    <td>{dateTime(key.created_at)}</td>
+                    <td data-label="Limits">{limitsOf(key)}</td>
+                    <td data-label="Credit">{creditOf(key)}</td>
+                    <td data-label="Expires">{dateTime(key.expires_at)}</td>
+                    <td data-label="Created">{dateTime(key.created_at)}</td>
                     <RowActions
                       name={key.name}
                       disabled={key.disabled}
@@ -278,10 +281,13 @@ export function KeysPage() {
         </section>
       )}
 
-      <section class="panel" aria-labelledby="create-key-title">
-        <h2 id="create-key-title">Create a key</h2>
-        <KeyForm idPrefix="new-key" initial={EMPTY} editing={false} submitLabel="Create key" onSubmit={create} />
-      </section>
+      {/* One form at a time, so each label names one field on the page. */}
+      {!editing && (
+        <section class="panel" aria-labelledby="create-key-title">
+          <h2 id="create-key-title">Create a key</h2>
+          <KeyForm idPrefix="new-key" initial={EMPTY} editing={false} submitLabel="Create key" onSubmit={create} />
+        </section>
+      )}
 
       <ConfirmDialog
         open={revoking !== null}

@@ -100,7 +100,7 @@ export function RequestsPage() {
       {page.data && page.data.data.length === 0 && <p class="muted">No calls match.</p>}
       {page.data && page.data.data.length > 0 && (
         <div class="table-scroll">
-          <table>
+          <table class="cards">
             <thead>
               <tr>
                 <th scope="col">Time</th>
@@ -121,20 +121,20 @@ export function RequestsPage() {
             <tbody>
               {page.data.data.map((call) => (
                 <tr key={call.id}>
-                  <td>
+                  <td data-label="Time">
                     <Link to={`/requests/${encodeURIComponent(call.id)}`}>{dateTime(call.created_at)}</Link>
                   </td>
-                  <td>{call.model ?? call.endpoint}</td>
-                  <td>{keyName(keys.data, call.key_id)}</td>
-                  <td>
+                  <td data-label="Model">{call.model ?? call.endpoint}</td>
+                  <td data-label="Key">{keyName(keys.data, call.key_id)}</td>
+                  <td data-label="Status">
                     <span class={call.status >= 400 ? 'status bad' : 'status good'}>{call.status}</span>
                     {call.error_code && <span class="muted"> {call.error_code}</span>}
                   </td>
-                  <td class="number">
+                  <td data-label="Tokens (in / out)" class="number">
                     {count(call.prompt_tokens)} / {count(call.completion_tokens)}
                   </td>
-                  <td class="number">{usd(call.cost)}</td>
-                  <td class="number">{milliseconds(call.latency_ms)}</td>
+                  <td data-label="Cost" class="number">{usd(call.cost)}</td>
+                  <td data-label="Latency" class="number">{milliseconds(call.latency_ms)}</td>
                 </tr>
               ))}
             </tbody>
