@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { RequestContext, RequestHeaders } from '../router.js';
 import type { Services } from '../../services.js';
 import type { CatalogModel, Family } from '../../catalog/model.js';
@@ -396,7 +396,7 @@ export function chatCompletions(services: Services) {
       ? await budgetTokens(key.userId, request, model, legs[0]!.upstreamRequest.addedPromptBytes ?? 0, worsts[0]!)
       : Math.max(...await Promise.all(legs.map((leg, i) => budgetTokens(key.userId, request, leg.model, leg.upstreamRequest.addedPromptBytes ?? 0, worsts[i]!))));
     // The request id is the call id: the key of its request log and of its usage transaction.
-    const callId = randomUUID();
+    const callId = ctx.requestId;
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens };
     const session = new UpstreamSession(ctx.reply, upstream, metrics);
     // A key revoked while this request waited must not reach the upstream, at any attempt.
