@@ -57,6 +57,7 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
     REDIS_URL,
     REDIS_PREFIX: prefix,
     MOCK_VENDOR: 'off',
+    DEV_IDENTITY_PROVIDER: 'off',
     OPENAI_BASE_URL: `${options.mockUrl}/openai/v1`,
     OPENAI_API_KEY: 'bench',
     ANTHROPIC_BASE_URL: `${options.mockUrl}/anthropic/v1`,

@@ -23,3 +23,16 @@ export function processCpuMicros(pid: number): number {
   const stime = Number(fields[12]); // field 15
   return ((utime + stime) * 1_000_000) / clockTicksPerSecond();
 }
+
+/** The same for `pid` and its child processes (nginx's master and its workers), found through /proc. */
+export function processTreeCpuMicros(pid: number): number {
+  let total = processCpuMicros(pid);
+  let children = '';
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+  } catch {
+    // a kernel without the children file: the process alone
+  }
+  for (const child of children.split(' ').filter(Boolean)) total += processTreeCpuMicros(Number(child));
+  return total;
+}

@@ -3,6 +3,7 @@ import { isIpv4OrCidr } from './auth/ip-ranges.js';
 import { availableParallelism } from 'node:os';
 import { createHash, createHmac } from 'node:crypto';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseRedisUrl } from './store/redis-url.js';
 import { localUrl } from './local-url.js';
 import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets.js';
@@ -177,6 +178,9 @@ export const EnvSchema = v.object({
   SIGNIN_SESSION_TTL_SECONDS: v.optional(intFrom(300, 90 * 86400), String(7 * 86400)),
   SESSION_JWT_TTL_SECONDS: v.optional(intFrom(60, 3600), '900'),
   SIGNIN_COOKIE_SECURE: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'true'),
+  // Development sign-in (docs/configuration.md): `auto` starts a local OpenID provider outside production when OIDC_CLIENT_ID is unset.
+  DEV_IDENTITY_PROVIDER: v.optional(v.picklist(['auto', 'on', 'off'], 'must be auto, on or off'), 'auto'),
+  DEV_IDENTITY_PROVIDER_PORT: v.optional(intFrom(0, 65535), '8091'),
   API_KEYS_PER_ACCOUNT: v.optional(intFrom(1, 1_000_000), '1000'),
   COUPON_FAILURE_BUDGET: v.optional(intFrom(1, 1_000_000), '10'),
   COUPON_FAILURE_WINDOW_SECONDS: v.optional(intFrom(1, 7 * 86400), '3600'),
@@ -201,6 +205,9 @@ export const EnvSchema = v.object({
   STRIPE_CANCEL_URL: v.optional(url(/^https?:\/\//)),
   TOPUP_MIN_USD: v.optional(intFrom(1, 1_000_000), '5'),
   TOPUP_MAX_USD: v.optional(intFrom(1, 1_000_000), '10000'),
+  // The web console at /console (docs/console.md): on by default, served from the built files in CONSOLE_DIR.
+  CONSOLE_ENABLED: v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'true'),
+  CONSOLE_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1))),
 });
 
 export interface VendorConfig {
@@ -300,7 +307,30 @@ export interface Config {
   readonly routing: RoutingConfig;
   readonly idempotency: IdempotencyConfig;
   readonly payments: PaymentsConfig;
+  readonly console: ConsoleConfig;
+  /** The development identity provider to start (src/auth/dev-identity-provider.ts); undefined: none. */
+  readonly devIdentityProvider: DevIdentityProviderConfig | undefined;
 }
+
+export interface DevIdentityProviderConfig {
+  /** Its port on 127.0.0.1. */
+  readonly port: number;
+  /** DEV_IDENTITY_PROVIDER=on: a provider that cannot start stops the gateway (`auto` goes on without sign-in). */
+  readonly required: boolean;
+  /** The gateway's /auth/callback, where the provider sends a signed-in browser back. */
+  readonly redirectUrl: string;
+}
+
+/** The web console (src/http/routes/console.ts). */
+export interface ConsoleConfig {
+  /** False: /console answers 404 as any unknown path. */
+  readonly enabled: boolean;
+  /** The built console (index.html and assets/), read at start-up. */
+  readonly dir: string;
+}
+
+/** Where `npm run build` puts the console: dist/console, beside this module's dist/src. */
+const BUILT_CONSOLE_DIR = fileURLToPath(new URL('../console', import.meta.url));
 
 /** Dashboard sign-in (src/auth/signin-flow.ts, docs/api.md "Sign-in"). */
 export interface SignInConfig {
@@ -619,6 +649,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
       couponFailureWindowMs: e.COUPON_FAILURE_WINDOW_SECONDS * 1000,
     }),
     payments: paymentsOf(e, production, mockVendorUrl),
+    console: Object.freeze({ enabled: e.CONSOLE_ENABLED === 'true', dir: e.CONSOLE_DIR ?? BUILT_CONSOLE_DIR }),
+    devIdentityProvider: devIdentityProviderOf(e, production),
     oidc,
     signIn: signInOf(e, production),
     sessionJwtTtlSeconds: e.SESSION_JWT_TTL_SECONDS,
@@ -777,6 +809,23 @@ function signInOf(e: Env, production: boolean): SignInConfig | undefined {
     scopes: e.OIDC_SIGNIN_SCOPES, successPath: e.SIGNIN_SUCCESS_URL, sessionTtlSeconds: e.SIGNIN_SESSION_TTL_SECONDS,
     secureCookies, fetchTimeoutMs: e.OIDC_FETCH_TIMEOUT_MS, allowHttp: !production,
   });
+}
+
+/**
+ * The development identity provider starts when sign-in is not configured (OIDC_CLIENT_ID unset),
+ * outside production, unless DEV_IDENTITY_PROVIDER=off; `on` insists (refused in production, and with
+ * OIDC_CLIENT_ID). Its redirect is this gateway's /auth/callback at PUBLIC_URL, else at the listen
+ * address (127.0.0.1 for a wildcard HOST).
+ */
+function devIdentityProviderOf(e: Env, production: boolean): DevIdentityProviderConfig | undefined {
+  if (e.DEV_IDENTITY_PROVIDER === 'off') return undefined;
+  if (e.DEV_IDENTITY_PROVIDER === 'on') {
+    if (production) throw new ConfigError('invalid DEV_IDENTITY_PROVIDER: the development identity provider signs anyone in; never in production');
+    if (e.OIDC_CLIENT_ID !== undefined) throw new ConfigError('invalid DEV_IDENTITY_PROVIDER: on replaces sign-in with a development provider; unset OIDC_CLIENT_ID, or leave DEV_IDENTITY_PROVIDER at auto');
+  }
+  if (production || e.OIDC_CLIENT_ID !== undefined) return undefined;
+  const origin = e.PUBLIC_URL === undefined ? localUrl(e.HOST, e.PORT) : new URL(e.PUBLIC_URL).origin;
+  return Object.freeze({ port: e.DEV_IDENTITY_PROVIDER_PORT, required: e.DEV_IDENTITY_PROVIDER === 'on', redirectUrl: `${origin}/auth/callback` });
 }
 
 /** A `<requests>/<seconds>` window setting; both at least 1. */

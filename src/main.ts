@@ -35,9 +35,27 @@ import { SealedBox } from './auth/sealed-box.js';
 import { prepareJournalDir } from './admission/settlement-journal.js';
 import { MetricsListener } from './http/metrics-listener.js';
 import { productionWarnings } from './production-warnings.js';
+import { startDevIdentityProvider, type DevIdentityProvider } from './auth/dev-identity-provider.js';
 
 /** Period of the retention janitor (request logs, sent mails): a record outlives its retention by at most this. */
 const RETENTION_PASS_MS = 3_600_000;
+
+/**
+ * The development identity provider (src/auth/dev-identity-provider.ts) when the settings ask for one.
+ * One that cannot start (its port taken: another gateway's) stops the gateway only under
+ * DEV_IDENTITY_PROVIDER=on; under `auto` the gateway goes on without sign-in, saying why.
+ */
+async function startDevIdentityProviderIfNeeded(config: Config): Promise<DevIdentityProvider | undefined> {
+  const wanted = config.devIdentityProvider;
+  if (!wanted) return undefined;
+  try {
+    return await startDevIdentityProvider(wanted.port, wanted.redirectUrl);
+  } catch (error) {
+    if (wanted.required) throw error;
+    log.warn('development identity provider not started: console sign-in is off (set DEV_IDENTITY_PROVIDER_PORT, or OIDC_CLIENT_ID)', { port: wanted.port, error });
+    return undefined;
+  }
+}
 
 /**
  * The built-in mock, when some vendor is mocked or Stripe is (development without STRIPE_SECRET_KEY) and
@@ -73,7 +91,9 @@ async function main(): Promise<void> {
   if (config.usesDevSecrets) log.warn('using built-in development secrets; set JWT_SECRET and KEY_SECRET outside development');
 
   const mock = await startMockVendorIfNeeded(config.mockVendorPort, process.env);
-  if (mock) config = loadConfig(process.env, mock.url);
+  const devIdentity = await startDevIdentityProviderIfNeeded(config);
+  // Sign-in through the development provider (already started: the reloaded settings start none).
+  if (mock || devIdentity) config = loadConfig({ ...process.env, ...devIdentity?.signInEnv, ...(devIdentity ? { DEV_IDENTITY_PROVIDER: 'off' } : {}) }, mock?.url);
   logVendors(config);
   for (const warning of productionWarnings(config)) log.warn(warning);
   // Refused before anything is replayed from it or written to it (src/admission/settlement-journal.ts).
@@ -221,11 +241,14 @@ async function main(): Promise<void> {
 
   const base = `http://${config.host}:${config.port}`;
   log.info('gateway listening', { url: base, threads: config.httpThreads, openai_base_url: `${base}/v1`, mock_vendor: mock?.url ?? null });
+  // Where a person signs in: the console's own page, or /auth/login without a console.
+  const signInUrl = devIdentity && config.signIn && `${config.signIn.origin}${config.console.enabled ? '/console' : '/auth/login'}`;
+  if (devIdentity) log.info('development identity provider: sign in with any login and password', { sign_in: signInUrl, provider: devIdentity.issuer });
   if (!config.production) {
     process.stdout.write([
       '',
       `Gateway ready at ${base}  (OpenAI SDK base URL: ${base}/v1)`,
-      'Get an API key:',
+      ...(signInUrl ? [`Sign in at ${signInUrl} with any login and password (development identity provider at ${devIdentity!.issuer}), then create a key there.`, 'Or get an API key from the command line:'] : ['Get an API key:']),
       '  TOKEN=$(npx gateway token --user alice)',
       `  npx gateway topup --user alice --amount 10 --method manual`,
       `  curl -s -X POST ${base}/api/v1/api-keys -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"name":"dev"}'`,
@@ -254,7 +277,7 @@ async function main(): Promise<void> {
     await reservations.stop();
     await mediaJanitor?.stop();
     taskCatalog.stop();
-    await Promise.allSettled([sql.end({ timeout: 5 }), taskSql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close()]);
+    await Promise.allSettled([sql.end({ timeout: 5 }), taskSql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close(), devIdentity?.close()]);
     log.info('stopped');
     process.exit(code);
   }

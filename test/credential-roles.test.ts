@@ -43,7 +43,7 @@ t.test('every management route answers each credential kind as the table says', 
   const { token, key: regular } = await fastUser(gateway, 'roles-walk', '1');
   const credentials: Record<CredentialKind, string> = { jwt: token, management: await managementKey(token), regular };
   const concrete = (pattern: string) => pattern.replace(':id', '00000000-0000-4000-8000-000000000000').replace('*', 'openai/gpt-4o-mini');
-  t.equal(ROUTE_CREDENTIALS.size, 24, 'the table has every management route');
+  t.equal(ROUTE_CREDENTIALS.size, 27, 'the table has every management route');
   for (const [route, allowed] of ROUTE_CREDENTIALS) {
     const [method, pattern] = route.split(' ') as [string, string];
     const httpMethod = method === 'DEL' ? 'DELETE' : method;

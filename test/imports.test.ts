@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
-const FOLDERS = ['src', 'workers', 'bench', 'test'];
+const FOLDERS = ['src', 'workers', 'bench', 'test', 'scripts'];
 const PRODUCT = ['src', 'workers'];
 
 function sources(folder: string): string[] {

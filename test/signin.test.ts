@@ -9,6 +9,7 @@ import { startGateway, freePort, keysMatching, type Gateway } from './helpers/ha
 import { TEST_JWT_SECRET, assertEnvelope, jwtPayload, mintToken } from './helpers/http-tools.js';
 import { IdentityProvider, signingKey } from './helpers/identity-provider.js';
 import { loadConfig } from '../src/config.js';
+import { HttpBrowser } from './helpers/http-browser.js';
 
 const CLIENT_ID = 'gateway-dashboard';
 const CLIENT_SECRET = 'dashboard-client-secret-for-tests';
@@ -34,67 +35,8 @@ t.teardown(async () => {
   await provider?.close();
 });
 
-interface StoredCookie {
-  value: string;
-  path: string;
-  attributes: string;
-}
-
-/** A browser's cookie handling, enough for this flow: cookies by origin, name and path prefix; Max-Age=0 deletes. */
-class Browser {
-  readonly jar = new Map<string, Map<string, StoredCookie>>();
-
-  clone(): Browser {
-    const copy = new Browser();
-    for (const [origin, cookies] of this.jar) copy.jar.set(origin, new Map(cookies));
-    return copy;
-  }
-
-  cookie(url: string, name: string): StoredCookie | undefined {
-    return this.jar.get(new URL(url).origin)?.get(name);
-  }
-
-  /** One request, no redirect followed; cookies sent and stored. */
-  async request(url: string, init: RequestInit = {}): Promise<Response> {
-    const target = new URL(url);
-    const cookies = [...(this.jar.get(target.origin) ?? new Map<string, StoredCookie>())]
-      .filter(([, cookie]) => target.pathname.startsWith(cookie.path)).map(([name, cookie]) => `${name}=${cookie.value}`);
-    const headers = new Headers(init.headers);
-    if (cookies.length > 0) headers.set('cookie', cookies.join('; '));
-    const response = await fetch(target, { ...init, headers, redirect: 'manual' });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair, ...attributes] = line.split(';').map((part) => part.trim());
-      const equals = pair!.indexOf('=');
-      const name = pair!.slice(0, equals);
-      const path = /^path=(.*)$/i.exec(attributes.find((attribute) => /^path=/i.test(attribute)) ?? '')?.[1] ?? '/';
-      const jar = this.jar.get(target.origin) ?? new Map<string, StoredCookie>();
-      this.jar.set(target.origin, jar);
-      if (attributes.some((attribute) => /^max-age=0$/i.test(attribute))) jar.delete(name);
-      else jar.set(name, { value: pair!.slice(equals + 1), path, attributes: attributes.join('; ') });
-    }
-    return response;
-  }
-
-  /** Follows redirects from `url` until one points where `stop` says (its URL is answered), or a page that is no redirect. */
-  async follow(url: string, stop: (next: URL) => boolean): Promise<{ stoppedAt?: string; response: Response; trail: string[] }> {
-    const trail: string[] = [];
-    let current = url;
-    for (let hop = 0; hop < 20; hop++) {
-      trail.push(current);
-      const response = await this.request(current);
-      const location = response.headers.get('location');
-      if (response.status < 300 || response.status >= 400 || location === null) return { response, trail };
-      await response.body?.cancel();
-      const next = new URL(location, current);
-      if (stop(next)) return { stoppedAt: next.href, response, trail };
-      current = next.href;
-    }
-    throw new Error(`too many redirects: ${trail.join(' -> ')}`);
-  }
-}
-
 /** Starts a sign-in and runs the provider's pages: the callback URL the provider sends the browser to (not yet visited). */
-async function toCallback(browser: Browser): Promise<string> {
+async function toCallback(browser: HttpBrowser): Promise<string> {
   const { stoppedAt, response, trail } = await browser.follow(`${gateway.url}/auth/login`, (next) => next.pathname === '/auth/callback');
   if (stoppedAt === undefined) throw new Error(`the provider did not redirect back: ${response.status} ${await response.text()} after ${trail.join(' -> ')}`);
   return stoppedAt;
@@ -102,22 +44,22 @@ async function toCallback(browser: Browser): Promise<string> {
 
 const json = async (response: Response) => ({ status: response.status, headers: response.headers, body: await response.json().catch(() => undefined) as any });
 const sessionsInRedis = async () => (await keysMatching(gateway.redis, `${gateway.prefix}signin:session:*`)).length;
-const refresh = (browser: Browser, headers: Record<string, string> = { origin: gateway.url }) =>
+const refresh = (browser: HttpBrowser, headers: Record<string, string> = { origin: gateway.url }) =>
   browser.request(`${gateway.url}/auth/session`, { method: 'POST', headers }).then(json);
-const logout = (browser: Browser, headers: Record<string, string> = { origin: gateway.url }) =>
+const logout = (browser: HttpBrowser, headers: Record<string, string> = { origin: gateway.url }) =>
   browser.request(`${gateway.url}/auth/logout`, { method: 'POST', headers });
 const api = async (method: string, path: string, token: string, body?: unknown) => json(await fetch(`${gateway.url}${path}`, {
   method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body),
 }));
 
 /** Signs `browser` in as the provider's current user: the callback's answer. */
-async function signIn(browser: Browser): Promise<Response> {
+async function signIn(browser: HttpBrowser): Promise<Response> {
   return browser.request(await toCallback(browser));
 }
 
 t.test('sign in, get a session JWT, create an API key with it, sign out: the JWT and the cookie are refused', async (t) => {
   provider.user = { sub: 'ada-lovelace', email: 'ada@example.test', email_verified: true };
-  const browser = new Browser();
+  const browser = new HttpBrowser();
 
   const login = await browser.request(`${gateway.url}/auth/login`);
   t.equal(login.status, 302);
@@ -196,7 +138,7 @@ t.test('the callback refuses, and starts no session: state mismatch, replayed co
   const before = await sessionsInRedis();
 
   await t.test('state mismatch', async (t) => {
-    const browser = new Browser();
+    const browser = new HttpBrowser();
     const callback = new URL(await toCallback(browser));
     callback.searchParams.set('state', 'forged-state-value-0123456789');
     const response = await json(await browser.request(callback.href));
@@ -207,7 +149,7 @@ t.test('the callback refuses, and starts no session: state mismatch, replayed co
   });
 
   await t.test('a code used once is refused the second time', async (t) => {
-    const browser = new Browser();
+    const browser = new HttpBrowser();
     const callback = await toCallback(browser);
     const copy = browser.clone();
     t.equal((await browser.request(callback)).status, 302, 'the first use signs in');
@@ -219,8 +161,8 @@ t.test('the callback refuses, and starts no session: state mismatch, replayed co
   });
 
   await t.test('a code bound to another login\'s PKCE challenge (code injection) is refused', async (t) => {
-    const victim = new Browser();
-    const attacker = new Browser();
+    const victim = new HttpBrowser();
+    const attacker = new HttpBrowser();
     const victimCallback = new URL(await toCallback(victim));
     const attackerCallback = new URL(await toCallback(attacker));
     // The attacker's own state (it passes the state check) with the victim's code: only PKCE tells them apart.
@@ -232,18 +174,18 @@ t.test('the callback refuses, and starts no session: state mismatch, replayed co
   });
 
   await t.test('no login cookie (a callback the browser did not start): no verifier, no sign-in', async (t) => {
-    const browser = new Browser();
+    const browser = new HttpBrowser();
     const callback = await toCallback(browser);
-    const response = await json(await new Browser().request(callback));
+    const response = await json(await new HttpBrowser().request(callback));
     assertEnvelope(t, response, 400, 'signin_expired');
     t.equal(response.body.error.param, 'gw_signin');
-    const forged = new Browser();
+    const forged = new HttpBrowser();
     forged.jar.set(gateway.url, new Map([['gw_signin', { value: 'A'.repeat(200), path: '/auth/callback', attributes: '' }]]));
     assertEnvelope(t, await json(await forged.request(callback)), 400, 'signin_expired', 'a forged login cookie');
   });
 
   await t.test('the provider answers with an error (the person declined)', async (t) => {
-    const browser = new Browser();
+    const browser = new HttpBrowser();
     const callback = new URL(await toCallback(browser));
     const declined = new URL(`${gateway.url}/auth/callback`);
     declined.search = new URLSearchParams({ error: 'access_denied', state: callback.searchParams.get('state')!, iss: provider.issuer }).toString();
@@ -257,7 +199,7 @@ t.test('the callback refuses, and starts no session: state mismatch, replayed co
 
 t.test('refresh and sign-out made with the cookie need the gateway\'s own origin', async (t) => {
   provider.user = { sub: 'alan-turing' };
-  const browser = new Browser();
+  const browser = new HttpBrowser();
   t.equal((await signIn(browser)).status, 302);
 
   assertEnvelope(t, await refresh(browser, {}), 403, 'csrf_refused', 'no Origin and no Sec-Fetch-Site');
@@ -273,16 +215,16 @@ t.test('refresh and sign-out made with the cookie need the gateway\'s own origin
   t.ok(browser.cookie(gateway.url, 'gw_session'), 'the cookie is kept');
   t.equal((await refresh(browser)).status, 200, 'the session survived the forged sign-out');
   t.equal((await logout(browser)).status, 204);
-  assertEnvelope(t, await refresh(new Browser()), 401, 'session_required', 'no cookie at all');
+  assertEnvelope(t, await refresh(new HttpBrowser()), 401, 'session_required', 'no cookie at all');
 });
 
 t.test('a sub outside the account-id alphabet gets a stable hashed account id', async (t) => {
   provider.user = { sub: 'tenant/42 émile', email: 'emile@example.test', email_verified: false };
-  const first = new Browser();
+  const first = new HttpBrowser();
   t.equal((await signIn(first)).status, 302);
   const one = await refresh(first);
   t.match(one.body.user.id, /^sub-sha256-[0-9a-f]{64}$/);
-  const second = new Browser();
+  const second = new HttpBrowser();
   await signIn(second);
   t.equal((await refresh(second)).body.user.id, one.body.user.id, 'the same sub, the same account');
   t.equal((await api('POST', '/api/v1/api-keys', one.body.token, { name: 'hashed' })).status, 201);
@@ -309,7 +251,7 @@ t.test('settings: all or nothing, Secure cookies off only on http://localhost ou
 
 t.test('a provider that cannot be reached at the callback: 502 identity_provider_unavailable, no session', async (t) => {
   provider.user = { sub: 'offline-user' };
-  const browser = new Browser();
+  const browser = new HttpBrowser();
   const callback = await toCallback(browser);
   const before = await sessionsInRedis();
   await provider.close();
@@ -322,7 +264,7 @@ t.test('a provider that cannot be reached at the callback: 502 identity_provider
   } finally {
     await provider.rotate(provider.keys);
   }
-  t.equal((await signIn(new Browser())).status, 302, 'sign-in works again once the provider is back');
+  t.equal((await signIn(new HttpBrowser())).status, 302, 'sign-in works again once the provider is back');
 });
 
 t.test('/auth/login and /auth/callback are limited together per client address (RATE_LIMIT_SIGNIN): 429 with Retry-After', async (t) => {

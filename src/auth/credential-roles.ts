@@ -41,6 +41,10 @@ export const ROUTE_CREDENTIALS: ReadonlyMap<string, readonly CredentialKind[]> =
   ['GET /api/v1/requests', ANY],
   ['GET /api/v1/requests/:id', ANY],
   ['GET /api/v1/usage', ANY],
+  // Tasks as requests: a regular key sees and cancels only the tasks it created.
+  ['GET /api/v1/tasks', ANY],
+  ['GET /api/v1/tasks/:id', ANY],
+  ['DEL /api/v1/tasks/:id', ANY],
   ['GET /api/v1/webhook-secret', ACCOUNT],
   ['POST /api/v1/webhook-secret/rotate', ACCOUNT],
   ['GET /api/v1/models', ANY],

@@ -19,9 +19,11 @@ import { modelRoutes } from './routes/models.js';
 import { MULTIPART_OVERHEAD_BYTES, mediaRoutes } from './routes/media.js';
 import { videoRoutes } from './routes/videos.js';
 import { audioRoutes } from './routes/audio.js';
+import { accountTaskRoutes } from './routes/account-tasks.js';
 import { webhookSecretRoutes } from './routes/webhook-secret.js';
 import { STRIPE_SIGNATURE_HEADER, STRIPE_WEBHOOK_MAX_BYTES, stripeTopUpRoutes } from './routes/stripe-topups.js';
 import { signInRoutes } from './routes/signin.js';
+import { CONSOLE_PATH, consoleRoutes } from './routes/console.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { children, seconds } from '../metrics.js';
 import { log } from '../log.js';
@@ -71,6 +73,9 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
   const media = mediaRoutes(services);
   const videos = videoRoutes(services);
   const audio = audioRoutes(services);
+  const accountTasks = accountTaskRoutes(services, {
+    'video.generation': videos.cancelOwned, 'audio.speech': audio.speech.cancelOwned, 'audio.generation': audio.music.cancelOwned,
+  });
   const webhookSecret = webhookSecretRoutes(services, box);
   // Every paid POST honours Idempotency-Key (docs/routing.md): a repeat gets the first answer, not a second charge.
   const paid = idempotentHandlers(services);
@@ -119,6 +124,9 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
     .get('/api/v1/requests', requestLogs.list)
     .get('/api/v1/requests/:id', requestLogs.one)
     .get('/api/v1/usage', usage.usage)
+    .get('/api/v1/tasks', accountTasks.list)
+    .get('/api/v1/tasks/:id', accountTasks.one)
+    .del('/api/v1/tasks/:id', accountTasks.cancel)
     // Model ids contain '/': one catch-all per prefix, the handler splits off the id (and '/pricing').
     .get('/api/v1/models', models.list)
     .get('/api/v1/models/popular', models.popular)
@@ -147,6 +155,16 @@ export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHo
       guard(ctx.headers.authorization);
       ctx.reply.send(200, await ops.metricsText(), METRICS_CONTENT_TYPE);
     });
+  }
+  if (config.console.enabled) {
+    // Off (CONSOLE_ENABLED=false): /console is an unknown path like any other.
+    const consolePages = consoleRoutes(config);
+    const files = { files: true };
+    router
+      .get(CONSOLE_PATH, consolePages.get, files)
+      .get(`${CONSOLE_PATH}/*`, consolePages.get, files)
+      .head(CONSOLE_PATH, consolePages.head, files)
+      .head(`${CONSOLE_PATH}/*`, consolePages.head, files);
   }
   router
     .any('/*', (ctx) => {

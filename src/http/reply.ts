@@ -2,7 +2,7 @@ import type { HttpResponse } from './uws.js';
 import { ApiError, errorBody } from './errors.js';
 
 const STATUS_TEXT: Readonly<Record<number, string>> = Object.freeze({
-  200: '200 OK', 201: '201 Created', 204: '204 No Content', 206: '206 Partial Content', 400: '400 Bad Request', 401: '401 Unauthorized',
+  200: '200 OK', 201: '201 Created', 204: '204 No Content', 206: '206 Partial Content', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   402: '402 Payment Required', 403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed',
   409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 416: '416 Range Not Satisfiable', 422: '422 Unprocessable Entity',
   429: '429 Too Many Requests', 500: '500 Internal Server Error', 502: '502 Bad Gateway', 503: '503 Service Unavailable',

@@ -25,6 +25,8 @@ export interface RequestHeaders {
   readonly signature?: string;
   /** On a route with RouteOptions.browser: what a browser sends ('' when absent). */
   readonly browser?: { readonly cookie: string; readonly origin: string; readonly secFetchSite: string };
+  /** On a route with RouteOptions.files: what a static file's answer depends on ('' when absent). */
+  readonly files?: { readonly acceptEncoding: string; readonly ifNoneMatch: string };
 }
 
 /** Plain data about one request, captured synchronously from uWS (its request object dies after the handler returns). */
@@ -71,6 +73,8 @@ export interface RouteOptions {
   readonly signatureHeader?: string;
   /** A route browsers call with cookies (sign-in): `Cookie`, `Origin` and `Sec-Fetch-Site` are read (RequestHeaders.browser). */
   readonly browser?: boolean;
+  /** A route of static files (the console): `Accept-Encoding` and `If-None-Match` are read (RequestHeaders.files). */
+  readonly files?: boolean;
 }
 
 export interface RouterOptions {
@@ -121,7 +125,7 @@ export class Router {
   constructor(private readonly app: TemplatedApp, private readonly options: RouterOptions) {}
 
   get(pattern: string, handler: Handler, options?: RouteOptions): this { return this.add('get', pattern, handler, options); }
-  head(pattern: string, handler: Handler): this { return this.add('head', pattern, handler); }
+  head(pattern: string, handler: Handler, options?: RouteOptions): this { return this.add('head', pattern, handler, options); }
   post(pattern: string, handler: Handler, options?: RouteOptions): this { return this.add('post', pattern, handler, options); }
   put(pattern: string, handler: Handler): this { return this.add('put', pattern, handler); }
   del(pattern: string, handler: Handler): this { return this.add('del', pattern, handler); }
@@ -147,7 +151,7 @@ export class Router {
         : EMPTY_BODY;
       // A catch-all route takes every method: a read or a write by the request's own.
       const counted = window ?? (methodName === 'get' || methodName === 'head' ? 'reads' : 'default');
-      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic, options.signatureHeader, options.browser === true), credentials);
+      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic, options.signatureHeader, options.browser === true, options.files === true), credentials);
     });
     return this;
   }
@@ -208,13 +212,14 @@ class Context implements RequestContext {
   constructor(
     readonly route: string, readonly method: string, req: HttpRequest, private readonly res: HttpResponse, readonly reply: Reply,
     readonly params: readonly string[], private readonly bodyPromise: Promise<Buffer>, private readonly trustedProxies: IpRanges,
-    readonly window: RouteWindow, anthropic: boolean, signatureHeader: string | undefined, browser: boolean,
+    readonly window: RouteWindow, anthropic: boolean, signatureHeader: string | undefined, browser: boolean, files: boolean,
   ) {
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
     this.headers = anthropic ? anthropicHeaders(req) : { authorization: req.getHeader('authorization'), contentType: req.getHeader('content-type'), userAgent: req.getHeader('user-agent'), range: req.getHeader('range'), idempotencyKey: req.getHeader('idempotency-key') };
     if (signatureHeader !== undefined) this.headers = { ...this.headers, signature: req.getHeader(signatureHeader) };
     if (browser) this.headers = { ...this.headers, browser: { cookie: req.getHeader('cookie'), origin: req.getHeader('origin'), secFetchSite: req.getHeader('sec-fetch-site') } };
+    if (files) this.headers = { ...this.headers, files: { acceptEncoding: req.getHeader('accept-encoding'), ifNoneMatch: req.getHeader('if-none-match') } };
     this.forwardedFor = req.getHeader('x-forwarded-for');
     if (this.path.startsWith('/v1/') || this.path.startsWith('/api/v1/')) reply.requestId = randomUUID();
   }

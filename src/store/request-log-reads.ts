@@ -1,4 +1,5 @@
 import type { AnySql } from './db.js';
+import { afterCursor, createdUsColumn, type PageCursor } from './page-cursor.js';
 
 /** The modalities GET /api/v1/requests filters by, each the request-log endpoint names that serve it. */
 export const MODALITY_ENDPOINTS = Object.freeze({
@@ -42,12 +43,6 @@ export interface RequestLogRow {
   attempts: number;
 }
 
-/** A page position: the last row shown (newest first, ties broken by id). */
-export interface RequestLogCursor {
-  readonly createdUs: bigint;
-  readonly id: string;
-}
-
 export interface RequestLogFilter {
   readonly userId: string;
   readonly keyId?: string;
@@ -57,12 +52,12 @@ export interface RequestLogFilter {
   readonly status?: number | 'error';
   readonly from?: Date;
   readonly to?: Date;
-  readonly after?: RequestLogCursor;
+  readonly after?: PageCursor;
   readonly limit: number;
 }
 
 const COLUMNS = (sql: AnySql) => sql`
-  id, created_at, (extract(epoch from created_at) * 1000000)::bigint::text as created_us, api_key_id, model, endpoint, stream, status,
+  id, created_at, ${createdUsColumn(sql)}, api_key_id, model, endpoint, stream, status,
   error_code, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms,
   client_aborted, byok, attempts`;
 
@@ -80,7 +75,7 @@ export async function listRequestLogs(sql: AnySql, f: RequestLogFilter): Promise
       ${f.status === undefined ? sql`` : f.status === 'error' ? sql`and status >= 400` : sql`and status = ${f.status}`}
       ${f.from === undefined ? sql`` : sql`and created_at >= ${f.from}`}
       ${f.to === undefined ? sql`` : sql`and created_at < ${f.to}`}
-      ${f.after === undefined ? sql`` : sql`and (created_at, id) < (timestamptz 'epoch' + ${f.after.createdUs.toString()}::bigint * interval '1 microsecond', ${f.after.id}::uuid)`}
+      ${afterCursor(sql, f.after)}
     order by created_at desc, id desc
     limit ${f.limit + 1}`;
   return { rows: rows.slice(0, f.limit), more: rows.length > f.limit };

@@ -1,5 +1,6 @@
 import type { AnySql, Sql } from './db.js';
 import { addToUsageRollup } from './usage-rollup.js';
+import { afterCursor, createdUsColumn, type PageCursor } from './page-cursor.js';
 
 /** Asynchronous generation tasks (migrations/0006_tasks.sql). Every state change is conditional on the row still being pending and on the writer's shard fencing token. */
 
@@ -94,6 +95,40 @@ export async function listUserTasks(sql: AnySql, userId: string, kind: TaskKind,
     order by created_at desc, id desc limit ${perPage} offset ${(page - 1) * perPage}`;
   const [count] = await sql<{ total: bigint }[]>`select count(*)::bigint as total from tasks where user_id = ${userId} and kind = ${kind}`;
   return { rows, total: Number(count!.total) };
+}
+
+/** What GET /api/v1/tasks lists: one account's tasks, or one key's (a regular key's own), of any kind unless asked. */
+export interface AccountTaskFilter {
+  readonly userId: string;
+  readonly keyId?: string;
+  readonly kind?: TaskKind;
+  readonly status?: TaskStatus;
+  readonly after?: PageCursor;
+  readonly limit: number;
+}
+
+/**
+ * A page of tasks, newest first, `limit` after the cursor (one more is read to tell whether a next page
+ * exists). Served by tasks_user_created (any kind) and tasks_user_kind_created (one kind).
+ */
+export async function listAccountTasks(sql: AnySql, f: AccountTaskFilter): Promise<{ rows: (TaskRow & { created_us: string })[]; more: boolean }> {
+  const rows = await sql<(TaskRow & { created_us: string })[]>`
+    select *, ${createdUsColumn(sql)} from tasks
+    where user_id = ${f.userId}
+      ${f.keyId === undefined ? sql`` : sql`and api_key_id = ${f.keyId}::uuid`}
+      ${f.kind === undefined ? sql`` : sql`and kind = ${f.kind}`}
+      ${f.status === undefined ? sql`` : sql`and status = ${f.status}`}
+      ${afterCursor(sql, f.after)}
+    order by created_at desc, id desc
+    limit ${f.limit + 1}`;
+  return { rows: rows.slice(0, f.limit), more: rows.length > f.limit };
+}
+
+/** One task of the account (of the key, when given), whatever its kind; undefined for an id that is not theirs. */
+export async function getAccountTask(sql: AnySql, userId: string, id: string, keyId?: string): Promise<TaskRow | undefined> {
+  const [row] = await sql<TaskRow[]>`
+    select * from tasks where id = ${id} and user_id = ${userId} ${keyId === undefined ? sql`` : sql`and api_key_id = ${keyId}::uuid`}`;
+  return row;
 }
 
 /** Tasks whose holds make up the user's `held` in Redis. */

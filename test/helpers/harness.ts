@@ -188,6 +188,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     REDIS_URL: options.redisUrl ?? REDIS_URL,
     REDIS_PREFIX: prefix,
     MOCK_VENDOR: 'off',
+    // Test gateways run side by side: none starts the development sign-in provider on its fixed port unless a test asks.
+    DEV_IDENTITY_PROVIDER: 'off',
     LOG_LEVEL: 'warn',
     SHUTDOWN_DRAIN_MS: '10000',
     SETTLE_JOURNAL_DIR: journalDirOf(prefix),

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
 export async function runUntilExit(env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, DEV_IDENTITY_PROVIDER: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });

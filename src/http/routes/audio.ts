@@ -71,7 +71,7 @@ export function audioRoutes(services: Services) {
   };
 
   return {
-    speech: { submit: submit('speech'), get: speechTasks.get, list: speechTasks.list, cancel: speechTasks.cancel },
-    music: { submit: submit('music'), get: musicTasks.get, list: musicTasks.list, cancel: musicTasks.cancel },
+    speech: { submit: submit('speech'), get: speechTasks.get, list: speechTasks.list, cancel: speechTasks.cancel, cancelOwned: speechTasks.cancelOwned },
+    music: { submit: submit('music'), get: musicTasks.get, list: musicTasks.list, cancel: musicTasks.cancel, cancelOwned: musicTasks.cancelOwned },
   };
 }

@@ -5,8 +5,9 @@ import { badRequest, notFound } from '../errors.js';
 import { QueryParams, checkRange } from '../query/management-params.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { UUID } from '../../store/ids.js';
+import { decodePageCursor, encodePageCursor } from '../query/page-cursor.js';
 import {
-  MODALITIES, findRequestLog, listRequestLogs, modalityOf, type RequestLogCursor, type RequestLogRow,
+  MODALITIES, findRequestLog, listRequestLogs, modalityOf, type RequestLogRow,
 } from '../../store/request-log-reads.js';
 
 export const MAX_REQUESTS_PER_PAGE = 100;
@@ -23,17 +24,6 @@ export function keyFilterOf(principal: Principal, asked: string | undefined): st
   const own = ownKeyOf(principal);
   if (own === undefined) return asked;
   return asked === undefined || asked === own ? own : null;
-}
-
-/** Opaque to clients: base64url of `<created_at in µs>.<id>`, the last row of the page. */
-const encodeCursor = (row: RequestLogRow) => Buffer.from(`${row.created_us}.${row.id}`).toString('base64url');
-
-function decodeCursor(text: string): RequestLogCursor {
-  const [us, id, extra] = Buffer.from(text, 'base64url').toString('utf8').split('.');
-  if (extra !== undefined || us === undefined || id === undefined || !/^\d{1,17}$/.test(us) || !UUID.test(id) || !/^[A-Za-z0-9_-]+$/.test(text)) {
-    throw badRequest(`Invalid value for 'cursor': pass back a next_cursor exactly as an earlier page gave it.`, 'cursor');
-  }
-  return { createdUs: BigInt(us), id };
 }
 
 /** A request-log row as the API shows it: costs in USD, the request id is the call's `x-request-id`. */
@@ -85,13 +75,13 @@ export function requestLogRoutes(services: Services) {
     const from = q.time('from');
     const to = q.time('to');
     if (from && to) checkRange(from, to);
-    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const after = cursor === undefined ? undefined : decodePageCursor(cursor);
     if (keyId === null) {
       ctx.reply.json(200, { data: [], has_more: false, next_cursor: null });
       return;
     }
     const { rows, more } = await listRequestLogs(sql, { userId: principal.userId, keyId, model, modality, status, from, to, after, limit });
-    ctx.reply.json(200, { data: rows.map(record), has_more: more, next_cursor: more ? encodeCursor(rows[rows.length - 1]!) : null });
+    ctx.reply.json(200, { data: rows.map(record), has_more: more, next_cursor: more ? encodePageCursor(rows[rows.length - 1]!) : null });
   };
 
   const one = async (ctx: RequestContext): Promise<void> => {

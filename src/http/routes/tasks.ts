@@ -123,25 +123,22 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
   };
 
   /**
-   * Ends a task that has not ended: failed with code `cancelled`. One its vendor never saw is free, its
-   * hold released at once; one its vendor accepted is free only when the vendor's own cancel stops it,
-   * and charged its hold otherwise (see docs/tasks.md). Its actor then sends the callback. An ended task
-   * is 409 `task_ended`; one being submitted to its vendor right now, 409 `task_starting`.
+   * Ends a task of the caller's that has not ended: failed with code `cancelled`. One its vendor never
+   * saw is free, its hold released at once; one its vendor accepted is free only when the vendor's own
+   * cancel stops it, and charged its hold otherwise (see docs/tasks.md). Its actor then sends the
+   * callback. An ended task is 409 `task_ended`; one being submitted to its vendor right now, 409
+   * `task_starting`. Returns the ended row. Also DELETE /api/v1/tasks/:id's (routes/account-tasks.ts).
    */
-  const cancel = async (ctx: RequestContext): Promise<void> => {
-    const key = await auth.apiKey(ctx);
-    const id = (ctx.params[0] ?? '').toLowerCase();
-    if (!UUID.test(id)) throw notYours(id);
-    const task = await getUserTask(sql, key.userId, kind, id);
-    if (!task) throw notYours(id);
+  const cancelOwned = async (task: TaskRow): Promise<TaskRow> => {
+    const { id, user_id: userId } = task;
     if (task.status !== 'pending') throw ended(task);
     if (task.upstream_id === null && task.started_at !== null) throw starting(task);
     const terms: CancelTerms = task.upstream_id === null ? { started: false } : await acceptedCancelTerms(task, task.upstream_id);
-    let row = await cancelTask(sql, id, key.userId, kind, terms);
+    let row = await cancelTask(sql, id, userId, kind, terms);
     const endedHere = row !== undefined;
     if (!row) {
       // It ended, or its vendor state moved on (a submit began), since it was read.
-      const now = await getUserTask(sql, key.userId, kind, id);
+      const now = await getUserTask(sql, userId, kind, id);
       if (now?.status === 'pending') throw starting(now);
       // The vendor confirmed the cancel and the task's actor, polling, ended it first (failed, free): the cancel is done.
       if (!(now?.status === 'failed' && terms.started && terms.chargeNano === 0n)) throw ended(now ?? task);
@@ -159,10 +156,20 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
         .catch((error) => log.warn('cancelled task not passed to its actor; the shard sweep finds it', { task: cancelled.id, error }));
       log.info('task cancelled', { task: cancelled.id, kind, charged_nano: String(cancelled.charged_nano ?? 0n) });
     }
-    ctx.reply.json(200, taskObject(row, config.media.retentionMs));
+    return row;
   };
 
-  return { accept, get, list, cancel };
+  /** DELETE of the kind's /v1 route: any key of the account cancels its task (cancelOwned). */
+  const cancel = async (ctx: RequestContext): Promise<void> => {
+    const key = await auth.apiKey(ctx);
+    const id = (ctx.params[0] ?? '').toLowerCase();
+    if (!UUID.test(id)) throw notYours(id);
+    const task = await getUserTask(sql, key.userId, kind, id);
+    if (!task) throw notYours(id);
+    ctx.reply.json(200, taskObject(await cancelOwned(task), config.media.retentionMs));
+  };
+
+  return { accept, get, list, cancel, cancelOwned };
 }
 
 /** A URL the gateway or a vendor will call must be https to a public address (`callback_url` is checked again at each delivery). */

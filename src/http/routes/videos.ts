@@ -82,5 +82,5 @@ export function videoRoutes(services: Services) {
     ctx.reply.json(200, {});
   };
 
-  return { submit, get: tasks.get, list: tasks.list, cancel: tasks.cancel, vendorHint };
+  return { submit, get: tasks.get, list: tasks.list, cancel: tasks.cancel, cancelOwned: tasks.cancelOwned, vendorHint };
 }

@@ -1,7 +1,8 @@
 /**
- * The part of `oidc-provider` (a dev dependency without type declarations) the tests use: a provider
- * with static clients and keys, and its request handler for a node:http server; for sign-in, accounts
- * found by id and the interaction calls that stand for its login and consent pages.
+ * The part of `oidc-provider` (a dev dependency without type declarations) the gateway's development
+ * identity provider (src/auth/dev-identity-provider.ts) and the tests use: a provider with static
+ * clients and keys, and its request handler for a node:http server; for sign-in, accounts found by id
+ * and the interaction calls that stand for its login and consent pages.
  */
 declare module 'oidc-provider' {
   import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -50,6 +51,8 @@ declare module 'oidc-provider' {
     pkce?: { required?: (ctx: unknown, client: unknown) => boolean };
     findAccount?: (ctx: unknown, id: string) => Account | undefined | Promise<Account | undefined>;
     cookies?: { keys?: string[] };
+    /** Lifetimes in seconds, by model (`Session`, `Grant`, `Interaction`, ...). */
+    ttl?: Record<string, number>;
     features?: {
       devInteractions?: { enabled: boolean };
       clientCredentials?: { enabled: boolean };
