@@ -9,7 +9,7 @@ import type { MockBehaviour } from './completion.js';
 import { parseDirectives, DIRECTIVE_MARKER, type Directives } from './directives.js';
 import { randomId } from './ids.js';
 import { endMidBody, resetConnection } from './connection.js';
-import { bearerToken, cutPoint, playFault, type FaultBook } from './faults.js';
+import { bearerToken, cutPoint, playFault, streamFailure, type FaultBook, type StreamFailure } from './faults.js';
 import type { MockRequestRecord, RequestLog } from './records.js';
 import { textTokens } from './usage.js';
 import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENT_FRAGMENTS, contentText, reasoningText, wordAt } from './words.js';
@@ -248,7 +248,7 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
       const p = plan(body, directives, behaviour, cache);
       const responseId = randomId('', 22);
       if (!stream) exchange.sendJson(200, responseJson(p, model, responseId));
-      else exchange.stream(frames(p, model, responseId), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
+      else exchange.stream(frames(p, model, responseId), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter), streamFailure(fault, STREAM_ERROR_EVENT));
     };
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
   });
@@ -257,6 +257,9 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
 const failureMessage = (status: number): string => `Mock failure (${status}).`;
 
 /** One response in progress; stops all work (timers, writes) once the connection closes. */
+/** Google's mid-stream failure: an event carrying only `error`, and the end. */
+const STREAM_ERROR_EVENT = `data: ${JSON.stringify({ error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } })}\n\n`;
+
 class GeminiExchange {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -292,7 +295,7 @@ class GeminiExchange {
     resetConnection(this.res);
   }
 
-  stream(events: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void {
+  stream(events: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined, failure?: StreamFailure): void {
     if (this.closed) return;
     this.record.status = 200;
     this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -303,6 +306,7 @@ class GeminiExchange {
         if (next.done) return void this.res.end();
         const frame = next.value;
         if (disconnectAfter !== undefined && frame.kind !== 'thought' && this.record.contentChunksWritten >= disconnectAfter) return this.cut();
+        if (failure !== undefined && frame.kind !== 'thought' && this.record.contentChunksWritten >= failure.afterChunks) return void this.res.end(failure.data);
         const write = () => {
           this.res.write(frame.data);
           if (frame.kind === 'content') this.record.contentChunksWritten++;

@@ -12,7 +12,7 @@ import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } 
 import { directivesFromMessages } from './directives.js';
 import { geminiRoute, isGeminiPath } from './gemini.js';
 import { endMidBody, resetConnection } from './connection.js';
-import { FaultBook, bearerToken, cutPoint, playFault, retryAfterHeader, type FaultCounts, type MockFault, type MockFaults } from './faults.js';
+import { FaultBook, bearerToken, cutPoint, playFault, retryAfterHeader, streamFailure, type FaultCounts, type MockFault, type MockFaults, type StreamFailure } from './faults.js';
 import { FILES_PREFIX, FileStore, serveFile } from './files.js';
 import { imageEndpoint, openaiImages } from './images.js';
 import { embeddingsEndpoint, geminiEmbeddings, openaiEmbeddings } from './embeddings.js';
@@ -256,7 +256,11 @@ function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehavio
     if (fault !== undefined && playFault(fault, request.stream, exchange, (status, headers) => exchange.sendError(simulatedFailure(status, fault.retryAfterSeconds), headers))) return;
     if (plan === undefined) exchange.sendError(simulatedFailure(fail as number));
     else if (!request.stream) exchange.sendJson(200, completionJson(plan));
-    else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
+    else {
+      // OpenAI ends a stream whose model failed mid-generation with an error object, no usage, no [DONE].
+      const failure = streamFailure(fault, `data: ${errorJson(simulatedFailure(500))}\n\n`);
+      exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter), failure);
+    }
   };
   exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
 }
@@ -316,9 +320,10 @@ class Exchange {
   /**
    * Writes each frame with its own res.write. With a delay, one timer per token frame; with none,
    * all frames go out synchronously. `disconnectAfter` cuts the connection once that many content
-   * chunks are out, before anything else is written.
+   * chunks are out, before anything else is written; `failure` instead ends the stream there with its
+   * error event (an `error` fault).
    */
-  stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void {
+  stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined, failure?: StreamFailure): void {
     if (this.closed) return;
     this.record.status = 200;
     this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -337,6 +342,10 @@ class Exchange {
         const frame = next.value;
         if (disconnectAfter !== undefined && this.record.contentChunksWritten >= disconnectAfter && cutsBefore(frame)) {
           this.cut();
+          return;
+        }
+        if (failure !== undefined && this.record.contentChunksWritten >= failure.afterChunks && cutsBefore(frame)) {
+          this.res.end(failure.data);
           return;
         }
         if (delayMs > 0 && (frame.kind === 'content' || frame.kind === 'reasoning')) {
