@@ -209,7 +209,7 @@ t.test('every field is checked against the model: 400 naming it, nothing charged
     [{ ...gpt, prompt: 'x'.repeat(32_001) }, 400, 'prompt'],
     [{ ...gpt, model: 'openai/gpt-4o-mini' }, 400, 'model'],
     [{ ...gpt, model: 'alibaba/wan2.6-r2v' }, 400, 'model'],
-    [{ ...gpt, model: 'google/gemini-3-pro-image' }, 404, 'model'], // listed inactive until its API is served
+    [{ ...gpt, model: 'google/imagen-4' }, 404, 'model'], // listed inactive: retired by its vendor
     [{ ...gpt, model: 'nobody/none' }, 404, 'model'],
   ];
   for (const [body, status, param] of cases) {

@@ -1,0 +1,145 @@
+// Google's media models through the gateway over real HTTP and the mock vendor's Gemini API: the Nano
+// Banana image models through the official OpenAI client's images.generate (generateContent with
+// IMAGE output, input images as parts, the PNG rehosted), each charged exactly its price; refusals
+// release the hold; a 400 names each invalid field.
+import t, { type Test } from 'tap';
+import OpenAI from 'openai';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startGateway, postJson, type Gateway } from './helpers/harness.js';
+import { TEST_JWT_SECRET, assertEnvelope, fastUser } from './helpers/http-tools.js';
+import { leasesClosed, type MoneyView } from './helpers/billing-checks.js';
+import { MEDIA_KEY } from '../src/media/storage.js';
+
+const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const NANO = (usd: string) => BigInt(Math.round(Number(usd) * 1e9));
+
+let gateway: Gateway;
+let mediaDir: string;
+let users = 0;
+
+t.before(async () => {
+  mediaDir = await mkdtemp(join(tmpdir(), 'google-media-'));
+  gateway = await startGateway({
+    env: { JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, RATE_LIMIT_DEFAULT: '1000/10', FETCH_ALLOW_LOOPBACK: 'true', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20' },
+  });
+});
+t.teardown(async () => {
+  await gateway.close();
+  await rm(mediaDir, { recursive: true, force: true });
+});
+
+async function newUser(usd = '10'): Promise<{ user: string; key: string }> {
+  const user = `google-media-${++users}`;
+  return { user, key: (await fastUser(gateway, user, usd)).key };
+}
+
+/** What the user was charged, once the leases closed and the ledger drained. */
+async function settled(user: string): Promise<MoneyView & { charged: bigint }> {
+  const view = await leasesClosed(gateway, user);
+  await gateway.ledgerSettled(user);
+  const [row] = await gateway.sql<{ sum: bigint }[]>`
+    select coalesce(-sum(credits_nano), 0)::bigint as sum from transactions where user_id = ${user} and payment_method = 'usage'`;
+  return { ...view, charged: row!.sum };
+}
+
+/** The mock's generateContent records since `mark`, with the body each was sent. */
+const geminiCallsSince = (mark: number) => gateway.mock.requests().slice(mark).filter((r) => r.path.endsWith(':generateContent'));
+
+async function hostedPng(t: Test, url: string | undefined): Promise<void> {
+  t.ok(url?.startsWith(`${gateway.url}/media/`), 'the image is on the media host');
+  t.match(url!.slice(url!.lastIndexOf('/') + 1), MEDIA_KEY);
+  const bytes = Buffer.from(await (await fetch(url!)).arrayBuffer());
+  t.same(bytes.subarray(0, 8), PNG_SIGNATURE, 'a PNG');
+}
+
+const IMAGE_MODELS = [
+  { id: 'google/gemini-3-pro-image', upstream: 'gemini-3-pro-image', resolution: '4K', price: '0.24', defaultPrice: '0.134', aspect: '21:9' },
+  { id: 'google/gemini-3.1-flash-image', upstream: 'gemini-3.1-flash-image', resolution: '2K', price: '0.101', defaultPrice: '0.067', aspect: '8:1' },
+] as const;
+
+for (const model of IMAGE_MODELS) {
+  t.test(`${model.id}: images.generate through generateContent, rehosted, charged its price`, async (t) => {
+    const { user, key } = await newUser();
+    const client = new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 });
+    const mark = gateway.mock.requests().length;
+    const result = await client.images.generate({ model: model.id, prompt: 'a lighthouse at dawn' });
+    t.equal(result.data?.length, 1, 'one image');
+    await hostedPng(t, result.data?.[0]?.url);
+    const [call] = geminiCallsSince(mark);
+    t.ok(call?.path.endsWith(`/models/${model.upstream}:generateContent`), `the Gemini API path of the model (${call?.path})`);
+    t.equal(call?.authorization, 'test-gemini-key', 'the key in x-goog-api-key');
+    t.same((call?.body as any).generationConfig, { responseModalities: ['IMAGE'] }, 'IMAGE output, the vendor\'s default size');
+    t.same((call?.body as any).contents, [{ role: 'user', parts: [{ text: 'a lighthouse at dawn' }] }]);
+    const money = await settled(user);
+    t.equal(money.charged, NANO(model.defaultPrice), `charged the default (1K) price ${model.defaultPrice}`);
+    t.equal(money.held, 0n, 'nothing left held');
+  });
+
+  t.test(`${model.id}: resolution, aspect ratio and an input image go as imageConfig and an inlineData part`, async (t) => {
+    const { user, key } = await newUser();
+    const mark = gateway.mock.requests().length;
+    const response = await postJson(`${gateway.v1}/images/generations`, key, {
+      model: model.id, prompt: 'the same, wider', resolution: model.resolution, aspect_ratio: model.aspect, image_urls: [PNG_URI],
+    });
+    t.equal(response.status, 200, JSON.stringify(response.body));
+    await hostedPng(t, (response.body as any).data?.[0]?.url);
+    const [call] = geminiCallsSince(mark);
+    const body = call?.body as any;
+    t.same(body.generationConfig, { responseModalities: ['IMAGE'], imageConfig: { aspectRatio: model.aspect, imageSize: model.resolution } });
+    const parts = body.contents[0].parts;
+    t.equal(parts[0].text, 'the same, wider');
+    // The media host is on loopback here, so the image goes inline; a public media host is referenced by URL (fileData).
+    t.equal(parts[1].inlineData?.mimeType, 'image/png', 'the input image inline');
+    t.ok(parts[1].inlineData?.data.length > 0);
+    const inputImage = model.id === 'google/gemini-3-pro-image' ? NANO('0.0011') : 0n;
+    t.equal((await settled(user)).charged, NANO(model.price) + inputImage, `charged ${model.price} at ${model.resolution} (and the input image where priced)`);
+  });
+}
+
+t.test('a withheld image (safety) is the caller\'s 400 and releases the hold; a vendor error too', async (t) => {
+  const { user, key } = await newUser();
+  const withheld = await postJson(`${gateway.v1}/images/generations`, key, { model: 'google/gemini-3.1-flash-image', prompt: 'x [[mock images=0]]' });
+  assertEnvelope(t, withheld, 400, 'content_policy_violation');
+  const failed = await postJson(`${gateway.v1}/images/generations`, key, { model: 'google/gemini-3-pro-image', prompt: 'x [[mock fail=500]]' });
+  t.equal(failed.status, 502, 'a vendor 500 is a 502');
+  const money = await settled(user);
+  t.equal(money.charged, 0n, 'nothing charged');
+  t.equal(money.held, 0n, 'every hold released');
+});
+
+t.test('each invalid image parameter is a 400 naming the field and the allowed values', async (t) => {
+  const { key } = await newUser();
+  const cases: [string, Record<string, unknown>, string, RegExp][] = [
+    ['google/gemini-3-pro-image', { resolution: '512' }, 'resolution', /1K, 2K, 4K/],
+    ['google/gemini-3.1-flash-image', { resolution: '8K' }, 'resolution', /512, 1K, 2K, 4K/],
+    ['google/gemini-3-pro-image', { aspect_ratio: '8:1' }, 'aspect_ratio', /21:9/],
+    ['google/gemini-3-pro-image', { n: 2 }, 'n', /at most 1/],
+    ['google/gemini-3-pro-image', { size: '1024x1024' }, 'size', /does not take/],
+    ['google/gemini-3-pro-image', { quality: 'high' }, 'quality', /does not take/],
+    ['google/gemini-3.1-flash-image', { negative_prompt: 'blur' }, 'negative_prompt', /does not take/],
+    ['google/gemini-3.1-flash-image', { image_urls: Array(15).fill(PNG_URI) }, 'image_urls', /at most 14/],
+  ];
+  const mark = gateway.mock.requests().length;
+  for (const [model, extra, field, message] of cases) {
+    const response = await postJson(`${gateway.v1}/images/generations`, key, { model, prompt: 'x', ...extra });
+    assertEnvelope(t, response, 400);
+    const error = (response.body as any).error;
+    t.equal(error.param, field, `${model} ${JSON.stringify(extra).slice(0, 40)}: param ${field}`);
+    t.match(error.message, message);
+  }
+  t.equal(geminiCallsSince(mark).length, 0, 'none reached the vendor');
+});
+
+t.test('Imagen 4 is listed retired with the reason, not as waiting for an adapter', async (t) => {
+  const [model] = await gateway.sql<{ is_active: boolean; status: string; retired_at: string; tags: string[]; description: string }[]>`
+    select is_active, status, retired_at::text as retired_at, tags, description from models where id = 'google/imagen-4'`;
+  if (!model) return t.fail('Imagen 4 is listed');
+  t.equal(model.is_active, false);
+  t.equal(model.status, 'retired');
+  t.equal(model.retired_at, '2026-08-17');
+  t.notOk(model.tags.includes('not-served-yet'), 'not tagged not-served-yet');
+  t.match(model.description, /shut down/);
+});
