@@ -1,16 +1,18 @@
 // Google's media models through the gateway over real HTTP and the mock vendor's Gemini API: the Nano
 // Banana image models through the official OpenAI client's images.generate (generateContent with
-// IMAGE output, input images as parts, the PNG rehosted), each charged exactly its price; refusals
-// release the hold; a 400 names each invalid field.
+// IMAGE output, input images as parts, the PNG rehosted), and Veo 3.1 as video tasks (a long-running
+// operation polled to done, the video downloaded with the API key and rehosted); each success charged
+// exactly its price, each failure releasing its hold; a 400 names each invalid field.
 import t, { type Test } from 'tap';
 import OpenAI from 'openai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, assertEnvelope, fastUser } from './helpers/http-tools.js';
+import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser } from './helpers/http-tools.js';
 import { leasesClosed, type MoneyView } from './helpers/billing-checks.js';
 import { MEDIA_KEY } from '../src/media/storage.js';
+import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
 
 const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -142,4 +144,122 @@ t.test('Imagen 4 is listed retired with the reason, not as waiting for an adapte
   t.equal(model.retired_at, '2026-08-17');
   t.notOk(model.tags.includes('not-served-yet'), 'not tagged not-served-yet');
   t.match(model.description, /shut down/);
+});
+
+interface Task { id: string; status: string; model: string; data?: { url: string }[]; error?: { code: string; message: string } }
+
+async function polled(client: OpenAI, id: string): Promise<Task> {
+  let task = await client.get(`/videos/generations/${id}`) as Task;
+  for (let i = 0; i < 400 && task.status === 'pending'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    task = await client.get(`/videos/generations/${id}`) as Task;
+  }
+  return task;
+}
+
+const VEO_MODELS = [
+  { id: 'google/veo-3.1', upstream: 'veo-3.1-generate-preview', body: { duration: 8, resolution: '4k', aspect_ratio: '9:16' }, usd: '4.80', seconds: 8,
+    parameters: { aspectRatio: '9:16', durationSeconds: 8, resolution: '4k' } },
+  { id: 'google/veo-3.1-fast', upstream: 'veo-3.1-fast-generate-preview', body: { duration: 6 }, usd: '0.60', seconds: 6,
+    parameters: { aspectRatio: '16:9', durationSeconds: 6, resolution: '720p' } },
+  { id: 'google/veo-3.1-lite', upstream: 'veo-3.1-lite-generate-preview', body: { resolution: '1080p', negative_prompt: 'rain', seed: 7 }, usd: '0.64', seconds: 8,
+    parameters: { aspectRatio: '16:9', durationSeconds: 8, resolution: '1080p', negativePrompt: 'rain', seed: 7 } },
+] as const;
+
+for (const model of VEO_MODELS) {
+  t.test(`${model.id}: a task submitted by the OpenAI client, polled to success, the video on the media host, charged ${model.usd}`, async (t) => {
+    const { user, key } = await newUser();
+    const client = new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 });
+    const mark = gateway.mock.requests().length;
+    const submitted = await client.post('/videos/generations', { body: { model: model.id, prompt: 'waves at dusk [[mock job_ms=150]]', ...model.body } }) as Task;
+    t.equal(submitted.status, 'pending', 'answered at once, pending');
+    t.equal((await gateway.balanceNano(user)).held, NANO(model.usd), 'the price is held while it runs');
+    const task = await polled(client, submitted.id);
+    t.equal(task.status, 'success', JSON.stringify(task));
+    const url = task.data?.[0]?.url ?? '';
+    t.ok(url.startsWith(`${gateway.url}/media/`), 'the video is on the media host');
+    t.notOk(JSON.stringify(task).includes(gateway.mock.url), 'no vendor address in the task');
+    const video = Buffer.from(await (await fetch(url)).arrayBuffer());
+    t.equal(video.subarray(4, 8).toString('latin1'), 'ftyp', 'an MP4 file');
+    t.equal(mp4DurationSeconds(video), model.seconds, 'of the requested length');
+
+    const calls = gateway.mock.requests().slice(mark);
+    const submit = calls.find((r) => r.path.endsWith(`/models/${model.upstream}:predictLongRunning`));
+    t.ok(submit, 'submitted to predictLongRunning of the model');
+    t.equal(submit?.authorization, 'test-gemini-key', 'the key in x-goog-api-key');
+    t.same(submit?.body, { instances: [{ prompt: 'waves at dusk [[mock job_ms=150]]' }], parameters: model.parameters }, 'the general fields as Veo parameters');
+    t.ok(calls.some((r) => /\/models\/[^/]+\/operations\/[^/]+$/.test(r.path)), 'the operation polled');
+    const download = calls.find((r) => r.path.endsWith(':download'));
+    t.equal(download?.authorization, 'test-gemini-key', 'the video downloaded with the API key');
+
+    const money = await settled(user);
+    t.equal(money.charged, NANO(model.usd), `charged ${model.usd} USD`);
+    t.equal(money.held, 0n, 'nothing left held');
+  });
+}
+
+t.test('a failed or filtered Veo operation, or a refused submit, fails the task and releases the hold', async (t) => {
+  const { user, key } = await newUser();
+  const client = new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 });
+  const cases = [
+    { directive: 'task_fail=13', code: '13', message: /failed \(mock\)/ },
+    { directive: 'filtered', code: 'content_filtered', message: /safety filters withheld/ },
+    { directive: 'submit_fail=400', code: 'INVALID_ARGUMENT', message: /Mock failure/ },
+  ];
+  for (const c of cases) {
+    const submitted = await client.post('/videos/generations', { body: { model: 'google/veo-3.1-fast', prompt: `x [[mock job_ms=50 ${c.directive}]]`, duration: 4 } }) as Task;
+    const task = await polled(client, submitted.id);
+    t.equal(task.status, 'failed', `${c.directive}: failed`);
+    t.equal(task.error?.code, c.code, `${c.directive}: code ${c.code}`);
+    t.match(task.error?.message, c.message);
+    t.notOk('data' in task, 'no data');
+  }
+  const money = await settled(user);
+  t.equal(money.charged, 0n, 'nothing charged');
+  t.equal(money.held, 0n, 'every hold released');
+});
+
+t.test('each invalid Veo parameter is a 400 naming the field and the allowed values', async (t) => {
+  const { key } = await newUser();
+  const cases: [string, Record<string, unknown>, string, RegExp][] = [
+    ['google/veo-3.1', { duration: 5 }, 'duration', /'4', '6', '8'|4, 6, 8/],
+    ['google/veo-3.1', { resolution: '1080p', duration: 4 }, 'duration', /8 seconds/],
+    ['google/veo-3.1', { resolution: '8k' }, 'resolution', /'720p', '1080p', '4k'/],
+    ['google/veo-3.1-lite', { resolution: '4k' }, 'resolution', /'720p', '1080p'/],
+    ['google/veo-3.1-fast', { aspect_ratio: '1:1' }, 'aspect_ratio', /'16:9', '9:16'/],
+    ['google/veo-3.1', { image_urls: [PNG_URI] }, 'image_urls', /text-to-video only/],
+    ['google/veo-3.1', { audio: false }, 'audio', /./],
+    ['google/veo-3.1', { seed: -1 }, 'seed', /whole number/],
+    ['google/veo-3.1', { prompt: '' }, 'prompt', /empty/],
+    ['google/veo-3.1', { negative_prompt: 'x'.repeat(1001) }, 'negative_prompt', /at most 1000/],
+  ];
+  const mark = gateway.mock.requests().length;
+  for (const [model, extra, field, message] of cases) {
+    const response = await postJson(`${gateway.v1}/videos/generations`, key, { model, prompt: 'x', ...extra });
+    assertEnvelope(t, response, 400);
+    const error = (response.body as any).error;
+    t.equal(error.param, field, `${model} ${JSON.stringify(extra).slice(0, 40)}: param ${field}`);
+    t.match(error.message, message);
+  }
+  t.notOk(gateway.mock.requests().slice(mark).some((r) => r.path.includes(':predictLongRunning')), 'none reached the vendor');
+});
+
+t.test('a Veo task has no cancel at the vendor: cancelled once Google has it, it is charged its hold', async (t) => {
+  const { user, key } = await newUser();
+  const mark = gateway.mock.requests().length;
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'google/veo-3.1-lite', prompt: 'x [[mock job_ms=5000]]', duration: 4 });
+  t.equal(submitted.status, 200);
+  await eventually(async () => gateway.mock.requests().slice(mark).some((r) => r.path.endsWith(':predictLongRunning') && r.status === 200));
+  let cancelled: { status: number; body: any } = { status: 0, body: undefined };
+  for (let i = 0; i < 50; i++) {
+    const response = await fetch(`${gateway.v1}/videos/generations/${submitted.body.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    cancelled = { status: response.status, body: await response.json() };
+    if (cancelled.status !== 409) break;
+    await new Promise((resolve) => setTimeout(resolve, 50)); // task_starting: the id is being recorded
+  }
+  t.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+  t.match(cancelled.body, { status: 'failed', error: { code: 'cancelled' } });
+  const money = await settled(user);
+  t.equal(money.charged, NANO('0.20'), 'charged its hold: 4 s at 0.05');
+  t.equal(money.held, 0n);
 });
