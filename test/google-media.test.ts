@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser } from './helpers/http-tools.js';
-import { leasesClosed, type MoneyView } from './helpers/billing-checks.js';
+import { usageSettled } from './helpers/billing-checks.js';
 import { MEDIA_KEY } from '../src/media/storage.js';
 import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
 
@@ -38,13 +38,26 @@ async function newUser(usd = '10'): Promise<{ user: string; key: string }> {
   return { user, key: (await fastUser(gateway, user, usd)).key };
 }
 
-/** What the user was charged, once the leases closed and the ledger drained. */
-async function settled(user: string): Promise<MoneyView & { charged: bigint }> {
-  const view = await leasesClosed(gateway, user);
-  await gateway.ledgerSettled(user);
-  const [row] = await gateway.sql<{ sum: bigint }[]>`
-    select coalesce(-sum(credits_nano), 0)::bigint as sum from transactions where user_id = ${user} and payment_method = 'usage'`;
-  return { ...view, charged: row!.sum };
+const settled = (user: string) => usageSettled(gateway, user);
+
+/** Nothing charged to `user` and nothing left held, once the leases closed and the ledger drained. */
+async function nothingCharged(t: Test, user: string): Promise<void> {
+  const money = await settled(user);
+  t.equal(money.charged, 0n, 'nothing charged');
+  t.equal(money.held, 0n, 'every hold released');
+}
+
+/** Each `[model, extra fields, field, message]` posted to `path` is a 400 naming the field, and never reaches the vendor's `upstreamMethod`. */
+async function refusedEach(t: Test, key: string, path: string, cases: readonly [string, Record<string, unknown>, string, RegExp][], upstreamMethod: string): Promise<void> {
+  const mark = gateway.mock.requests().length;
+  for (const [model, extra, field, message] of cases) {
+    const response = await postJson(`${gateway.v1}/${path}`, key, { model, prompt: 'x', ...extra });
+    assertEnvelope(t, response, 400);
+    const error = (response.body as any).error;
+    t.equal(error.param, field, `${model} ${JSON.stringify(extra).slice(0, 40)}: param ${field}`);
+    t.match(error.message, message);
+  }
+  t.notOk(gateway.mock.requests().slice(mark).some((r) => r.path.endsWith(upstreamMethod)), 'none reached the vendor');
 }
 
 /** The mock's generateContent records since `mark`, with the body each was sent. */
@@ -107,9 +120,7 @@ t.test('a withheld image (safety) is the caller\'s 400 and releases the hold; a 
   assertEnvelope(t, withheld, 400, 'content_policy_violation');
   const failed = await postJson(`${gateway.v1}/images/generations`, key, { model: 'google/gemini-3-pro-image', prompt: 'x [[mock fail=500]]' });
   t.equal(failed.status, 502, 'a vendor 500 is a 502');
-  const money = await settled(user);
-  t.equal(money.charged, 0n, 'nothing charged');
-  t.equal(money.held, 0n, 'every hold released');
+  await nothingCharged(t, user);
 });
 
 t.test('each invalid image parameter is a 400 naming the field and the allowed values', async (t) => {
@@ -124,15 +135,7 @@ t.test('each invalid image parameter is a 400 naming the field and the allowed v
     ['google/gemini-3.1-flash-image', { negative_prompt: 'blur' }, 'negative_prompt', /does not take/],
     ['google/gemini-3.1-flash-image', { image_urls: Array(15).fill(PNG_URI) }, 'image_urls', /at most 14/],
   ];
-  const mark = gateway.mock.requests().length;
-  for (const [model, extra, field, message] of cases) {
-    const response = await postJson(`${gateway.v1}/images/generations`, key, { model, prompt: 'x', ...extra });
-    assertEnvelope(t, response, 400);
-    const error = (response.body as any).error;
-    t.equal(error.param, field, `${model} ${JSON.stringify(extra).slice(0, 40)}: param ${field}`);
-    t.match(error.message, message);
-  }
-  t.equal(geminiCallsSince(mark).length, 0, 'none reached the vendor');
+  await refusedEach(t, key, 'images/generations', cases, ':generateContent');
 });
 
 t.test('Imagen 4 is listed retired with the reason, not as waiting for an adapter', async (t) => {
@@ -214,9 +217,7 @@ t.test('a failed or filtered Veo operation, or a refused submit, fails the task 
     t.match(task.error?.message, c.message);
     t.notOk('data' in task, 'no data');
   }
-  const money = await settled(user);
-  t.equal(money.charged, 0n, 'nothing charged');
-  t.equal(money.held, 0n, 'every hold released');
+  await nothingCharged(t, user);
 });
 
 t.test('each invalid Veo parameter is a 400 naming the field and the allowed values', async (t) => {
@@ -233,15 +234,7 @@ t.test('each invalid Veo parameter is a 400 naming the field and the allowed val
     ['google/veo-3.1', { prompt: '' }, 'prompt', /empty/],
     ['google/veo-3.1', { negative_prompt: 'x'.repeat(1001) }, 'negative_prompt', /at most 1000/],
   ];
-  const mark = gateway.mock.requests().length;
-  for (const [model, extra, field, message] of cases) {
-    const response = await postJson(`${gateway.v1}/videos/generations`, key, { model, prompt: 'x', ...extra });
-    assertEnvelope(t, response, 400);
-    const error = (response.body as any).error;
-    t.equal(error.param, field, `${model} ${JSON.stringify(extra).slice(0, 40)}: param ${field}`);
-    t.match(error.message, message);
-  }
-  t.notOk(gateway.mock.requests().slice(mark).some((r) => r.path.includes(':predictLongRunning')), 'none reached the vendor');
+  await refusedEach(t, key, 'videos/generations', cases, ':predictLongRunning');
 });
 
 t.test('a Veo task has no cancel at the vendor: cancelled once Google has it, it is charged its hold', async (t) => {
