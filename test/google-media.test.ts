@@ -2,7 +2,8 @@
 // Banana image models through the official OpenAI client's images.generate (generateContent with
 // IMAGE output, input images as parts, the PNG rehosted), and Veo 3.1 as video tasks (a long-running
 // operation polled to done, the video downloaded with the API key and rehosted); each success charged
-// exactly its price, each failure releasing its hold; a 400 names each invalid field.
+// exactly its price, each failure releasing its hold; Gemini 2.5 Flash TTS as speech tasks (PCM
+// answered inline, stored as WAV, charged by text and audio tokens); a 400 names each invalid field.
 import t, { type Test } from 'tap';
 import OpenAI from 'openai';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -13,6 +14,8 @@ import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser } from './helpers
 import { usageSettled } from './helpers/billing-checks.js';
 import { MEDIA_KEY } from '../src/media/storage.js';
 import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
+import { audioInfo } from '../src/media/audio-duration.js';
+import { countTokens } from 'gpt-tokenizer';
 
 const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -47,11 +50,12 @@ async function nothingCharged(t: Test, user: string): Promise<void> {
   t.equal(money.held, 0n, 'every hold released');
 }
 
-/** Each `[model, extra fields, field, message]` posted to `path` is a 400 naming the field, and never reaches the vendor's `upstreamMethod`. */
-async function refusedEach(t: Test, key: string, path: string, cases: readonly [string, Record<string, unknown>, string, RegExp][], upstreamMethod: string): Promise<void> {
+/** Each `[model, extra fields, field, message]` posted to `path` (over `base`) is a 400 naming the field, and never reaches the vendor's `upstreamMethod`. */
+async function refusedEach(t: Test, key: string, path: string, cases: readonly [string, Record<string, unknown>, string, RegExp][], upstreamMethod: string,
+  base: Record<string, unknown> = { prompt: 'x' }): Promise<void> {
   const mark = gateway.mock.requests().length;
   for (const [model, extra, field, message] of cases) {
-    const response = await postJson(`${gateway.v1}/${path}`, key, { model, prompt: 'x', ...extra });
+    const response = await postJson(`${gateway.v1}/${path}`, key, { model, ...base, ...extra });
     assertEnvelope(t, response, 400);
     const error = (response.body as any).error;
     t.equal(error.param, field, `${model} ${JSON.stringify(extra).slice(0, 40)}: param ${field}`);
@@ -151,11 +155,11 @@ t.test('Imagen 4 is listed retired with the reason, not as waiting for an adapte
 
 interface Task { id: string; status: string; model: string; data?: { url: string }[]; error?: { code: string; message: string } }
 
-async function polled(client: OpenAI, id: string): Promise<Task> {
-  let task = await client.get(`/videos/generations/${id}`) as Task;
+async function polled(client: OpenAI, id: string, path = 'videos/generations'): Promise<Task> {
+  let task = await client.get(`/${path}/${id}`) as Task;
   for (let i = 0; i < 400 && task.status === 'pending'; i++) {
     await new Promise((resolve) => setTimeout(resolve, 30));
-    task = await client.get(`/videos/generations/${id}`) as Task;
+    task = await client.get(`/${path}/${id}`) as Task;
   }
   return task;
 }
@@ -255,4 +259,50 @@ t.test('a Veo task has no cancel at the vendor: cancelled once Google has it, it
   const money = await settled(user);
   t.equal(money.charged, NANO('0.20'), 'charged its hold: 4 s at 0.05');
   t.equal(money.held, 0n);
+});
+
+interface SpeechTask extends Omit<Task, 'data'> { data?: { url: string; format: string; duration_seconds: number }[] }
+
+t.test('google/gemini-2.5-flash-tts: the SDK\'s speech call, PCM stored as WAV, charged its text and audio tokens', async (t) => {
+  const { user, key } = await newUser();
+  const client = new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 });
+  const input = 'Good evening, and welcome. [[mock audio_ms=2000]]';
+  const mark = gateway.mock.requests().length;
+  const response = await client.audio.speech.create({ model: 'google/gemini-2.5-flash-tts', voice: 'Puck', input } as never);
+  const submitted = await response.json() as SpeechTask;
+  t.equal(submitted.status, 'pending');
+  const task = await polled(client, submitted.id, 'audio/speech') as unknown as SpeechTask;
+  t.equal(task.status, 'success', JSON.stringify(task));
+  const entry = task.data?.[0];
+  t.equal(entry?.format, 'wav', 'stored as WAV');
+  t.ok(entry?.url.startsWith(`${gateway.url}/media/`), 'on the media host');
+  const info = audioInfo(Buffer.from(await (await fetch(entry!.url)).arrayBuffer()));
+  t.equal(info?.format, 'wav');
+  t.ok(Math.abs(info!.seconds - 2) <= 0.01, `2 s long (${info?.seconds})`);
+  const call = gateway.mock.requests().slice(mark).find((r) => r.path.endsWith('/models/gemini-2.5-flash-preview-tts:generateContent'));
+  t.equal(call?.authorization, 'test-gemini-key');
+  t.same((call?.body as any).generationConfig, { responseModalities: ['AUDIO'], speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } } });
+  t.same((call?.body as any).contents, [{ role: 'user', parts: [{ text: input }] }]);
+  // 0.50 per 1M text tokens, 10.00 per 1M audio tokens at 32 a second.
+  const price = BigInt(countTokens(input)) * 500n + BigInt(Math.ceil(info!.seconds * 32)) * 10_000n;
+  const money = await settled(user);
+  t.equal(money.charged, price, `charged ${price} nano-USD`);
+  t.equal(money.held, 0n);
+});
+
+t.test('Gemini speech: a vendor error fails the task and releases the hold; each invalid field is a 400', async (t) => {
+  const { user, key } = await newUser();
+  const client = new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 });
+  const submitted = await client.post('/audio/speech', { body: { model: 'google/gemini-2.5-flash-tts', input: 'x [[mock fail=400]]' } }) as Task;
+  const task = await polled(client, submitted.id, 'audio/speech');
+  t.equal(task.status, 'failed', JSON.stringify(task));
+  t.equal(task.error?.code, 'INVALID_ARGUMENT', "Google's status word is the code");
+  await nothingCharged(t, user);
+  await refusedEach(t, key, 'audio/speech', [
+    ['google/gemini-2.5-flash-tts', { input: 'x', voice: 'alloy' }, 'voice', /'Zephyr'/],
+    ['google/gemini-2.5-flash-tts', { input: 'x', speed: 1.5 }, 'speed', /does not take/],
+    ['google/gemini-2.5-flash-tts', { input: 'x', instructions: 'calm' }, 'instructions', /does not take/],
+    ['google/gemini-2.5-flash-tts', { input: 'x', response_format: 'mp3' }, 'response_format', /'wav'/],
+    ['google/gemini-2.5-flash-tts', { input: 'x'.repeat(8001) }, 'input', /8000/],
+  ], ':generateContent', {});
 });

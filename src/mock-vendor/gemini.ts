@@ -3,7 +3,7 @@
 // real API: thoughts count against maxOutputTokens, thought parts only with includeThoughts, and an
 // implicit prefix cache (systemInstruction plus the turns before the last user turn, 1024+ tokens,
 // kept 5 minutes) reported as cachedContentTokenCount. A request for IMAGE output is an image model's
-// (gemini-images.ts).
+// (gemini-images.ts), one for AUDIO a speech model's (gemini-speech.ts).
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
@@ -14,6 +14,7 @@ import { bearerToken, cutPoint, playFault, type FaultBook } from './faults.js';
 import type { MockRequestRecord, RequestLog } from './records.js';
 import { textTokens } from './usage.js';
 import { asksForImages, imageAnswerJson, imageRequestError } from './gemini-images.js';
+import { asksForSpeech, speechAnswerJson, speechRequestError } from './gemini-speech.js';
 import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENT_FRAGMENTS, contentText, reasoningText, wordAt } from './words.js';
 
 const PATH = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
@@ -52,6 +53,7 @@ interface Body {
   generationConfig?: {
     maxOutputTokens?: number; candidateCount?: number; thinkingConfig?: { thinkingBudget?: number; includeThoughts?: boolean };
     responseModalities?: unknown; imageConfig?: { aspectRatio?: unknown; imageSize?: unknown };
+    speechConfig?: { voiceConfig?: { prebuiltVoiceConfig?: { voiceName?: unknown } } };
   };
 }
 
@@ -254,6 +256,11 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
         const invalid = imageRequestError(body, model);
         if (invalid !== undefined) return exchange.sendError({ status: 400, message: invalid });
         return exchange.sendJson(200, imageAnswerJson(body, model, randomId('', 22), directives, record));
+      }
+      if (asksForSpeech(body)) {
+        const invalid = speechRequestError(body);
+        if (invalid !== undefined) return exchange.sendError({ status: 400, message: invalid });
+        return exchange.sendJson(200, speechAnswerJson(body, model, randomId('', 22)));
       }
       const p = plan(body, directives, behaviour, cache);
       const responseId = randomId('', 22);

@@ -11,7 +11,7 @@
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
 import {
-  UNNAMED_FAILURE, codeOf, failedState, jsonRequest, missingResult, missingTaskId, objectAt, readAnswer, textOf, trimBase, type ErrorReader,
+  UNNAMED_FAILURE, codeOf, failedState, jsonRequest, missingResult, missingTaskId, objectAt, readAnswer, readGoogleError, textOf, trimBase,
 } from './wire.js';
 
 interface VeoSubmitBody {
@@ -45,11 +45,6 @@ const FAILED = 'FAILED';
 
 const keyHeader = (target: VendorTarget) => ({ 'x-goog-api-key': target.apiKey });
 
-/** Google's `{error:{code,message,status}}`: the status word (`INVALID_ARGUMENT`) is the code, else the number. */
-const readError: ErrorReader = (body) => {
-  const error = objectAt(body, 'error');
-  return { code: textOf(error?.status) ?? codeOf(error?.code), message: textOf(error?.message) };
-};
 
 export const VEO_VIDEO = Object.freeze({
   family: 'gemini-video',
@@ -59,7 +54,7 @@ export const VEO_VIDEO = Object.freeze({
   },
 
   submitted(httpStatus, body) {
-    const answer = readAnswer('submit', httpStatus, body, readError);
+    const answer = readAnswer('submit', httpStatus, body, readGoogleError);
     if (answer.kind === 'refused') return answer;
     const name = textOf(answer.body.name);
     return name === undefined || !OPERATION_NAME.test(name) ? missingTaskId(httpStatus) : { kind: 'submitted', upstreamId: name };
@@ -72,7 +67,7 @@ export const VEO_VIDEO = Object.freeze({
   },
 
   polled(httpStatus, body) {
-    const answer = readAnswer('poll', httpStatus, body, readError);
+    const answer = readAnswer('poll', httpStatus, body, readGoogleError);
     if (answer.kind === 'refused') return answer;
     if (answer.body.done !== true) return { kind: 'running', status: RUNNING };
     const error = objectAt(answer.body, 'error');

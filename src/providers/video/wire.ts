@@ -159,5 +159,11 @@ export function missingTaskId(httpStatus: number): VendorRefusal {
   return garbled(httpStatus, "The vendor's submit answer has no task id.");
 }
 
+/** Google's `{error:{code,message,status}}` (Veo, Gemini speech): the status word (`INVALID_ARGUMENT`) is the code, else the number. */
+export const readGoogleError: ErrorReader = (body) => {
+  const error = objectAt(body, 'error');
+  return { code: textOf(error?.status) ?? codeOf(error?.code), message: textOf(error?.message) };
+};
+
 /** Failure code when the vendor names none. */
 export const UNNAMED_FAILURE = 'upstream_failed';
