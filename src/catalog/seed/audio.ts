@@ -98,8 +98,8 @@ export const AUDIO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'google/gemini-2.5-flash-tts', name: 'Gemini 2.5 Flash TTS', provider: 'Google', modality: 'audio',
-    description: 'Google Gemini 2.5 Flash TTS (preview): natural speech in 30 prebuilt voices, billed by text and audio tokens.',
-    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'preview'], family: 'gemini-speech', upstreamVendor: 'gemini', upstreamModel: 'gemini-2.5-flash-preview-tts',
+    description: 'Google Gemini 2.5 Flash TTS (preview): natural speech in 30 prebuilt voices, billed by text and audio tokens. Deprecated upstream: shutdown 2026-12-18.',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'preview', 'deprecated-upstream'], family: 'gemini-speech', upstreamVendor: 'gemini', upstreamModel: 'gemini-2.5-flash-preview-tts',
     // Google answers 24 kHz 16-bit PCM, stored as WAV; it has no speed or instruction field (style goes in the text itself).
     capabilities: {
       task: 'speech', sync: true, voices: GEMINI_VOICES, defaultVoice: 'Kore', formats: ['wav'], maxInputChars: 8_000,
@@ -109,7 +109,8 @@ export const AUDIO_MODELS: readonly MediaSeed[] = Object.freeze([
       { component: 'input_token', usd: '0.50', per: 1_000_000, confidence: 'B' },
       { component: 'audio_output_token', usd: '10.00', per: 1_000_000, confidence: 'B' },
     ],
-    isPopular: false, status: 'preview', source: 'Portkey google.json; 32 audio tokens a second (Gemini API token counting) (docs/vendors/google-media.md)',
+    isPopular: false, status: 'deprecated', retiredAt: '2026-12-18',
+    source: 'Portkey google.json; 32 audio tokens a second (Gemini API token counting); shutdown date from the Google_GenerativeAI model table (docs/vendors/google-media.md)',
   },
   {
     id: 'suno/suno-v5.5', name: 'Suno v5.5', provider: 'Suno', modality: 'audio',
