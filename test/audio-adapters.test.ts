@@ -5,7 +5,7 @@ import { OPENAI_AUDIO as OPENAI } from '../src/providers/audio/openai.js';
 import { ELEVENLABS_AUDIO as ELEVENLABS } from '../src/providers/audio/elevenlabs.js';
 import type { AudioAdapter } from '../src/providers/audio/adapter.js';
 import { MINIMAX_AUDIO } from '../src/providers/audio/minimax.js';
-import { GEMINI_SPEECH, pcmFormatOf } from '../src/providers/audio/gemini.js';
+import { GEMINI_AUDIO, pcmFormatOf } from '../src/providers/audio/gemini.js';
 import { audioInfo } from '../src/media/audio-duration.js';
 import type { SpeechJob, MusicJob } from '../src/tasks/audio-job.js';
 import type { VendorTarget } from '../src/providers/video/adapter.js';
@@ -88,7 +88,7 @@ t.test('MiniMax music: one call answering a download URL', async (t) => {
 });
 
 t.test('Gemini speech: generateContent with AUDIO output, the PCM answer wrapped as WAV, refusals', async (t) => {
-  const gemini: AudioAdapter = GEMINI_SPEECH;
+  const gemini: AudioAdapter = GEMINI_AUDIO;
   const request = gemini.generate(speech({ voice: 'Kore', format: 'wav', upstreamModel: 'gemini-2.5-flash-preview-tts' }), target('gemini'));
   t.match(request, { method: 'POST', url: 'https://api.example.com/gemini/v1/models/gemini-2.5-flash-preview-tts:generateContent', headers: { 'x-goog-api-key': 'secret' } });
   t.same(JSON.parse(request.body!), {
@@ -112,4 +112,15 @@ t.test('Gemini speech: generateContent with AUDIO output, the PCM answer wrapped
     { kind: 'refused', retryable: false, code: 'INVALID_ARGUMENT', message: 'bad voice' });
   t.match(gemini.generated(429, 'application/json', json({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } })), { kind: 'refused', retryable: true });
   t.notOk(gemini.runsAsTask(speech()), 'made in one call');
+});
+
+t.test('Gemini music (Lyria): the prompt as the one part; the MP3 part of the answer taken as sent, the lyrics left', async (t) => {
+  const gemini: AudioAdapter = GEMINI_AUDIO;
+  const request = gemini.generate(music({ upstreamModel: 'lyria-3.5', prompt: 'a folk song about rain' }), target('gemini'));
+  t.match(request, { method: 'POST', url: 'https://api.example.com/gemini/v1/models/lyria-3.5:generateContent', headers: { 'x-goog-api-key': 'secret' } });
+  t.same(JSON.parse(request.body!), { contents: [{ role: 'user', parts: [{ text: 'a folk song about rain' }] }] });
+  const mp3 = Buffer.from('ID3 mock song');
+  const answer = json({ candidates: [{ content: { parts: [{ text: '[Verse] rain' }, { inlineData: { mimeType: 'audio/mpeg', data: mp3.toString('base64') } }] } }] });
+  t.same(gemini.generated(200, 'application/json', answer), { kind: 'bytes', bytes: mp3 });
+  t.match(gemini.generated(200, 'application/json', json({ candidates: [{ content: { parts: [{ text: 'lyrics only' }] } }] })), { kind: 'refused', retryable: true });
 });

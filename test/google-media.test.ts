@@ -3,7 +3,8 @@
 // IMAGE output, input images as parts, the PNG rehosted), and Veo 3.1 as video tasks (a long-running
 // operation polled to done, the video downloaded with the API key and rehosted); each success charged
 // exactly its price, each failure releasing its hold; Gemini 2.5 Flash TTS as speech tasks (PCM
-// answered inline, stored as WAV, charged by text and audio tokens); a 400 names each invalid field.
+// answered inline, stored as WAV, charged by text and audio tokens) and Lyria 3.5 as music tasks (an
+// MP3 part, charged per song); a 400 names each invalid field.
 import t, { type Test } from 'tap';
 import OpenAI from 'openai';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -305,4 +306,31 @@ t.test('Gemini speech: a vendor error fails the task and releases the hold; each
     ['google/gemini-2.5-flash-tts', { input: 'x', response_format: 'mp3' }, 'response_format', /'wav'/],
     ['google/gemini-2.5-flash-tts', { input: 'x'.repeat(8001) }, 'input', /8000/],
   ], ':generateContent', {});
+});
+
+t.test('google/lyria-3.5: a music task, the MP3 part stored, charged its price per song', async (t) => {
+  const { user, key } = await newUser();
+  const client = new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 });
+  const prompt = 'A cheerful acoustic folk song about rain, about 3 seconds [[mock audio_ms=3000]]';
+  const mark = gateway.mock.requests().length;
+  const submitted = await client.post('/audio/generations', { body: { model: 'google/lyria-3.5', prompt } }) as Task;
+  const task = await polled(client, submitted.id, 'audio/generations') as unknown as SpeechTask;
+  t.equal(task.status, 'success', JSON.stringify(task));
+  const entry = task.data?.[0];
+  t.equal(entry?.format, 'mp3');
+  t.ok(entry?.url.startsWith(`${gateway.url}/media/`), 'on the media host');
+  const info = audioInfo(Buffer.from(await (await fetch(entry!.url)).arrayBuffer()));
+  t.equal(info?.format, 'mp3');
+  t.ok(Math.abs(info!.seconds - 3) <= 0.04, `3 s long (${info?.seconds})`);
+  const call = gateway.mock.requests().slice(mark).find((r) => r.path.endsWith('/models/lyria-3.5:generateContent'));
+  t.same((call?.body as any).contents, [{ role: 'user', parts: [{ text: prompt }] }], 'the prompt as the one part');
+  const money = await settled(user);
+  t.equal(money.charged, NANO('0.08'), 'charged 0.08 a song');
+  t.equal(money.held, 0n);
+  await refusedEach(t, key, 'audio/generations', [
+    ['google/lyria-3.5', { lyrics: 'la la' }, 'lyrics', /does not take/],
+    ['google/lyria-3.5', { duration: 30 }, 'duration', /does not take/],
+    ['google/lyria-3.5', { instrumental: true }, 'instrumental', /does not take/],
+    ['google/lyria-3.5', { format: 'wav' }, 'format', /'mp3'/],
+  ], ':generateContent');
 });

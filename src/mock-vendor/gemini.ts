@@ -3,7 +3,7 @@
 // real API: thoughts count against maxOutputTokens, thought parts only with includeThoughts, and an
 // implicit prefix cache (systemInstruction plus the turns before the last user turn, 1024+ tokens,
 // kept 5 minutes) reported as cachedContentTokenCount. A request for IMAGE output is an image model's
-// (gemini-images.ts), one for AUDIO a speech model's (gemini-speech.ts).
+// (gemini-images.ts), one for AUDIO a speech model's and one to a Lyria model a song (gemini-audio.ts).
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
@@ -14,7 +14,7 @@ import { bearerToken, cutPoint, playFault, type FaultBook } from './faults.js';
 import type { MockRequestRecord, RequestLog } from './records.js';
 import { textTokens } from './usage.js';
 import { asksForImages, imageAnswerJson, imageRequestError } from './gemini-images.js';
-import { asksForSpeech, speechAnswerJson, speechRequestError } from './gemini-speech.js';
+import { asksForMusic, asksForSpeech, musicAnswerJson, speechAnswerJson, speechRequestError } from './gemini-audio.js';
 import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENT_FRAGMENTS, contentText, reasoningText, wordAt } from './words.js';
 
 const PATH = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
@@ -256,6 +256,10 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
         const invalid = imageRequestError(body, model);
         if (invalid !== undefined) return exchange.sendError({ status: 400, message: invalid });
         return exchange.sendJson(200, imageAnswerJson(body, model, randomId('', 22), directives, record));
+      }
+      if (asksForMusic(model)) {
+        const song = musicAnswerJson(body, model, randomId('', 22));
+        return song === undefined ? exchange.sendError({ status: 400, message: '* GenerateContentRequest.contents: the prompt is empty.' }) : exchange.sendJson(200, song);
       }
       if (asksForSpeech(body)) {
         const invalid = speechRequestError(body);

@@ -90,16 +90,17 @@ export const AUDIO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'google/lyria-3.5', name: 'Lyria 3.5', provider: 'Google', modality: 'audio',
-    description: 'Google Lyria 3.5: full songs from a text prompt, priced per song.',
-    tags: ['audio', 'music'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'lyria-3.5',
-    capabilities: { task: 'music', sync: true },
+    description: 'Google Lyria 3.5: full songs with vocals and lyrics from a text prompt (length and words asked for in the prompt), 44.1 kHz stereo MP3, priced per song.',
+    tags: ['audio', 'music'], family: 'gemini-audio', upstreamVendor: 'gemini', upstreamModel: 'lyria-3.5',
+    // Lyria takes no separate lyrics, instrumental or length fields: the prompt says what to sing and for how long.
+    capabilities: { task: 'music', sync: true, formats: ['mp3'], maxPromptChars: 4_000, lyrics: false, instrumental: false },
     prices: [{ component: 'request', usd: '0.08', confidence: 'A' }],
-    isPopular: true, source: 'Gemini API pricing page',
+    isPopular: true, source: 'Gemini API pricing page; model and wire from the Gemini API music-generation guide (docs/vendors/google-media.md)',
   },
   {
     id: 'google/gemini-2.5-flash-tts', name: 'Gemini 2.5 Flash TTS', provider: 'Google', modality: 'audio',
     description: 'Google Gemini 2.5 Flash TTS (preview): natural speech in 30 prebuilt voices, billed by text and audio tokens. Deprecated upstream: shutdown 2026-12-18.',
-    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'preview', 'deprecated-upstream'], family: 'gemini-speech', upstreamVendor: 'gemini', upstreamModel: 'gemini-2.5-flash-preview-tts',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'preview', 'deprecated-upstream'], family: 'gemini-audio', upstreamVendor: 'gemini', upstreamModel: 'gemini-2.5-flash-preview-tts',
     // Google answers 24 kHz 16-bit PCM, stored as WAV; it has no speed or instruction field (style goes in the text itself).
     capabilities: {
       task: 'speech', sync: true, voices: GEMINI_VOICES, defaultVoice: 'Kore', formats: ['wav'], maxInputChars: 8_000,

@@ -38,7 +38,7 @@ const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'
 export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
   image: ['openai-images', 'bfl', 'gemini-images'],
   video: ['dashscope', 'vidu', 'modelark', 'gemini-video'],
-  audio: ['openai-audio', 'elevenlabs', 'minimax', 'gemini-speech'],
+  audio: ['openai-audio', 'elevenlabs', 'minimax', 'gemini-audio'],
 });
 
 /** The embeddings API families this gateway speaks (src/providers/embeddings/index.ts; test/embeddings.test.ts keeps them equal). */

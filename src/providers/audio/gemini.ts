@@ -1,21 +1,24 @@
 /**
- * Google's Gemini speech models (Gemini 2.5 Flash TTS) through the Gemini API's `generateContent`:
- * the text as the one user part, `generationConfig.responseModalities: ["AUDIO"]` and the voice in
- * `speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName`. The answer carries the speech as one
- * `inlineData` part of raw 16-bit little-endian mono PCM (`audio/L16;codec=pcm;rate=24000`), which is
- * wrapped in a WAV header here so the gateway can store and time it. Sources: docs/vendors/google-media.md.
+ * Google's audio models through the Gemini API's `generateContent`, one exchange each. Speech
+ * (Gemini 2.5 Flash TTS): the text as the one user part, `generationConfig.responseModalities:
+ * ["AUDIO"]` and the voice in `speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName`; the answer is
+ * raw 16-bit little-endian PCM (`audio/L16;codec=pcm;rate=24000`), wrapped in a WAV header here so the
+ * gateway can store and time it. Music (Lyria): the prompt as the one user part; the answer holds the
+ * song as an MP3 `inlineData` part beside its lyrics as text. Sources: docs/vendors/google-media.md.
  */
 import type { AudioAdapter } from './adapter.js';
 import type { AudioJob } from '../../tasks/audio-job.js';
 import { garbled, jsonRequest, objectAt, parseObject, readGoogleError, refusalOf, textOf, trimBase } from '../video/wire.js';
 
-function speechBody(job: AudioJob): Record<string, unknown> {
-  if (job.task !== 'speech') throw new Error('The Gemini speech models make speech only.');
+function requestBody(job: AudioJob): Record<string, unknown> {
+  if (job.task === 'music') return { contents: [{ role: 'user', parts: [{ text: job.prompt }] }] };
   return {
     contents: [{ role: 'user', parts: [{ text: job.input }] }],
     generationConfig: { responseModalities: ['AUDIO'], speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: job.voice } } } },
   };
 }
+
+const MP3_TYPES = new Set(['audio/mpeg', 'audio/mp3']);
 
 /** A WAV file of 16-bit little-endian PCM samples. */
 export function wavOfPcm16(pcm: Buffer, sampleRate: number, channels: number): Buffer {
@@ -46,11 +49,11 @@ export function pcmFormatOf(mimeType: string): { sampleRate: number; channels: n
   return { sampleRate, channels };
 }
 
-export const GEMINI_SPEECH = Object.freeze({
-  family: 'gemini-speech',
+export const GEMINI_AUDIO = Object.freeze({
+  family: 'gemini-audio',
   runsAsTask: () => false,
   generate(job, target) {
-    return jsonRequest('POST', `${trimBase(target.baseUrl)}/models/${encodeURIComponent(job.upstreamModel)}:generateContent`, { 'x-goog-api-key': target.apiKey }, speechBody(job));
+    return jsonRequest('POST', `${trimBase(target.baseUrl)}/models/${encodeURIComponent(job.upstreamModel)}:generateContent`, { 'x-goog-api-key': target.apiKey }, requestBody(job));
   },
   generated(httpStatus, _contentType, body) {
     const text = body.toString('utf8');
@@ -64,9 +67,13 @@ export const GEMINI_SPEECH = Object.freeze({
     for (const part of Array.isArray(parts) ? parts : []) {
       const inline = objectAt(part, 'inlineData');
       const data = textOf(inline?.data);
-      const format = pcmFormatOf(textOf(inline?.mimeType) ?? '');
-      if (data !== undefined && format) return { kind: 'bytes', bytes: wavOfPcm16(Buffer.from(data, 'base64'), format.sampleRate, format.channels) };
+      if (data === undefined) continue;
+      const mimeType = textOf(inline?.mimeType) ?? '';
+      // An MP3 is stored as sent (storing checks it is audio the gateway can time).
+      if (MP3_TYPES.has(mimeType.toLowerCase())) return { kind: 'bytes', bytes: Buffer.from(data, 'base64') };
+      const format = pcmFormatOf(mimeType);
+      if (format) return { kind: 'bytes', bytes: wavOfPcm16(Buffer.from(data, 'base64'), format.sampleRate, format.channels) };
     }
-    return garbled(httpStatus, "The vendor's answer holds no speech.");
+    return garbled(httpStatus, "The vendor's answer holds no audio.");
   },
 } satisfies AudioAdapter);

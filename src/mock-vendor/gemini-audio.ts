@@ -1,11 +1,13 @@
-// The mock's Gemini speech models: a generateContent request whose `generationConfig.responseModalities`
-// holds AUDIO answers the text spoken as one `inlineData` part of raw 16-bit mono PCM at 24 kHz
-// (`audio/L16;codec=pcm;rate=24000`), as Gemini 2.5 Flash TTS does. The voice
-// (`speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName`) must be one of Google's 30 prebuilt
-// voices. The speech lasts as the other mock speech does (60 ms a character without directives, at
-// least 500 ms) unless `audio_ms=N` says otherwise; usage reports 32 audio tokens a second.
+// The mock's Gemini audio models. Speech: a generateContent request whose
+// `generationConfig.responseModalities` holds AUDIO answers the text spoken as one `inlineData` part of
+// raw 16-bit mono PCM at 24 kHz (`audio/L16;codec=pcm;rate=24000`), as Gemini 2.5 Flash TTS does; the
+// voice (`speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName`) must be one of Google's 30 prebuilt
+// voices; the speech lasts as the other mock speech does (60 ms a character without directives, at
+// least 500 ms) unless `audio_ms=N` says otherwise; usage reports 32 audio tokens a second. Music: a
+// request to a `lyria*` model answers lyrics as a text part and the song as an `audio/mpeg` part
+// (an MP3 of `audio_ms`, default 30 s, as Lyria 3 Clip makes).
 import { directivePairs } from './directives.js';
-import { mockPcm16 } from './audio-files.js';
+import { mockMp3, mockPcm16 } from './audio-files.js';
 import { defaultSpeechMs } from './audio.js';
 
 type Part = Record<string, any>;
@@ -52,4 +54,22 @@ export function speechAnswerJson(body: SpeechBody, model: string, responseId: st
     },
     modelVersion: model, responseId,
   });
+}
+
+/** Whether the request is for a Lyria music model. */
+export const asksForMusic = (model: string): boolean => model.startsWith('lyria');
+
+const SONG_MS = 30_000;
+
+/** The 200 answer of a music request: lyrics as text, the song as an MP3. */
+export function musicAnswerJson(body: SpeechBody, model: string, responseId: string): string | undefined {
+  const text = textOf(body);
+  if (text.trim() === '') return undefined;
+  const asked = directivePairs(text).get('audio_ms');
+  const seconds = (asked !== undefined && /^\d{1,9}$/.test(asked) ? Number(asked) : SONG_MS) / 1000;
+  const parts = [
+    { text: '[Verse]\nLa la la, the mock is singing.' },
+    { inlineData: { mimeType: 'audio/mpeg', data: mockMp3(seconds, responseId).toString('base64') } },
+  ];
+  return JSON.stringify({ candidates: [{ content: { parts, role: 'model' }, finishReason: 'STOP', index: 0 }], modelVersion: model, responseId });
 }
