@@ -2,7 +2,8 @@
 // steered by the same `[[mock ...]]` directives (read from the last user turn's text parts). Like the
 // real API: thoughts count against maxOutputTokens, thought parts only with includeThoughts, and an
 // implicit prefix cache (systemInstruction plus the turns before the last user turn, 1024+ tokens,
-// kept 5 minutes) reported as cachedContentTokenCount.
+// kept 5 minutes) reported as cachedContentTokenCount. A request for IMAGE output is an image model's
+// (gemini-images.ts), one for AUDIO a speech model's and one to a Lyria model a song (gemini-audio.ts).
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
@@ -12,6 +13,8 @@ import { endMidBody, resetConnection } from './connection.js';
 import { bearerToken, cutPoint, playFault, streamFailure, type FaultBook, type StreamFailure } from './faults.js';
 import type { MockRequestRecord, RequestLog } from './records.js';
 import { textTokens } from './usage.js';
+import { asksForImages, imageAnswerJson, imageRequestError } from './gemini-images.js';
+import { asksForMusic, asksForSpeech, musicAnswerJson, speechAnswerJson, speechRequestError } from './gemini-audio.js';
 import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENT_FRAGMENTS, contentText, reasoningText, wordAt } from './words.js';
 
 const PATH = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
@@ -47,7 +50,11 @@ interface Body {
   contents?: Content[];
   systemInstruction?: Content;
   tools?: { functionDeclarations?: unknown[] }[];
-  generationConfig?: { maxOutputTokens?: number; candidateCount?: number; thinkingConfig?: { thinkingBudget?: number; includeThoughts?: boolean } };
+  generationConfig?: {
+    maxOutputTokens?: number; candidateCount?: number; thinkingConfig?: { thinkingBudget?: number; includeThoughts?: boolean };
+    responseModalities?: unknown; imageConfig?: { aspectRatio?: unknown; imageSize?: unknown };
+    speechConfig?: { voiceConfig?: { prebuiltVoiceConfig?: { voiceName?: unknown } } };
+  };
 }
 
 /** Remembered prompt prefixes (hash -> expiry), the implicit cache. */
@@ -245,6 +252,20 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
     const respond = () => {
       if (fault !== undefined && playFault(fault, stream, exchange, (status, headers) => exchange.sendError({ status, message: failureMessage(status), retryDelaySeconds: fault.retryAfterSeconds }, headers))) return;
       if (directives.fail !== undefined) return exchange.sendError({ status: directives.fail, message: failureMessage(directives.fail) });
+      if (asksForImages(body)) {
+        const invalid = imageRequestError(body, model);
+        if (invalid !== undefined) return exchange.sendError({ status: 400, message: invalid });
+        return exchange.sendJson(200, imageAnswerJson(body, model, randomId('', 22), directives, record));
+      }
+      if (asksForMusic(model)) {
+        const song = musicAnswerJson(body, model, randomId('', 22));
+        return song === undefined ? exchange.sendError({ status: 400, message: '* GenerateContentRequest.contents: the prompt is empty.' }) : exchange.sendJson(200, song);
+      }
+      if (asksForSpeech(body)) {
+        const invalid = speechRequestError(body);
+        if (invalid !== undefined) return exchange.sendError({ status: 400, message: invalid });
+        return exchange.sendJson(200, speechAnswerJson(body, model, randomId('', 22)));
+      }
       const p = plan(body, directives, behaviour, cache);
       const responseId = randomId('', 22);
       if (!stream) exchange.sendJson(200, responseJson(p, model, responseId));

@@ -5,12 +5,20 @@ export const VIDEO_PROFILES = ['R2V-A', 'R2V-B', 'R2V-C', 'R2V-D', 'I2V-A', 'I2V
 export type VideoProfile = (typeof VIDEO_PROFILES)[number];
 
 /**
+ * Request schemas of video models outside the spec's profiles: the spec's general video table mapped
+ * onto what the vendor documents (src/http/schemas/videos.ts). A catalog model names one in
+ * `capabilities.profile` as it names a profile.
+ */
+export const VENDOR_VIDEO_SCHEMAS = ['VEO', 'VEO-LITE'] as const;
+export type VideoSchemaName = VideoProfile | (typeof VENDOR_VIDEO_SCHEMAS)[number];
+
+/**
  * A validated video request, normalised across profiles: every default filled in, field names the
  * gateway's own (the vendor adapters map them to each wire format). Plain data: it is stored with the
  * task row (jsonb) and handed to the worker pool.
  */
 export interface VideoJob {
-  readonly profile: VideoProfile;
+  readonly profile: VideoSchemaName;
   /** The catalog model id the caller named. */
   readonly model: string;
   /** The vendor's own model name (catalog `upstreamModel`). */
