@@ -5,8 +5,9 @@
 // smaller than the drift between two separate `npm run bench` runs still shows. Prints one JSON line
 // per scenario (A and B figures and B/A ratios: per_s_b_over_a, throughput; cpu_b_over_a, the gateway
 // process's CPU per request or chunk, its Redis not counted; cpu_a_minus_b_us_per_req (or _chunk), the
-// same as a difference, with the spread of that difference over the rounds; the load average at the
-// scenario's start and end); progress goes to stderr.
+// same as a difference, with the spread of that difference over the rounds; machine_cpu_us_per_req (or
+// _chunk), the whole machine's busy CPU per unit, Redis and Postgres included, meaningful on an idle
+// machine; the load average at the scenario's start and end); progress goes to stderr.
 // With `--floor` instead of a checkout, B is bench/bare-proxy.ts: the same uWS front end and upstream
 // client with nothing in between, so A's figures above B's are what the gateway's own work adds; and a
 // fourth side, N, is nginx as a plain reverse proxy (bench/nginx-process.ts: Debian's nginx-light, one
@@ -36,7 +37,7 @@ import { connect, runLoad, SideResult, type Call, type LoadPlan, type Target } f
 import { startMockProcess } from './mock-process.js';
 import { envPairs } from './options.js';
 import { startBareProxyProcess } from './bare-proxy-process.js';
-import { processCpuMicros, processTreeCpuMicros } from './proc-cpu.js';
+import { machineCpuMicros, processCpuMicros, processTreeCpuMicros } from './proc-cpu.js';
 import { startNginxProcess } from './nginx-process.js';
 import { percentile, round, spread } from './stats.js';
 import { warmUpServers } from './warmup.js';
@@ -74,6 +75,8 @@ function figures(side: SideResult, unit: 'req' | 'chunk'): Record<string, number
     ttfb_p50_ms: round(percentile(side.ttfbMs, 50)),
     per_s: round(units / side.seconds, 0),
     [`server_cpu_us_per_${unit}`]: round(side.serverCpuUs / units, 2),
+    // Everything the machine did meanwhile (Redis, Postgres, the mock, the load generator included): on a quiet machine, what a unit costs in all.
+    [`machine_cpu_us_per_${unit}`]: round(side.machineCpuUs / units, 2),
   };
 }
 
@@ -152,9 +155,11 @@ async function main(): Promise<number> {
       const order = [...sides.slice(r % sides.length), ...sides.slice(0, r % sides.length)];
       for (const s of order) {
         const before = cpuOf(s);
+        const machineBefore = machineCpuMicros();
         const result = await runLoad(dispatchers[s]!, targets[s]!, call(s), scenario.block);
         if (s === 'A' || s === 'B') await sleep(SETTLE_MS); // settlement and the ledger writer finish inside the gateway's figure
         result.serverCpuUs = cpuOf(s) - before;
+        result.machineCpuUs = machineCpuMicros() - machineBefore;
         roundCpu[s].push(result.serverCpuUs / unitsOf(result, scenario.unit));
         results[s].merge(result);
       }
@@ -171,6 +176,7 @@ async function main(): Promise<number> {
       cpu_b_over_a: round(f.B[cpuKey]! / f.A[cpuKey]!, 4),
       [`cpu_a_minus_b_us_per_${scenario.unit}`]: round(f.A[cpuKey]! - f.B[cpuKey]!, 2),
       cpu_a_minus_b_by_round: spread(roundCpu.A.map((a, r) => a - roundCpu.B[r]!)),
+      [`machine_cpu_a_minus_b_us_per_${scenario.unit}`]: round(f.A[`machine_cpu_us_per_${scenario.unit}`]! - f.B[`machine_cpu_us_per_${scenario.unit}`]!, 2),
       loadavg_1m: { start: round(loadStart, 2), end: round(loadavg()[0] ?? NaN, 2) },
       ...(f.N ? {
         nginx: f.N,
