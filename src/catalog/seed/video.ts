@@ -29,14 +29,17 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'alibaba/wan2.6-r2v-flash', name: 'Wan 2.6 R2V Flash', provider: 'Alibaba', modality: 'video',
-    description: 'Alibaba Wan 2.6 reference-to-video Flash: the cheaper, faster multi-reference variant, with or without audio.',
+    description: 'Alibaba Wan 2.6 reference-to-video Flash: the cheaper, faster multi-reference variant of Wan 2.6 R2V (same fields), up to 5 reference images and 3 reference videos, 2 to 10 seconds, priced by resolution and by whether it makes sound.',
     tags: ['video', 'reference-to-video', 'r2v', 'audio', 'multi-reference', 'cheap'], family: 'dashscope', upstreamVendor: 'alibaba', upstreamModel: 'wan2.6-r2v-flash',
-    capabilities: { task: 'reference-to-video', durations: { min: 2, max: 10, default: 5 }, resolutions: ['720p', '1080p'], audio: true },
+    capabilities: {
+      profile: 'WAN-R2V-FLASH', task: 'reference-to-video', durations: { min: 2, max: 10, default: 5 }, sizes: R2V_A_SIZES, defaultSize: '1920*1080',
+      shotTypes: ['single', 'multi'], audio: 'optional', maxImages: 5, maxVideos: 3, maxPromptChars: 1500, maxNegativePromptChars: 500,
+    },
     prices: perSecond({
       'audio=true,resolution=720p': '0.05', 'audio=false,resolution=720p': '0.025',
       'audio=true,resolution=1080p': '0.075', 'audio=false,resolution=1080p': '0.0375',
     }, 'C'),
-    isPopular: false, source: 'empiriolabs ("was" prices); uniall model names',
+    isPopular: false, source: 'empiriolabs ("was" prices, the Singapore list: its standard R2V rates equal Model Studio\'s); uniall model names; Vercel AI Gateway (same fields as R2V) (docs/vendors/alibaba-wan.md)',
   },
   {
     id: 'shengshu/viduq2-r2v', name: 'Vidu Q2 Reference-to-Video', provider: 'ShengShu', modality: 'video',
@@ -68,11 +71,14 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'shengshu/viduq3-r2v', name: 'Vidu Q3 Reference-to-Video', provider: 'ShengShu', modality: 'video',
-    description: 'ShengShu Vidu Q3 reference-to-video: 1 to 7 reference images, 3 to 16 seconds with audio.',
+    description: 'ShengShu Vidu Q3 reference-to-video: 1 to 7 subjects addressed as @1, @2 in the prompt, 3 to 16 seconds at 540p, 720p or 1080p, with sound unless turned off.',
     tags: ['video', 'reference-to-video', 'r2v', 'multi-reference', 'vidu', 'audio'], family: 'vidu', upstreamVendor: 'shengshu', upstreamModel: 'viduq3',
-    capabilities: { task: 'reference-to-video', durations: { min: 3, max: 16, default: 5 }, resolutions: ['540p', '720p', '1080p'], audio: true, minImages: 1, maxImages: 7 },
+    capabilities: {
+      profile: 'VIDU-Q3-R2V', task: 'reference-to-video', durations: { min: 3, max: 16, default: 5 }, resolutions: ['540p', '720p', '1080p'], defaultResolution: '720p',
+      aspectRatios: ['16:9', '9:16', '1:1'], audio: 'optional', minImages: 1, maxImages: 7, maxPromptChars: 2000,
+    },
     prices: perSecond({ 'resolution=540p': '0.05', 'resolution=720p': '0.10', 'resolution=1080p': '0.125' }, 'A'),
-    isPopular: false, source: 'Vidu reference2video doc copy, pricing table',
+    isPopular: false, source: 'Vidu reference2video doc copy, pricing table; Tencent Cloud TokenHub Vidu guide (durations, resolutions) (docs/vendors/shengshu-vidu.md)',
   },
   {
     id: 'shengshu/viduq3-pro-i2v', name: 'Vidu Q3 Pro Image-to-Video', provider: 'ShengShu', modality: 'video',
@@ -87,11 +93,14 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'shengshu/viduq3-turbo-i2v', name: 'Vidu Q3 Turbo Image-to-Video', provider: 'ShengShu', modality: 'video',
-    description: 'ShengShu Vidu Q3 Turbo image-to-video: the faster, cheaper Q3 with audio.',
+    description: 'ShengShu Vidu Q3 Turbo image-to-video: the faster, cheaper Q3; one image animated for 1 to 16 seconds at 540p, 720p or 1080p, with sound unless turned off.',
     tags: ['video', 'image-to-video', 'i2v', 'vidu', 'audio', 'cheap'], family: 'vidu', upstreamVendor: 'shengshu', upstreamModel: 'viduq3-turbo',
-    capabilities: { task: 'image-to-video', durations: { min: 1, max: 16, default: 5 }, resolutions: ['540p', '720p', '1080p'], audio: true, minImages: 1, maxImages: 1 },
+    capabilities: {
+      profile: 'VIDU-Q3-I2V', task: 'image-to-video', durations: { min: 1, max: 16, default: 5 }, resolutions: ['540p', '720p', '1080p'], defaultResolution: '720p',
+      audio: 'optional', minImages: 1, maxImages: 1, maxPromptChars: 2000,
+    },
     prices: perSecond({ 'resolution=540p': '0.04', 'resolution=720p': '0.06', 'resolution=1080p': '0.08' }, 'C'),
-    isPopular: false, source: 'muapi; shortapi (80 %)',
+    isPopular: false, source: 'muapi; shortapi (80 %); Tencent Cloud TokenHub Vidu guide (durations, resolutions) (docs/vendors/shengshu-vidu.md)',
   },
   {
     id: 'bytedance/seedance-1.0-pro-fast', name: 'Seedance 1.0 Pro Fast', provider: 'ByteDance', modality: 'video',
@@ -119,19 +128,27 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'bytedance/seedance-1.0-pro', name: 'Seedance 1.0 Pro', provider: 'ByteDance', modality: 'video',
-    description: 'ByteDance Seedance 1.0 Pro text-to-video and image-to-video with first and last frames.',
-    tags: ['video', 'image-to-video', 'i2v', 'text-to-video', 'seedance'], family: 'modelark', upstreamVendor: 'bytedance', upstreamModel: 'seedance-1-0-pro',
-    capabilities: { task: 'image-to-video', durations: { min: 2, max: 12, default: 5 }, resolutions: ['720p', '1080p'], billing: 'token-billed upstream (2.50 per 1M tokens); per-second rates derived' },
+    description: 'ByteDance Seedance 1.0 Pro text-to-video, or image-to-video from a first frame and optionally a last frame: 2 to 12 seconds at 720p or 1080p, silent.',
+    tags: ['video', 'image-to-video', 'i2v', 'text-to-video', 'seedance'], family: 'modelark', upstreamVendor: 'bytedance', upstreamModel: 'seedance-1-0-pro-250528',
+    capabilities: {
+      profile: 'SEEDANCE-1.0-PRO', task: 'image-to-video', durations: { min: 2, max: 12, default: 5 }, resolutions: ['720p', '1080p'], defaultResolution: '720p',
+      ratios: ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'], minImages: 0, maxImages: 2, maxPromptChars: 5000,
+      billing: 'token-billed upstream (2.50 per 1M tokens); per-second rates derived',
+    },
     prices: perSecond({ 'resolution=720p': '0.054', 'resolution=1080p': '0.12' }, 'B'),
-    isPopular: false, source: 'third-party write-up of ModelArk rates; 302.ai',
+    isPopular: false, source: 'third-party write-up of ModelArk rates; 302.ai; Replicate and ComfyUI schemas (model id, fields) (docs/vendors/bytedance-seedance.md)',
   },
   {
     id: 'bytedance/seedance-1.5-pro', name: 'Seedance 1.5 Pro', provider: 'ByteDance', modality: 'video',
-    description: 'ByteDance Seedance 1.5 Pro text-to-video and image-to-video with optional native audio.',
+    description: 'ByteDance Seedance 1.5 Pro text-to-video, or image-to-video from a first frame and optionally a last frame, with native audio unless turned off: 4 to 12 seconds at 720p.',
     tags: ['video', 'image-to-video', 'i2v', 'text-to-video', 'seedance', 'audio'], family: 'modelark', upstreamVendor: 'bytedance', upstreamModel: 'seedance-1-5-pro-251215',
-    capabilities: { task: 'image-to-video', durations: { min: 4, max: 12, default: 5 }, resolutions: ['720p'], audio: 'optional', billing: 'token-billed upstream (1.20 silent / 2.40 with audio per 1M tokens); per-second rates derived' },
+    capabilities: {
+      profile: 'SEEDANCE-1.5-PRO', task: 'image-to-video', durations: { min: 4, max: 12, default: 5 }, resolutions: ['720p'], defaultResolution: '720p',
+      ratios: ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'], audio: 'optional', minImages: 0, maxImages: 2, maxPromptChars: 5000,
+      billing: 'token-billed upstream (1.20 silent / 2.40 with audio per 1M tokens); per-second rates derived',
+    },
     prices: perSecond({ 'audio=false,resolution=720p': '0.026', 'audio=true,resolution=720p': '0.052' }, 'B'),
-    isPopular: false, source: 'third-party write-up of ModelArk rates; Comfy pricing table',
+    isPopular: false, source: 'third-party write-up of ModelArk rates; Comfy pricing table; Replicate and ComfyUI schemas (generate_audio) (docs/vendors/bytedance-seedance.md)',
   },
   {
     id: 'bytedance/seedance-2.0', name: 'Seedance 2.0', provider: 'ByteDance', modality: 'video',

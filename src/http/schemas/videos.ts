@@ -179,6 +179,7 @@ interface Fields {
   readonly seed?: number;
   readonly movement_amplitude?: string;
   readonly bgm?: boolean;
+  readonly camera_fixed?: boolean;
 }
 
 interface Profile {
@@ -271,24 +272,57 @@ const veo = (resolutions: readonly [string, ...string[]]) => profile(v.strictObj
   return fields;
 });
 
+const NO_ASPECT_RATIO = opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.'));
+
+/**
+ * ByteDance Seedance on Ark (docs/vendors/bytedance-seedance.md): text-to-video, or image-to-video
+ * with a first frame and optionally a last frame; `aspect_ratio` (or its alias `ratio`) defaults to
+ * 16:9 without an image and to `adaptive` (the image's shape) with one. Only the resolutions the
+ * catalog prices are taken.
+ */
+const SEEDANCE_RATIOS = ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'] as const;
+const seedance = (durations: { min: number; max: number }, resolutions: readonly [string, ...string[]], withAudio: boolean) => profile(v.strictObject({
+  ...COMMON,
+  prompt: opt(text(5000)),
+  image_urls: opt(images(0, 2)),
+  duration: opt(wholeNumber(durations.min, durations.max), 5),
+  resolution: opt(oneOf(resolutions), '720p'),
+  aspect_ratio: opt(oneOf(SEEDANCE_RATIOS)),
+  ratio: opt(oneOf(SEEDANCE_RATIOS)),
+  camera_fixed: opt(flag),
+  watermark: opt(flag, false),
+  seed: opt(seed),
+  audio: withAudio ? opt(flag, true) : opt(v.never('this model makes silent clips only; leave audio out.')),
+}), (fields) => {
+  const imageCount = fields.image_urls?.length ?? 0;
+  if (fields.prompt === undefined && imageCount === 0) {
+    throw badRequest("Invalid request: send a 'prompt', an image in 'image_urls' (the first frame), or both.", 'prompt');
+  }
+  return oneRatio('aspect_ratio', imageCount === 0 ? '16:9' : 'adaptive')(fields);
+});
+
+const R2V_A = profile(v.strictObject({
+  ...COMMON,
+  prompt: text(1500),
+  negative_prompt: opt(text(500)),
+  image_urls: opt(list(reference({ what: `${HTTPS_URL} of a PNG or JPEG image`, extensions: ['png', 'jpg', 'jpeg'] }), 0, 5)),
+  video_urls: opt(list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4'] }), 0, 3)),
+  size: opt(oneOf(R2V_A_SIZE_NAMES)),
+  resolution: opt(oneOf(['720p', '1080p'] as const)),
+  aspect_ratio: opt(oneOf(['16:9', '9:16', '1:1', '4:3', '3:4'] as const)),
+  duration: opt(wholeNumber(2, 10), 5),
+  shot_type: opt(oneOf(['single', 'multi'] as const), 'single'),
+  audio: opt(flag, true),
+  watermark: opt(flag, false),
+  seed: opt(seed),
+}), r2vA);
+
 const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
   VEO: veo(['720p', '1080p', '4k']),
   'VEO-LITE': veo(['720p', '1080p']),
-  'R2V-A': profile(v.strictObject({
-    ...COMMON,
-    prompt: text(1500),
-    negative_prompt: opt(text(500)),
-    image_urls: opt(list(reference({ what: `${HTTPS_URL} of a PNG or JPEG image`, extensions: ['png', 'jpg', 'jpeg'] }), 0, 5)),
-    video_urls: opt(list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4'] }), 0, 3)),
-    size: opt(oneOf(R2V_A_SIZE_NAMES)),
-    resolution: opt(oneOf(['720p', '1080p'] as const)),
-    aspect_ratio: opt(oneOf(['16:9', '9:16', '1:1', '4:3', '3:4'] as const)),
-    duration: opt(wholeNumber(2, 10), 5),
-    shot_type: opt(oneOf(['single', 'multi'] as const), 'single'),
-    audio: opt(flag, true),
-    watermark: opt(flag, false),
-    seed: opt(seed),
-  }), r2vA),
+  'R2V-A': R2V_A,
+  // Wan 2.6 R2V Flash takes the same parameters as Wan 2.6 R2V (docs/vendors/alibaba-wan.md); its price is tiered by audio too.
+  'WAN-R2V-FLASH': R2V_A,
   'R2V-B': profile(v.strictObject({
     ...COMMON,
     prompt: text(7000),
@@ -329,10 +363,33 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
     duration: opt(wholeNumber(1, 16), 5),
     resolution: opt(oneOf(TIERS), '720p'),
     // The general table's field, which this model cannot honour: the clip takes its image's shape.
-    aspect_ratio: opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.')),
+    aspect_ratio: NO_ASPECT_RATIO,
     movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto'),
     seed: opt(seed),
   })),
+  // Vidu Q3 (docs/vendors/shengshu-vidu.md): sound on by default; Q2's movement amplitude and background music are not Q3 switches.
+  'VIDU-Q3-R2V': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(2000),
+    image_urls: images(1, 7),
+    duration: opt(wholeNumber(3, 16), 5),
+    resolution: opt(oneOf(TIERS), '720p'),
+    aspect_ratio: opt(oneOf(RATIOS_3), '16:9'),
+    audio: opt(flag, true),
+    seed: opt(seed),
+  }), referencesInRange),
+  'VIDU-Q3-I2V': profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(2000)),
+    image_urls: images(1, 1),
+    duration: opt(wholeNumber(1, 16), 5),
+    resolution: opt(oneOf(TIERS), '720p'),
+    aspect_ratio: NO_ASPECT_RATIO,
+    audio: opt(flag, true),
+    seed: opt(seed),
+  })),
+  'SEEDANCE-1.0-PRO': seedance({ min: 2, max: 12 }, ['720p', '1080p'], false),
+  'SEEDANCE-1.5-PRO': seedance({ min: 4, max: 12 }, ['720p'], true),
   'I2V-B': profile(v.strictObject({
     ...COMMON,
     prompt: text(5000),
@@ -384,5 +441,6 @@ export function parseVideoRequest(body: Record<string, unknown>, model: MediaMod
     seed: fields.seed,
     movementAmplitude: fields.movement_amplitude,
     bgm: fields.bgm,
+    cameraFixed: fields.camera_fixed,
   });
 }
