@@ -39,7 +39,7 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
       'audio=true,resolution=720p': '0.05', 'audio=false,resolution=720p': '0.025',
       'audio=true,resolution=1080p': '0.075', 'audio=false,resolution=1080p': '0.0375',
     }, 'C'),
-    isPopular: false, source: 'empiriolabs ("was" prices, the Singapore list: its standard R2V rates equal Model Studio\'s); uniall model names; Vercel AI Gateway (same fields as R2V) (docs/vendors/alibaba-wan.md)',
+    isPopular: false, source: 'empiriolabs ("was" prices, the Singapore list: its standard R2V rates equal Model Studio\'s); uniall model names; Vercel AI Gateway (same fields as R2V) (docs/vendors/wan-vidu-seedance.md)',
   },
   {
     id: 'shengshu/viduq2-r2v', name: 'Vidu Q2 Reference-to-Video', provider: 'ShengShu', modality: 'video',
@@ -78,7 +78,7 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
       aspectRatios: ['16:9', '9:16', '1:1'], audio: 'optional', minImages: 1, maxImages: 7, maxPromptChars: 2000,
     },
     prices: perSecond({ 'resolution=540p': '0.05', 'resolution=720p': '0.10', 'resolution=1080p': '0.125' }, 'A'),
-    isPopular: false, source: 'Vidu reference2video doc copy, pricing table; Tencent Cloud TokenHub Vidu guide (durations, resolutions) (docs/vendors/shengshu-vidu.md)',
+    isPopular: false, source: 'Vidu reference2video doc copy, pricing table; Tencent Cloud TokenHub Vidu guide (durations, resolutions) (docs/vendors/wan-vidu-seedance.md)',
   },
   {
     id: 'shengshu/viduq3-pro-i2v', name: 'Vidu Q3 Pro Image-to-Video', provider: 'ShengShu', modality: 'video',
@@ -100,7 +100,7 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
       audio: 'optional', minImages: 1, maxImages: 1, maxPromptChars: 2000,
     },
     prices: perSecond({ 'resolution=540p': '0.04', 'resolution=720p': '0.06', 'resolution=1080p': '0.08' }, 'C'),
-    isPopular: false, source: 'muapi; shortapi (80 %); Tencent Cloud TokenHub Vidu guide (durations, resolutions) (docs/vendors/shengshu-vidu.md)',
+    isPopular: false, source: 'muapi; shortapi (80 %); Tencent Cloud TokenHub Vidu guide (durations, resolutions) (docs/vendors/wan-vidu-seedance.md)',
   },
   {
     id: 'bytedance/seedance-1.0-pro-fast', name: 'Seedance 1.0 Pro Fast', provider: 'ByteDance', modality: 'video',
@@ -136,7 +136,7 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
       billing: 'token-billed upstream (2.50 per 1M tokens); per-second rates derived',
     },
     prices: perSecond({ 'resolution=720p': '0.054', 'resolution=1080p': '0.12' }, 'B'),
-    isPopular: false, source: 'third-party write-up of ModelArk rates; 302.ai; Replicate and ComfyUI schemas (model id, fields) (docs/vendors/bytedance-seedance.md)',
+    isPopular: false, source: 'third-party write-up of ModelArk rates; 302.ai; Replicate and ComfyUI schemas (model id, fields) (docs/vendors/wan-vidu-seedance.md)',
   },
   {
     id: 'bytedance/seedance-1.5-pro', name: 'Seedance 1.5 Pro', provider: 'ByteDance', modality: 'video',
@@ -148,7 +148,7 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
       billing: 'token-billed upstream (1.20 silent / 2.40 with audio per 1M tokens); per-second rates derived',
     },
     prices: perSecond({ 'audio=false,resolution=720p': '0.026', 'audio=true,resolution=720p': '0.052' }, 'B'),
-    isPopular: false, source: 'third-party write-up of ModelArk rates; Comfy pricing table; Replicate and ComfyUI schemas (generate_audio) (docs/vendors/bytedance-seedance.md)',
+    isPopular: false, source: 'third-party write-up of ModelArk rates; Comfy pricing table; Replicate and ComfyUI schemas (generate_audio) (docs/vendors/wan-vidu-seedance.md)',
   },
   {
     id: 'bytedance/seedance-2.0', name: 'Seedance 2.0', provider: 'ByteDance', modality: 'video',

@@ -275,7 +275,7 @@ const veo = (resolutions: readonly [string, ...string[]]) => profile(v.strictObj
 const NO_ASPECT_RATIO = opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.'));
 
 /**
- * ByteDance Seedance on Ark (docs/vendors/bytedance-seedance.md): text-to-video, or image-to-video
+ * ByteDance Seedance on Ark (docs/vendors/wan-vidu-seedance.md): text-to-video, or image-to-video
  * with a first frame and optionally a last frame; `aspect_ratio` (or its alias `ratio`) defaults to
  * 16:9 without an image and to `adaptive` (the image's shape) with one. Only the resolutions the
  * catalog prices are taken.
@@ -321,7 +321,7 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
   VEO: veo(['720p', '1080p', '4k']),
   'VEO-LITE': veo(['720p', '1080p']),
   'R2V-A': R2V_A,
-  // Wan 2.6 R2V Flash takes the same parameters as Wan 2.6 R2V (docs/vendors/alibaba-wan.md); its price is tiered by audio too.
+  // Wan 2.6 R2V Flash takes the same parameters as Wan 2.6 R2V (docs/vendors/wan-vidu-seedance.md); its price is tiered by audio too.
   'WAN-R2V-FLASH': R2V_A,
   'R2V-B': profile(v.strictObject({
     ...COMMON,
@@ -367,7 +367,7 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
     movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto'),
     seed: opt(seed),
   })),
-  // Vidu Q3 (docs/vendors/shengshu-vidu.md): sound on by default; Q2's movement amplitude and background music are not Q3 switches.
+  // Vidu Q3 (docs/vendors/wan-vidu-seedance.md): sound on by default; Q2's movement amplitude and background music are not Q3 switches.
   'VIDU-Q3-R2V': profile(v.strictObject({
     ...COMMON,
     prompt: text(2000),
