@@ -272,7 +272,16 @@ const veo = (resolutions: readonly [string, ...string[]]) => profile(v.strictObj
   return fields;
 });
 
-const NO_ASPECT_RATIO = opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.'));
+/** Vidu Q3's image-to-video fields (I2V-A's Q3 Pro and Q3 Turbo); the general table's `aspect_ratio` is refused: the clip takes its image's shape. */
+const VIDU_Q3_IMAGE_TO_VIDEO = {
+  ...COMMON,
+  prompt: opt(text(2000)),
+  image_urls: images(1, 1),
+  duration: opt(wholeNumber(1, 16), 5),
+  resolution: opt(oneOf(TIERS), '720p'),
+  aspect_ratio: opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.')),
+  seed: opt(seed),
+};
 
 /**
  * ByteDance Seedance on Ark (docs/vendors/wan-vidu-seedance.md): text-to-video, or image-to-video
@@ -356,17 +365,7 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
     bgm: opt(flag, false),
     seed: opt(seed),
   }), referencesInRange),
-  'I2V-A': profile(v.strictObject({
-    ...COMMON,
-    prompt: opt(text(2000)),
-    image_urls: images(1, 1),
-    duration: opt(wholeNumber(1, 16), 5),
-    resolution: opt(oneOf(TIERS), '720p'),
-    // The general table's field, which this model cannot honour: the clip takes its image's shape.
-    aspect_ratio: NO_ASPECT_RATIO,
-    movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto'),
-    seed: opt(seed),
-  })),
+  'I2V-A': profile(v.strictObject({ ...VIDU_Q3_IMAGE_TO_VIDEO, movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto') })),
   // Vidu Q3 (docs/vendors/wan-vidu-seedance.md): sound on by default; Q2's movement amplitude and background music are not Q3 switches.
   'VIDU-Q3-R2V': profile(v.strictObject({
     ...COMMON,
@@ -378,16 +377,7 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
     audio: opt(flag, true),
     seed: opt(seed),
   }), referencesInRange),
-  'VIDU-Q3-I2V': profile(v.strictObject({
-    ...COMMON,
-    prompt: opt(text(2000)),
-    image_urls: images(1, 1),
-    duration: opt(wholeNumber(1, 16), 5),
-    resolution: opt(oneOf(TIERS), '720p'),
-    aspect_ratio: NO_ASPECT_RATIO,
-    audio: opt(flag, true),
-    seed: opt(seed),
-  })),
+  'VIDU-Q3-I2V': profile(v.strictObject({ ...VIDU_Q3_IMAGE_TO_VIDEO, audio: opt(flag, true) })),
   'SEEDANCE-1.0-PRO': seedance({ min: 2, max: 12 }, ['720p', '1080p'], false),
   'SEEDANCE-1.5-PRO': seedance({ min: 4, max: 12 }, ['720p'], true),
   'I2V-B': profile(v.strictObject({
