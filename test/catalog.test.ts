@@ -54,6 +54,9 @@ t.test('list: envelope, default order (popular first), only active by default', 
   const imagen = all.body.data.find((m: any) => m.id === 'google/imagen-4');
   t.match(imagen, { is_active: false, status: 'retired', retirement_date: '2026-08-17', deprecated: true });
   t.notOk(ids(res.body).includes('google/imagen-4'));
+  const seedance2 = all.body.data.find((m: any) => m.id === 'bytedance/seedance-2.0');
+  t.match(seedance2, { is_active: false, capabilities: { profile: 'SEEDANCE-2.0' } }, 'Seedance 2.0: servable, inactive for want of a price');
+  t.ok(seedance2.tags.includes('price-unverified') && !seedance2.tags.includes('not-served-yet'), 'Seedance 2.0: tagged price-unverified only');
   // Gone upstream, so listed for the record as retired, never as waiting for an adapter.
   for (const [id, date] of [['openai/sora-2', '2026-09-24'], ['openai/sora-2-pro', '2026-09-24'], ['suno/suno-v5.5', null]] as const) {
     const model = all.body.data.find((m: any) => m.id === id);

@@ -10,7 +10,7 @@ export type VideoProfile = (typeof VIDEO_PROFILES)[number];
  * `capabilities.profile` as it names a profile.
  */
 export const VENDOR_VIDEO_SCHEMAS = [
-  'VEO', 'VEO-LITE', 'WAN-R2V-FLASH', 'VIDU-Q3-R2V', 'VIDU-Q3-I2V', 'SEEDANCE-1.0-PRO', 'SEEDANCE-1.5-PRO',
+  'VEO', 'VEO-LITE', 'WAN-R2V-FLASH', 'VIDU-Q3-R2V', 'VIDU-Q3-I2V', 'SEEDANCE-1.0-PRO', 'SEEDANCE-1.5-PRO', 'SEEDANCE-2.0',
 ] as const;
 export type VideoSchemaName = VideoProfile | (typeof VENDOR_VIDEO_SCHEMAS)[number];
 
@@ -30,7 +30,7 @@ export interface VideoJob {
   readonly negativePrompt?: string;
   /** Reference or first-frame images, in the caller's order: https URLs or `data:` URIs. */
   readonly imageUrls: readonly string[];
-  /** Reference videos (R2V-A): https URLs. */
+  /** Reference videos (R2V-A, Seedance 2.0): https URLs. */
   readonly videoUrls: readonly string[];
   /** Seconds of output. */
   readonly duration: number;

@@ -152,11 +152,14 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'bytedance/seedance-2.0', name: 'Seedance 2.0', provider: 'ByteDance', modality: 'video',
-    description: 'ByteDance Seedance 2.0 with omni-reference (images, videos, audio). Not offered: official USD rate unknown.',
-    tags: ['video', 'reference-to-video', 'text-to-video', 'seedance', 'price-unverified'], family: 'modelark', upstreamVendor: 'bytedance', upstreamModel: 'seedance-2.0',
-    capabilities: { task: 'reference-to-video', durations: { min: 4, max: 15, default: 5 } },
+    description: 'ByteDance Seedance 2.0 with omni-reference: a prompt with up to 9 reference images and 3 reference videos, 4 to 15 seconds at 480p or 720p, with audio. Not offered: its official USD rate is unknown (Volcengine bills CNY per token).',
+    tags: ['video', 'reference-to-video', 'text-to-video', 'seedance', 'audio', 'price-unverified'], family: 'modelark', upstreamVendor: 'bytedance', upstreamModel: 'dreamina-seedance-2-0-260128',
+    capabilities: {
+      profile: 'SEEDANCE-2.0', task: 'reference-to-video', durations: { min: 4, max: 15, default: 5 }, resolutions: ['480p', '720p'], defaultResolution: '720p',
+      ratios: ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'], audio: 'optional', minImages: 0, maxImages: 9, maxVideos: 3, maxPromptChars: 5000,
+    },
     prices: perSecond({ '': '0.10' }, 'unverified'),
-    isPopular: false, isActive: false, source: 'resellers (crazyrouter, piapi)',
+    isPopular: false, isActive: false, source: 'resellers (crazyrouter, piapi); laozhang and crazyrouter API pages (model id, content roles, limits) (docs/vendors/wan-vidu-seedance.md)',
   },
   {
     id: 'kuaishou/kling-v3', name: 'Kling 3.0', provider: 'Kuaishou', modality: 'video',

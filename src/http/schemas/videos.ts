@@ -380,6 +380,21 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
   'VIDU-Q3-I2V': profile(v.strictObject({ ...VIDU_Q3_IMAGE_TO_VIDEO, audio: opt(flag, true) })),
   'SEEDANCE-1.0-PRO': seedance({ min: 2, max: 12 }, ['720p', '1080p'], false),
   'SEEDANCE-1.5-PRO': seedance({ min: 4, max: 12 }, ['720p'], true),
+  // Seedance 2.0 (docs/vendors/wan-vidu-seedance.md): omni-reference; up to 9 reference images and 3
+  // reference videos (referred to in the prompt as image 1, video 1…); the vendor's audio references are not taken.
+  'SEEDANCE-2.0': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(5000),
+    image_urls: opt(images(0, 9)),
+    video_urls: opt(list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4', 'mov'] }), 0, 3)),
+    duration: opt(wholeNumber(4, 15), 5),
+    resolution: opt(oneOf(['480p', '720p'] as const), '720p'),
+    aspect_ratio: opt(oneOf(SEEDANCE_RATIOS)),
+    ratio: opt(oneOf(SEEDANCE_RATIOS)),
+    audio: opt(flag, true),
+    watermark: opt(flag, false),
+    seed: opt(seed),
+  }), oneRatio('aspect_ratio', 'adaptive')),
   'I2V-B': profile(v.strictObject({
     ...COMMON,
     prompt: text(5000),

@@ -5,7 +5,8 @@
  * on failure. Request errors are `{error:{code,message,type}}` with a 4xx. Output settings go as
  * top-level body fields, never as `--flags` in the prompt (one way or the other, not both). Serves
  * I2V-B (the image is the first frame), R2V-B (the image is a reference) and the Seedance 1.0 Pro and
- * 1.5 Pro schemas (text-to-video, or first and last frames; 1.5 Pro's `generate_audio`).
+ * 1.5 Pro schemas (text-to-video, or first and last frames; 1.5 Pro's `generate_audio`), and Seedance
+ * 2.0's (reference images and videos).
  */
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
@@ -16,7 +17,8 @@ import {
 
 type ArkContent =
   | { type: 'text'; text: string }
-  | { type: 'image_url'; image_url: { url: string }; role: 'first_frame' | 'last_frame' | 'reference_image' };
+  | { type: 'image_url'; image_url: { url: string }; role: 'first_frame' | 'last_frame' | 'reference_image' }
+  | { type: 'video_url'; video_url: { url: string }; role: 'reference_video' };
 
 interface ArkSubmitBody {
   model: string;
@@ -54,6 +56,7 @@ export function arkSubmitBody(job: VideoJob, vendorCallbackUrl?: string): ArkSub
   const roleAt = (index: number) => (!isImageToVideo(job) ? 'reference_image' : index === 0 ? 'first_frame' : 'last_frame');
   const content: ArkContent[] = job.prompt === undefined ? [] : [{ type: 'text', text: job.prompt }];
   job.imageUrls.forEach((url, index) => content.push({ type: 'image_url', image_url: { url }, role: roleAt(index) }));
+  for (const url of job.videoUrls) content.push({ type: 'video_url', video_url: { url }, role: 'reference_video' });
   return {
     model: job.upstreamModel,
     content,

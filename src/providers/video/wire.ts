@@ -35,6 +35,7 @@ const PROFILE_TASK: Readonly<Record<VideoSchemaName, 'reference-to-video' | 'ima
   'VIDU-Q3-I2V': 'image-to-video',
   'SEEDANCE-1.0-PRO': 'image-to-video',
   'SEEDANCE-1.5-PRO': 'image-to-video',
+  'SEEDANCE-2.0': 'reference-to-video',
 });
 
 /** Whether the job's image is the video's first frame (image-to-video) rather than a reference to draw from. */
