@@ -27,6 +27,11 @@ const VIDEO_BODIES: Readonly<Record<string, object>> = {
   'I2V-B': { prompt: 'x [[mock job_ms=50]]', image_urls: [REF], duration: 3 },
   VEO: { prompt: 'x [[mock job_ms=50]]', duration: 4 },
   'VEO-LITE': { prompt: 'x [[mock job_ms=50]]', duration: 4 },
+  'WAN-R2V-FLASH': { prompt: 'x [[mock job_ms=50]]', image_urls: [REF], audio: false },
+  'VIDU-Q3-R2V': { prompt: '@1 waves [[mock job_ms=50]]', image_urls: [PNG_URI], duration: 3 },
+  'VIDU-Q3-I2V': { prompt: 'x [[mock job_ms=50]]', image_urls: [PNG_URI], duration: 2 },
+  'SEEDANCE-1.0-PRO': { prompt: 'x [[mock job_ms=50]]', duration: 2 },
+  'SEEDANCE-1.5-PRO': { prompt: 'x [[mock job_ms=50]]', image_urls: [REF], duration: 4 },
 };
 
 interface ModelRecord { id: string; modality: string; is_active: boolean; alias_of: string | null; capabilities: Record<string, unknown>; tags: string[] }

@@ -326,3 +326,46 @@ t.test('with MEDIA_STORAGE=off nothing is hosted: results come as the vendor gav
   const submit = bare.mock.requests().slice(mark).find((r) => r.path === '/bfl/v1/flux-2-pro');
   t.equal((submit?.body as { input_image?: string }).input_image, PNG_URI, 'the input sent inline');
 });
+
+t.test('Qwen-Image 2.0 Pro (DashScope, synchronous): images.generate rehosted and charged per image; an edit sends the images first; failures release the hold', async (t) => {
+  const { user, key } = await newUser();
+  const client = new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 });
+  const qwenCalls = (mark: number) => gateway.mock.requests().slice(mark).filter((r) => r.path.endsWith('/services/aigc/multimodal-generation/generation'));
+  let mark = gateway.mock.requests().length;
+  const result = await client.images.generate({ model: 'alibaba/qwen-image-2.0-pro', prompt: 'a poster that says hello', n: 2, size: '2048x1152' as any });
+  t.equal(result.data?.length, 2, 'two images');
+  for (const image of result.data ?? []) t.same((await fetchHosted(t, image.url!)).subarray(0, 8), PNG_SIGNATURE, 'a PNG on the media host');
+  const [call] = qwenCalls(mark);
+  t.match(call?.authorization, /^Bearer \S+/, 'the key as a bearer token');
+  t.same(call?.body, {
+    model: 'qwen-image-2.0-pro',
+    input: { messages: [{ role: 'user', content: [{ text: 'a poster that says hello' }] }] },
+    parameters: { n: 2, size: '2048*1152', watermark: false },
+  }, 'the prompt as the message, n and the size as W*H');
+  t.equal((await settled(user)).charged, NANO('0.15'), 'charged 2 x 0.075');
+
+  mark = gateway.mock.requests().length;
+  const edit = await generate(key, { model: 'alibaba/qwen-image-2.0-pro', prompt: 'make it blue', image_urls: [PNG_URI], negative_prompt: 'text', aspect_ratio: '3:4' });
+  t.equal(edit.status, 200, JSON.stringify(edit.body));
+  const body = qwenCalls(mark)[0]?.body as any;
+  t.equal(body?.input.messages[0].content.length, 2, 'the input image, then the prompt');
+  t.ok('image' in body.input.messages[0].content[0], 'the image first');
+  t.same(body?.parameters, { n: 1, size: '1536*2048', negative_prompt: 'text', watermark: false }, 'the aspect ratio as its size');
+  t.equal((await settled(user)).charged, NANO('0.225'), 'the edit charged 0.075 more');
+
+  const failed = await generate(key, { model: 'alibaba/qwen-image-2.0-pro', prompt: 'x [[mock fail=500]]' });
+  t.equal(failed.status, 502, 'a vendor 500 is a 502');
+  const fewer = await generate(key, { model: 'alibaba/qwen-image-2.0-pro', prompt: 'x [[mock images=0]]' });
+  t.equal(fewer.status, 502, 'no image is a 502');
+  const after = await settled(user);
+  t.equal(after.charged, NANO('0.225'), 'failures charge nothing');
+  t.equal(after.held, 0n, 'and hold nothing');
+
+  for (const [body, param] of [
+    [{ n: 5 }, 'n'], [{ size: '1024x1024' }, 'size'], [{ image_urls: [PNG_URI, PNG_URI, PNG_URI, PNG_URI] }, 'image_urls'], [{ quality: 'high' }, 'quality'],
+  ] as const) {
+    const refused = await generate(key, { model: 'alibaba/qwen-image-2.0-pro', prompt: 'x', ...body });
+    t.equal(refused.status, 400, `${param}: 400`);
+    t.equal(refused.body.error?.param, param, `names ${param}`);
+  }
+});

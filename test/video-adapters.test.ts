@@ -418,6 +418,21 @@ t.test('Ark: R2V-B puts the image as a reference', async (t) => {
   t.strictSame(textless.content.map((item) => item.type), ['image_url'], 'no empty text item without a prompt');
 });
 
+t.test('Ark: Seedance schemas: first and last frames, reference videos, camera_fixed and generate_audio', async (t) => {
+  const twoFrames = { ...R2V_B, profile: 'SEEDANCE-1.5-PRO', upstreamModel: 'seedance-1-5-pro-251215', imageUrls: ['https://img.example/a.png', 'https://img.example/b.png'], audio: false, cameraFixed: true } as const;
+  const body = JSON.parse(ARK_VIDEO.submit(twoFrames, ARK).body!) as Record<string, any>;
+  t.strictSame(body.content.slice(1).map((item: any) => item.role), ['first_frame', 'last_frame'], 'the first image opens the clip, the second closes it');
+  t.equal(body.generate_audio, false, 'the sound switch as generate_audio');
+  t.equal(body.camera_fixed, true);
+  const omni = { ...R2V_B, profile: 'SEEDANCE-2.0', upstreamModel: 'dreamina-seedance-2-0-260128', videoUrls: ['https://img.example/motion.mp4'] } as const;
+  const omniBody = JSON.parse(ARK_VIDEO.submit(omni, ARK).body!) as Record<string, any>;
+  t.strictSame(omniBody.content.slice(1), [
+    { type: 'image_url', image_url: { url: 'https://img.example/girl.png' }, role: 'reference_image' },
+    { type: 'video_url', video_url: { url: 'https://img.example/motion.mp4' }, role: 'reference_video' },
+  ], 'reference images, then reference videos');
+  t.notOk('generate_audio' in JSON.parse(ARK_VIDEO.submit(R2V_B, ARK).body!), 'no sound switch where the job has none');
+});
+
 t.test('Ark: submit answers', async (t) => {
   t.strictSame(ARK_VIDEO.submitted(200, json({ id: 'cgt-20250331175019-68d9t' })), { kind: 'submitted', upstreamId: 'cgt-20250331175019-68d9t' });
   isRefusal(t, ARK_VIDEO.submitted(400, json({ error: { code: 'InvalidParameter', message: 'The parameter `ratio` specified in the request is not valid. Request ID: 0217', type: 'BadRequest' } })),

@@ -466,3 +466,112 @@ t.test('what each profile reserves at its price line', (t) => {
   t.equal(reserved('I2V-B', { duration: 3 }), 45_000_000n, 'I2V-B: 3 s');
   t.end();
 });
+
+// ---- vendor schemas of the Wan, Vidu and Seedance models outside the profiles ----
+
+const VENDOR_MODELS = {
+  'WAN-R2V-FLASH': 'alibaba/wan2.6-r2v-flash', 'VIDU-Q3-R2V': 'shengshu/viduq3-r2v', 'VIDU-Q3-I2V': 'shengshu/viduq3-turbo-i2v',
+  'SEEDANCE-1.0-PRO': 'bytedance/seedance-1.0-pro', 'SEEDANCE-1.5-PRO': 'bytedance/seedance-1.5-pro', 'SEEDANCE-2.0': 'bytedance/seedance-2.0',
+} as const;
+type VendorSchema = keyof typeof VENDOR_MODELS;
+const VENDOR_BASE: Record<VendorSchema, Body> = {
+  'WAN-R2V-FLASH': { prompt: 'p', image_urls: [IMG] },
+  'VIDU-Q3-R2V': { prompt: 'p', image_urls: [IMG] },
+  'VIDU-Q3-I2V': { image_urls: [PNG] },
+  'SEEDANCE-1.0-PRO': { prompt: 'p' },
+  'SEEDANCE-1.5-PRO': { prompt: 'p' },
+  'SEEDANCE-2.0': { prompt: 'p' },
+};
+const parseVendor = (schema: VendorSchema, extra: Body = {}): VideoJob => parseVideoRequest(
+  Object.fromEntries(Object.entries({ model: VENDOR_MODELS[schema], ...VENDOR_BASE[schema], ...extra }).filter(([, value]) => value !== undefined)),
+  modelOf(VENDOR_MODELS[schema]),
+);
+
+t.test('vendor schemas: each model names its own, with every default filled in', (t) => {
+  const expected: Record<VendorSchema, Omit<VideoJob, 'profile' | 'model' | 'upstreamModel'>> = {
+    'WAN-R2V-FLASH': { prompt: 'p', imageUrls: [IMG], videoUrls: [], duration: 5, size: '1920*1080', shotType: 'single', audio: true, watermark: false },
+    'VIDU-Q3-R2V': { prompt: 'p', imageUrls: [IMG], videoUrls: [], duration: 5, resolution: '720p', aspectRatio: '16:9', audio: true },
+    'VIDU-Q3-I2V': { imageUrls: [PNG], videoUrls: [], duration: 5, resolution: '720p', audio: true },
+    'SEEDANCE-1.0-PRO': { prompt: 'p', imageUrls: [], videoUrls: [], duration: 5, resolution: '720p', aspectRatio: '16:9', watermark: false },
+    'SEEDANCE-1.5-PRO': { prompt: 'p', imageUrls: [], videoUrls: [], duration: 5, resolution: '720p', aspectRatio: '16:9', watermark: false, audio: true },
+    'SEEDANCE-2.0': { prompt: 'p', imageUrls: [], videoUrls: [], duration: 5, resolution: '720p', aspectRatio: 'adaptive', watermark: false, audio: true },
+  };
+  for (const schema of Object.keys(VENDOR_MODELS) as VendorSchema[]) {
+    t.equal(modelOf(VENDOR_MODELS[schema]).capabilities.profile, schema, `${VENDOR_MODELS[schema]} names ${schema}`);
+    const { profile, model, upstreamModel, ...rest } = parseVendor(schema);
+    t.equal(profile, schema);
+    t.equal(model, VENDOR_MODELS[schema]);
+    t.same(rest, expected[schema], `${schema}: defaults`);
+  }
+  t.equal(parseVendor('SEEDANCE-1.0-PRO', { image_urls: [IMG] }).aspectRatio, 'adaptive', 'Seedance: with a first frame the ratio defaults to the image\'s shape');
+  t.same(parseVendor('SEEDANCE-1.5-PRO', { image_urls: [IMG, PNG], ratio: '9:16', camera_fixed: true, audio: false }),
+    { profile: 'SEEDANCE-1.5-PRO', model: 'bytedance/seedance-1.5-pro', upstreamModel: 'seedance-1-5-pro-251215', prompt: 'p', imageUrls: [IMG, PNG], videoUrls: [],
+      duration: 5, resolution: '720p', aspectRatio: '9:16', watermark: false, audio: false, cameraFixed: true }, 'Seedance: ratio is the alias of aspect_ratio');
+  t.equal(parseVendor('SEEDANCE-1.0-PRO', { prompt: undefined, image_urls: [IMG] }).prompt, undefined, 'Seedance: an image alone is enough');
+  t.end();
+});
+
+t.test('vendor schemas: a wrong value is a 400 naming the field and what it may be', (t) => {
+  const cases: [VendorSchema, Body, string, RegExp][] = [
+    ['WAN-R2V-FLASH', { image_urls: undefined }, 'image_urls', /at least one reference/],
+    ['WAN-R2V-FLASH', { duration: 11 }, 'duration', /whole number from 2 to 10/],
+    ['WAN-R2V-FLASH', { resolution: '480p' }, 'resolution', /'720p', '1080p'/],
+    ['VIDU-Q3-R2V', { duration: 2 }, 'duration', /whole number from 3 to 16/],
+    ['VIDU-Q3-R2V', { resolution: '4k' }, 'resolution', /'540p', '720p', '1080p'/],
+    ['VIDU-Q3-R2V', { image_urls: urls(8) }, 'image_urls', /1 to 7 entries/],
+    ['VIDU-Q3-R2V', { prompt: '@2 waves' }, 'prompt', /@2.*1 image was sent/],
+    ['VIDU-Q3-R2V', { movement_amplitude: 'small' }, 'movement_amplitude', /./],
+    ['VIDU-Q3-R2V', { aspect_ratio: '4:3' }, 'aspect_ratio', /'16:9', '9:16', '1:1'/],
+    ['VIDU-Q3-I2V', { duration: 17 }, 'duration', /whole number from 1 to 16/],
+    ['VIDU-Q3-I2V', { image_urls: [PNG, PNG] }, 'image_urls', /exactly 1 entry/],
+    ['VIDU-Q3-I2V', { aspect_ratio: '16:9' }, 'aspect_ratio', /takes no aspect ratio/],
+    ['VIDU-Q3-I2V', { bgm: true }, 'bgm', /./],
+    ['SEEDANCE-1.0-PRO', { prompt: undefined }, 'prompt', /send a 'prompt', an image/],
+    ['SEEDANCE-1.0-PRO', { duration: 1 }, 'duration', /whole number from 2 to 12/],
+    ['SEEDANCE-1.0-PRO', { resolution: '480p' }, 'resolution', /'720p', '1080p'/],
+    ['SEEDANCE-1.0-PRO', { audio: true }, 'audio', /silent clips only/],
+    ['SEEDANCE-1.0-PRO', { image_urls: urls(3) }, 'image_urls', /at most 2 entries/],
+    ['SEEDANCE-1.0-PRO', { aspect_ratio: '2:1' }, 'aspect_ratio', /'16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'/],
+    ['SEEDANCE-1.0-PRO', { aspect_ratio: '16:9', ratio: '9:16' }, 'aspect_ratio', /contradicts ratio/],
+    ['SEEDANCE-1.0-PRO', { camera_fixed: 'yes' }, 'camera_fixed', /true or false/],
+    ['SEEDANCE-1.5-PRO', { duration: 3 }, 'duration', /whole number from 4 to 12/],
+    ['SEEDANCE-1.5-PRO', { resolution: '1080p' }, 'resolution', /'720p'/],
+    ['SEEDANCE-1.5-PRO', { audio: 'on' }, 'audio', /true or false/],
+    ['SEEDANCE-2.0', { prompt: undefined }, 'prompt', /Missing required parameter 'prompt'/],
+    ['SEEDANCE-2.0', { duration: 16 }, 'duration', /whole number from 4 to 15/],
+    ['SEEDANCE-2.0', { resolution: '1080p' }, 'resolution', /'480p', '720p'/],
+    ['SEEDANCE-2.0', { image_urls: urls(10) }, 'image_urls', /at most 9 entries/],
+    ['SEEDANCE-2.0', { video_urls: urls(4, MP4) }, 'video_urls', /at most 3 entries/],
+    ['SEEDANCE-2.0', { video_urls: [IMG] }, 'video_urls[0]', /MP4 video.*\.png/],
+    ['SEEDANCE-2.0', { camera_fixed: true }, 'camera_fixed', /./],
+  ];
+  for (const [schema, extra, param, message] of cases) {
+    const name = `${schema} ${JSON.stringify(extra)}`;
+    const error = caught(() => parseVendor(schema, extra));
+    if (!(error instanceof ApiError)) {
+      t.fail(`${name}: ${error === undefined ? 'accepted' : `threw ${String(error)}`}`);
+      continue;
+    }
+    t.match(error, { status: 400, code: 'invalid_request', param }, name);
+    t.match(error.message, message, `${name}: ${error.message.slice(0, 140)}`);
+  }
+  t.end();
+});
+
+t.test('vendor schemas: what each reserves at its price line', (t) => {
+  const reserved = (schema: VendorSchema, extra: Body = {}) => quote(modelOf(VENDOR_MODELS[schema]).sheet, videoCallOf(parseVendor(schema, extra))).worstCaseNano;
+  t.equal(reserved('WAN-R2V-FLASH'), 375_000_000n, 'Wan Flash: 1080p with audio, 5 s at 0.075');
+  t.equal(reserved('WAN-R2V-FLASH', { resolution: '720p', audio: false }), 125_000_000n, 'Wan Flash: 720p silent at 0.025');
+  t.equal(reserved('WAN-R2V-FLASH', { size: '1280*720', duration: 10 }), 500_000_000n, 'Wan Flash: 720p with audio, 10 s at 0.05');
+  t.equal(reserved('VIDU-Q3-R2V'), 500_000_000n, 'Vidu Q3 R2V: 720p 5 s at 0.10');
+  t.equal(reserved('VIDU-Q3-R2V', { resolution: '540p', duration: 16 }), 800_000_000n, 'Vidu Q3 R2V: 540p 16 s at 0.05');
+  t.equal(reserved('VIDU-Q3-I2V', { resolution: '1080p', duration: 1 }), 80_000_000n, 'Vidu Q3 Turbo: 1080p 1 s at 0.08');
+  t.equal(reserved('VIDU-Q3-I2V', { audio: false }), 300_000_000n, 'Vidu Q3 Turbo: 720p 5 s at 0.06, sound or not');
+  t.equal(reserved('SEEDANCE-1.0-PRO', { resolution: '1080p', duration: 12 }), 1_440_000_000n, 'Seedance 1.0 Pro: 1080p 12 s at 0.12');
+  t.equal(reserved('SEEDANCE-1.0-PRO'), 270_000_000n, 'Seedance 1.0 Pro: 720p 5 s at 0.054');
+  t.equal(reserved('SEEDANCE-1.5-PRO'), 260_000_000n, 'Seedance 1.5 Pro: 720p with audio, 5 s at 0.052');
+  t.equal(reserved('SEEDANCE-1.5-PRO', { audio: false, duration: 4 }), 104_000_000n, 'Seedance 1.5 Pro: silent, 4 s at 0.026');
+  // Listed inactive (price-unverified): its schema is ready for the day a USD rate is known.
+  t.equal(reserved('SEEDANCE-2.0', { duration: 15 }), 1_500_000_000n, 'Seedance 2.0: the unverified 0.10 a second');
+  t.end();
+});

@@ -76,11 +76,32 @@ const PROFILES = [
   { profile: 'I2V-B', model: 'bytedance/seedance-1.0-pro-fast', body: { prompt: 'waves roll in', image_urls: [REF] }, usd: '0.075', seconds: 5, vendor: '/bytedance/' },
 ] as const;
 
-t.test('each profile: the OpenAI client submits, polls to success, downloads the video; one charge at the profile price', async (t) => {
-  for (const c of PROFILES) {
+/** The models of the vendor schemas on these adapters, with what their submit must carry at the vendor. */
+const VENDOR_SCHEMAS = [
+  { profile: 'WAN-R2V-FLASH', model: 'alibaba/wan2.6-r2v-flash', body: { prompt: 'two friends wave', image_urls: [REF], resolution: '720p', audio: false },
+    usd: '0.125', seconds: 5, vendor: '/alibaba/', wire: { model: 'wan2.6-r2v-flash', input: { reference_urls: [REF] }, parameters: { size: '1280*720', audio: false, duration: 5 } } },
+  { profile: 'VIDU-Q3-R2V', model: 'shengshu/viduq3-r2v', body: { prompt: '@1 meets @2', image_urls: [REF, REF], duration: 3, resolution: '1080p' },
+    usd: '0.375', seconds: 3, vendor: '/shengshu/v1/ent/v2/reference2video',
+    wire: { model: 'viduq3', subjects: [{ id: '1', images: [REF] }, { id: '2', images: [REF] }], audio: true, duration: 3, resolution: '1080p', aspect_ratio: '16:9' } },
+  { profile: 'VIDU-Q3-I2V', model: 'shengshu/viduq3-turbo-i2v', body: { image_urls: [REF], duration: 4, resolution: '540p' },
+    usd: '0.16', seconds: 4, vendor: '/shengshu/v1/ent/v2/img2video', wire: { model: 'viduq3-turbo', images: [REF], audio: true, duration: 4, resolution: '540p' } },
+  { profile: 'SEEDANCE-1.0-PRO', model: 'bytedance/seedance-1.0-pro', body: { prompt: 'a lighthouse at night', duration: 2, resolution: '1080p', camera_fixed: true },
+    usd: '0.24', seconds: 2, vendor: '/bytedance/',
+    wire: { model: 'seedance-1-0-pro-250528', content: [{ type: 'text' }], ratio: '16:9', duration: 2, resolution: '1080p', camera_fixed: true } },
+  { profile: 'SEEDANCE-1.5-PRO', model: 'bytedance/seedance-1.5-pro', body: { prompt: 'from dawn to dusk', image_urls: [REF, 'https://localhost/last.png'], duration: 4 },
+    usd: '0.208', seconds: 4, vendor: '/bytedance/',
+    wire: {
+      model: 'seedance-1-5-pro-251215', ratio: 'adaptive', duration: 4, resolution: '720p', generate_audio: true,
+      content: [{ type: 'text' }, { type: 'image_url', image_url: { url: REF }, role: 'first_frame' }, { type: 'image_url', image_url: { url: 'https://localhost/last.png' }, role: 'last_frame' }],
+    } },
+] as const;
+
+t.test('each profile and vendor schema: the OpenAI client submits, polls to success, downloads the video; one charge at the price', async (t) => {
+  for (const c of [...PROFILES, ...VENDOR_SCHEMAS]) {
     await t.test(c.profile, async (t) => {
       const { user, key } = await newUser();
       const client = new OpenAI({ apiKey: key, baseURL: gateway.v1 });
+      const mark = gateway.mock.requests().length;
       const prompt = 'prompt' in c.body ? { prompt: `${c.body.prompt} [[mock job_ms=150]]` } : {};
       const submitted = await client.post('/videos/generations', { body: { model: c.model, ...c.body, ...prompt } }) as Task;
       t.match(submitted, { object: 'video.generation', status: 'pending', model: c.model }, 'answered at once, pending');
@@ -103,6 +124,10 @@ t.test('each profile: the OpenAI client submits, polls to success, downloads the
       t.equal(video.subarray(4, 8).toString('latin1'), 'ftyp', 'an MP4 file');
       t.equal(mp4DurationSeconds(video), c.seconds, 'of the requested length');
       t.ok(gateway.mock.requests().some((r) => r.path.includes(c.vendor)), `the ${c.vendor} vendor was called`);
+      if ('wire' in c) {
+        const submit = gateway.mock.requests().slice(mark).find((r) => r.path.includes(c.vendor) && typeof r.body === 'object' && r.body !== null);
+        t.match(submit?.body, c.wire, 'the submit carries the vendor\'s parameters');
+      }
 
       await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
       const after = await money(user);
@@ -136,6 +161,25 @@ t.test('a failing task shows its error and leaves the balance as before (each ve
     const after = await money(user);
     t.same(after.usage, [], `${vendor}: no transaction`);
     t.equal(after.credits, NANO('10'), `${vendor}: credits as before`);
+  }
+});
+
+t.test('a failing task of each vendor schema leaves the balance as before', async (t) => {
+  const codes: Record<string, string> = { '/alibaba/': 'DataInspectionFailed', '/shengshu/': 'CreationPolicyViolation', '/bytedance/': 'OutputImageRiskDetection' };
+  for (const c of VENDOR_SCHEMAS) {
+    const { user, key } = await newUser();
+    const code = Object.entries(codes).find(([path]) => c.vendor.startsWith(path))![1];
+    const prompt = 'prompt' in c.body ? c.body.prompt : 'x';
+    const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: c.model, ...c.body, prompt: `${prompt} [[mock job_ms=50 task_fail=${code}]]` });
+    t.equal(submitted.status, 200, c.model);
+    t.equal((await gateway.balanceNano(user)).held, NANO(c.usd), `${c.model}: its price held`);
+    const task = await finished(key, submitted.body.id);
+    t.match(task, { status: 'failed', error: { code } }, `${c.model}: failed with the vendor's code`);
+    await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+    const after = await money(user);
+    t.same(after.usage, [], `${c.model}: no transaction`);
+    t.equal(after.credits, NANO('10'), `${c.model}: credits as before`);
+    t.equal(after.held, 0n, `${c.model}: the hold released`);
   }
 });
 
@@ -200,6 +244,11 @@ t.test('validation, unknown models and URL rules answer 4xx in the envelope', as
     ['private image URL', { model: 'shengshu/viduq2-r2v', prompt: '@1', image_urls: ['https://192.168.1.1/a.png'] }, 400, 'image_urls[0]'],
     ['plain-http image URL', { model: 'shengshu/viduq2-r2v', prompt: '@1', image_urls: ['http://example.com/a.png'] }, 400, 'image_urls[0]'],
     ['plain-http video URL', { model: 'alibaba/wan2.6-r2v', prompt: 'x', video_urls: ['http://example.com/a.mp4'] }, 400, 'video_urls[0]'],
+    ['Wan R2V Flash without a reference', { model: 'alibaba/wan2.6-r2v-flash', prompt: 'x' }, 400, 'image_urls'],
+    ['Vidu Q3 R2V for 2 seconds', { model: 'shengshu/viduq3-r2v', prompt: '@1', image_urls: [REF], duration: 2 }, 400, 'duration'],
+    ['Vidu Q3 Turbo with background music', { model: 'shengshu/viduq3-turbo-i2v', image_urls: [REF], bgm: true }, 400, 'bgm'],
+    ['Seedance 1.0 Pro at 480p', { model: 'bytedance/seedance-1.0-pro', prompt: 'x', resolution: '480p' }, 400, 'resolution'],
+    ['Seedance 1.5 Pro with three images', { model: 'bytedance/seedance-1.5-pro', prompt: 'x', image_urls: [REF, REF, REF] }, 400, 'image_urls'],
   ];
   for (const [name, body, status, param] of cases) {
     const response = await post(body);

@@ -15,6 +15,7 @@ import { endMidBody, resetConnection } from './connection.js';
 import { FaultBook, bearerToken, cutPoint, playFault, retryAfterHeader, streamFailure, type FaultCounts, type MockFault, type MockFaults, type StreamFailure } from './faults.js';
 import { FILES_PREFIX, FileStore, serveFile } from './files.js';
 import { imageEndpoint, openaiImages } from './images.js';
+import { QWEN_IMAGE_PATH, qwenImages } from './qwen-images.js';
 import { embeddingsEndpoint, geminiEmbeddings, openaiEmbeddings } from './embeddings.js';
 import { BEDROCK_PATH, MockCloud, TOKEN_PATH, type MockCloudOptions } from './cloud.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
@@ -162,6 +163,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   const embeddings = req.method === 'POST' ? embeddingsEndpoint(path) : undefined;
   if (embeddings === 'openai') return openaiEmbeddings(req, exchange, behaviour, faults, readBody);
   if (embeddings === 'gemini') return geminiEmbeddings(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody);
+  if (req.method === 'POST' && path === QWEN_IMAGE_PATH) return qwenImages(req, exchange, faults, readBody, images);
   if (VideoTasks.handles(path)) return videos.route(req, res, exchange, faults, path, readBody);
   if (VeoOperations.handles(path, req.method)) return veo.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);

@@ -9,7 +9,9 @@ export type VideoProfile = (typeof VIDEO_PROFILES)[number];
  * onto what the vendor documents (src/http/schemas/videos.ts). A catalog model names one in
  * `capabilities.profile` as it names a profile.
  */
-export const VENDOR_VIDEO_SCHEMAS = ['VEO', 'VEO-LITE'] as const;
+export const VENDOR_VIDEO_SCHEMAS = [
+  'VEO', 'VEO-LITE', 'WAN-R2V-FLASH', 'VIDU-Q3-R2V', 'VIDU-Q3-I2V', 'SEEDANCE-1.0-PRO', 'SEEDANCE-1.5-PRO', 'SEEDANCE-2.0',
+] as const;
 export type VideoSchemaName = VideoProfile | (typeof VENDOR_VIDEO_SCHEMAS)[number];
 
 /**
@@ -28,7 +30,7 @@ export interface VideoJob {
   readonly negativePrompt?: string;
   /** Reference or first-frame images, in the caller's order: https URLs or `data:` URIs. */
   readonly imageUrls: readonly string[];
-  /** Reference videos (R2V-A): https URLs. */
+  /** Reference videos (R2V-A, Seedance 2.0): https URLs. */
   readonly videoUrls: readonly string[];
   /** Seconds of output. */
   readonly duration: number;
@@ -44,6 +46,8 @@ export interface VideoJob {
   readonly seed?: number;
   readonly movementAmplitude?: string;
   readonly bgm?: boolean;
+  /** Seedance: hold the camera still. */
+  readonly cameraFixed?: boolean;
 }
 
 /** What the price sheet needs of a job (billing/media-pricing.ts). */

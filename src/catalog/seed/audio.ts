@@ -115,10 +115,12 @@ export const AUDIO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'suno/suno-v5.5', name: 'Suno v5.5', provider: 'Suno', modality: 'audio',
-    description: 'Suno v5.5 music generation (two tracks per generation). Not offered: Suno has no official API, only third-party wrappers.',
-    tags: ['audio', 'music', 'no-official-api', 'price-unverified'], family: 'suno-wrapper', upstreamVendor: 'suno', upstreamModel: 'v5.5',
+    description: 'Suno v5.5 music generation (two tracks per generation). Retired from the catalog: Suno publishes no official developer API (only its apps; the APIs sold for it are third-party wrappers of its web session), so the gateway cannot serve it; for music use Eleven Music, MiniMax Music 2.5 or Lyria 3.5.',
+    tags: ['audio', 'music', 'no-official-api', 'retired'], family: 'suno-wrapper', upstreamVendor: 'suno', upstreamModel: 'v5.5',
     capabilities: { task: 'music', sync: false },
     prices: [{ component: 'request', usd: '0.111', confidence: 'unverified' }],
-    isPopular: false, isActive: false, source: 'evolink; aivideoapi; apiframe (no official API)',
+    // No retirement date: there never was an official API to shut down.
+    isPopular: false, isActive: false, status: 'retired',
+    source: 'evolink; aivideoapi; apiframe (wrapper prices); hivebook Suno page (May 2026: no official developer API)',
   },
 ].map((seed) => Object.freeze(seed)) as MediaSeed[]);

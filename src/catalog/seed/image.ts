@@ -138,11 +138,14 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'alibaba/qwen-image-2.0-pro', name: 'Qwen-Image 2.0 Pro', provider: 'Alibaba', modality: 'image',
-    description: 'Alibaba Qwen-Image 2.0 Pro generation and editing on DashScope. Not offered: no price known.',
-    tags: ['image', 'text-to-image', 'edit', 'price-unverified'], family: 'dashscope', upstreamVendor: 'alibaba', upstreamModel: 'qwen-image-2.0-pro',
-    capabilities: { maxN: 1, imageInput: true, sync: false },
-    prices: [],
-    isPopular: false, isActive: false, source: 'LiteLLM ids without prices',
+    description: 'Alibaba Qwen-Image 2.0 Pro on DashScope: text-to-image with strong Chinese and English text rendering, and editing or combining up to 3 input images; up to 4 images per call, 2K by default.',
+    tags: ['image', 'text-to-image', 'edit', 'typography'], family: 'dashscope', upstreamVendor: 'alibaba', upstreamModel: 'qwen-image-2.0-pro',
+    capabilities: {
+      maxN: 4, sizes: ['2048x2048', '2048x1152', '1152x2048', '2048x1536', '1536x2048'], imageInput: true, maxReferenceImages: 3, negativePrompt: true, sync: true,
+    },
+    prices: [{ component: 'image', usd: '0.075', confidence: 'C' }],
+    isPopular: false,
+    source: 'empiriolabs ("was" price, its Singapore list) and eachlabs agree on 0.075 per image; Model Studio lists CNY 0.50 per image (crazyrouter) (docs/vendors/wan-vidu-seedance.md)',
   },
   {
     id: 'xai/grok-imagine-image', name: 'Grok Imagine Image', provider: 'xAI', modality: 'image',

@@ -36,7 +36,7 @@ const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'
  * test/callable-models.test.ts keeps these lists equal to the adapters.
  */
 export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
-  image: ['openai-images', 'bfl', 'gemini-images'],
+  image: ['openai-images', 'bfl', 'gemini-images', 'dashscope'],
   video: ['dashscope', 'vidu', 'modelark', 'gemini-video'],
   audio: ['openai-audio', 'elevenlabs', 'minimax', 'gemini-audio'],
 });

@@ -179,6 +179,7 @@ interface Fields {
   readonly seed?: number;
   readonly movement_amplitude?: string;
   readonly bgm?: boolean;
+  readonly camera_fixed?: boolean;
 }
 
 interface Profile {
@@ -271,24 +272,66 @@ const veo = (resolutions: readonly [string, ...string[]]) => profile(v.strictObj
   return fields;
 });
 
+/** Vidu Q3's image-to-video fields (I2V-A's Q3 Pro and Q3 Turbo); the general table's `aspect_ratio` is refused: the clip takes its image's shape. */
+const VIDU_Q3_IMAGE_TO_VIDEO = {
+  ...COMMON,
+  prompt: opt(text(2000)),
+  image_urls: images(1, 1),
+  duration: opt(wholeNumber(1, 16), 5),
+  resolution: opt(oneOf(TIERS), '720p'),
+  aspect_ratio: opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.')),
+  seed: opt(seed),
+};
+
+/**
+ * ByteDance Seedance on Ark (docs/vendors/wan-vidu-seedance.md): text-to-video, or image-to-video
+ * with a first frame and optionally a last frame; `aspect_ratio` (or its alias `ratio`) defaults to
+ * 16:9 without an image and to `adaptive` (the image's shape) with one. Only the resolutions the
+ * catalog prices are taken.
+ */
+const SEEDANCE_RATIOS = ['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive'] as const;
+const seedance = (durations: { min: number; max: number }, resolutions: readonly [string, ...string[]], withAudio: boolean) => profile(v.strictObject({
+  ...COMMON,
+  prompt: opt(text(5000)),
+  image_urls: opt(images(0, 2)),
+  duration: opt(wholeNumber(durations.min, durations.max), 5),
+  resolution: opt(oneOf(resolutions), '720p'),
+  aspect_ratio: opt(oneOf(SEEDANCE_RATIOS)),
+  ratio: opt(oneOf(SEEDANCE_RATIOS)),
+  camera_fixed: opt(flag),
+  watermark: opt(flag, false),
+  seed: opt(seed),
+  audio: withAudio ? opt(flag, true) : opt(v.never('this model makes silent clips only; leave audio out.')),
+}), (fields) => {
+  const imageCount = fields.image_urls?.length ?? 0;
+  if (fields.prompt === undefined && imageCount === 0) {
+    throw badRequest("Invalid request: send a 'prompt', an image in 'image_urls' (the first frame), or both.", 'prompt');
+  }
+  return oneRatio('aspect_ratio', imageCount === 0 ? '16:9' : 'adaptive')(fields);
+});
+
+const R2V_A = profile(v.strictObject({
+  ...COMMON,
+  prompt: text(1500),
+  negative_prompt: opt(text(500)),
+  image_urls: opt(list(reference({ what: `${HTTPS_URL} of a PNG or JPEG image`, extensions: ['png', 'jpg', 'jpeg'] }), 0, 5)),
+  video_urls: opt(list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4'] }), 0, 3)),
+  size: opt(oneOf(R2V_A_SIZE_NAMES)),
+  resolution: opt(oneOf(['720p', '1080p'] as const)),
+  aspect_ratio: opt(oneOf(['16:9', '9:16', '1:1', '4:3', '3:4'] as const)),
+  duration: opt(wholeNumber(2, 10), 5),
+  shot_type: opt(oneOf(['single', 'multi'] as const), 'single'),
+  audio: opt(flag, true),
+  watermark: opt(flag, false),
+  seed: opt(seed),
+}), r2vA);
+
 const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
   VEO: veo(['720p', '1080p', '4k']),
   'VEO-LITE': veo(['720p', '1080p']),
-  'R2V-A': profile(v.strictObject({
-    ...COMMON,
-    prompt: text(1500),
-    negative_prompt: opt(text(500)),
-    image_urls: opt(list(reference({ what: `${HTTPS_URL} of a PNG or JPEG image`, extensions: ['png', 'jpg', 'jpeg'] }), 0, 5)),
-    video_urls: opt(list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4'] }), 0, 3)),
-    size: opt(oneOf(R2V_A_SIZE_NAMES)),
-    resolution: opt(oneOf(['720p', '1080p'] as const)),
-    aspect_ratio: opt(oneOf(['16:9', '9:16', '1:1', '4:3', '3:4'] as const)),
-    duration: opt(wholeNumber(2, 10), 5),
-    shot_type: opt(oneOf(['single', 'multi'] as const), 'single'),
-    audio: opt(flag, true),
-    watermark: opt(flag, false),
-    seed: opt(seed),
-  }), r2vA),
+  'R2V-A': R2V_A,
+  // Wan 2.6 R2V Flash takes the same parameters as Wan 2.6 R2V (docs/vendors/wan-vidu-seedance.md); its price is tiered by audio too.
+  'WAN-R2V-FLASH': R2V_A,
   'R2V-B': profile(v.strictObject({
     ...COMMON,
     prompt: text(7000),
@@ -322,17 +365,36 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
     bgm: opt(flag, false),
     seed: opt(seed),
   }), referencesInRange),
-  'I2V-A': profile(v.strictObject({
+  'I2V-A': profile(v.strictObject({ ...VIDU_Q3_IMAGE_TO_VIDEO, movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto') })),
+  // Vidu Q3 (docs/vendors/wan-vidu-seedance.md): sound on by default; Q2's movement amplitude and background music are not Q3 switches.
+  'VIDU-Q3-R2V': profile(v.strictObject({
     ...COMMON,
-    prompt: opt(text(2000)),
-    image_urls: images(1, 1),
-    duration: opt(wholeNumber(1, 16), 5),
+    prompt: text(2000),
+    image_urls: images(1, 7),
+    duration: opt(wholeNumber(3, 16), 5),
     resolution: opt(oneOf(TIERS), '720p'),
-    // The general table's field, which this model cannot honour: the clip takes its image's shape.
-    aspect_ratio: opt(v.never('this model takes no aspect ratio: the clip keeps the shape of its image; leave it out.')),
-    movement_amplitude: opt(oneOf(AMPLITUDES_HIGH), 'auto'),
+    aspect_ratio: opt(oneOf(RATIOS_3), '16:9'),
+    audio: opt(flag, true),
     seed: opt(seed),
-  })),
+  }), referencesInRange),
+  'VIDU-Q3-I2V': profile(v.strictObject({ ...VIDU_Q3_IMAGE_TO_VIDEO, audio: opt(flag, true) })),
+  'SEEDANCE-1.0-PRO': seedance({ min: 2, max: 12 }, ['720p', '1080p'], false),
+  'SEEDANCE-1.5-PRO': seedance({ min: 4, max: 12 }, ['720p'], true),
+  // Seedance 2.0 (docs/vendors/wan-vidu-seedance.md): omni-reference; up to 9 reference images and 3
+  // reference videos (referred to in the prompt as image 1, video 1…); the vendor's audio references are not taken.
+  'SEEDANCE-2.0': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(5000),
+    image_urls: opt(images(0, 9)),
+    video_urls: opt(list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4', 'mov'] }), 0, 3)),
+    duration: opt(wholeNumber(4, 15), 5),
+    resolution: opt(oneOf(['480p', '720p'] as const), '720p'),
+    aspect_ratio: opt(oneOf(SEEDANCE_RATIOS)),
+    ratio: opt(oneOf(SEEDANCE_RATIOS)),
+    audio: opt(flag, true),
+    watermark: opt(flag, false),
+    seed: opt(seed),
+  }), oneRatio('aspect_ratio', 'adaptive')),
   'I2V-B': profile(v.strictObject({
     ...COMMON,
     prompt: text(5000),
@@ -384,5 +446,6 @@ export function parseVideoRequest(body: Record<string, unknown>, model: MediaMod
     seed: fields.seed,
     movementAmplitude: fields.movement_amplitude,
     bgm: fields.bgm,
+    cameraFixed: fields.camera_fixed,
   });
 }

@@ -4,7 +4,9 @@
  * answers `status` in lower case, with `content.video_url` (24 h) on success or `error{code,message}`
  * on failure. Request errors are `{error:{code,message,type}}` with a 4xx. Output settings go as
  * top-level body fields, never as `--flags` in the prompt (one way or the other, not both). Serves
- * I2V-B (the image is the first frame) and R2V-B (the image is a reference).
+ * I2V-B (the image is the first frame), R2V-B (the image is a reference) and the Seedance 1.0 Pro and
+ * 1.5 Pro schemas (text-to-video, or first and last frames; 1.5 Pro's `generate_audio`), and Seedance
+ * 2.0's (reference images and videos).
  */
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
@@ -15,7 +17,8 @@ import {
 
 type ArkContent =
   | { type: 'text'; text: string }
-  | { type: 'image_url'; image_url: { url: string }; role: 'first_frame' | 'reference_image' };
+  | { type: 'image_url'; image_url: { url: string }; role: 'first_frame' | 'last_frame' | 'reference_image' }
+  | { type: 'video_url'; video_url: { url: string }; role: 'reference_video' };
 
 interface ArkSubmitBody {
   model: string;
@@ -25,6 +28,8 @@ interface ArkSubmitBody {
   resolution?: string;
   seed?: number;
   watermark?: boolean;
+  camera_fixed?: boolean;
+  generate_audio?: boolean;
   callback_url?: string;
 }
 
@@ -47,9 +52,11 @@ const UNNAMED: Readonly<Record<string, { readonly code: string; readonly message
 });
 
 export function arkSubmitBody(job: VideoJob, vendorCallbackUrl?: string): ArkSubmitBody {
-  const role = isImageToVideo(job) ? 'first_frame' : 'reference_image';
+  // Image-to-video: the first image opens the clip and a second one closes it.
+  const roleAt = (index: number) => (!isImageToVideo(job) ? 'reference_image' : index === 0 ? 'first_frame' : 'last_frame');
   const content: ArkContent[] = job.prompt === undefined ? [] : [{ type: 'text', text: job.prompt }];
-  for (const url of job.imageUrls) content.push({ type: 'image_url', image_url: { url }, role });
+  job.imageUrls.forEach((url, index) => content.push({ type: 'image_url', image_url: { url }, role: roleAt(index) }));
+  for (const url of job.videoUrls) content.push({ type: 'video_url', video_url: { url }, role: 'reference_video' });
   return {
     model: job.upstreamModel,
     content,
@@ -60,6 +67,9 @@ export function arkSubmitBody(job: VideoJob, vendorCallbackUrl?: string): ArkSub
     resolution: job.resolution?.toLowerCase(),
     seed: job.seed,
     watermark: job.watermark,
+    camera_fixed: job.cameraFixed,
+    // Seedance 1.5 Pro's sound switch; the job has none for silent models, and the field is then left out.
+    generate_audio: job.audio,
     callback_url: vendorCallbackUrl,
   };
 }

@@ -3,7 +3,8 @@
  * `POST {api}/services/aigc/video-generation/video-synthesis` (async only, `X-DashScope-Async: enable`)
  * answers `output.task_id`; `GET {api}/tasks/{id}` answers `output.task_status` in upper case, with
  * `output.video_url` (a signed URL, 24 h) on success or a flat `output.code`/`output.message` on failure.
- * Request errors are flat `{code, message}` bodies with a 4xx. Serves R2V-A (`wan2.6-r2v`).
+ * Request errors are flat `{code, message}` bodies with a 4xx. Serves R2V-A (`wan2.6-r2v`) and
+ * `wan2.6-r2v-flash` (the same body).
  */
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';

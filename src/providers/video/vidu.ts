@@ -2,7 +2,8 @@
  * ShengShu Vidu's task API (`Authorization: Token <key>`): `POST {base}/ent/v2/reference2video` or
  * `/ent/v2/img2video` answers a `task_id`; `GET {base}/ent/v2/tasks/{id}/creations` answers `state`
  * in lower case, with `creations[0].url` (24 h) on success or an `err_code` on failure. Serves R2V-C
- * (`viduq2`, subjects form, audio-capable), R2V-D (`viduq1`, images form) and I2V-A (`viduq3-pro`).
+ * (`viduq2`, subjects form, audio-capable), R2V-D (`viduq1`, images form), I2V-A (`viduq3-pro`), and
+ * Vidu Q3's schemas (`viduq3` reference-to-video in the subjects form, `viduq3-turbo` img2video).
  */
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
@@ -94,7 +95,7 @@ export function viduSubmit(job: VideoJob, vendorCallbackUrl?: string): ViduSubmi
     return { path: '/ent/v2/img2video', body: { ...common, images: [...job.imageUrls], audio: job.audio ?? true } };
   }
   const shaping = { aspect_ratio: job.aspectRatio, bgm: job.bgm };
-  if (job.profile === 'R2V-C' || job.audio === true) {
+  if (job.profile === 'R2V-C' || job.profile === 'VIDU-Q3-R2V' || job.audio === true) {
     // Subject ids 1, 2, … in the caller's image order: the prompt's @1, @2 address them.
     const subjects = job.imageUrls.map((url, index) => ({ id: String(index + 1), images: [url] }));
     return { path: '/ent/v2/reference2video', body: { ...common, subjects, audio: job.audio, ...shaping } };

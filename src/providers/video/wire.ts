@@ -30,6 +30,12 @@ const PROFILE_TASK: Readonly<Record<VideoSchemaName, 'reference-to-video' | 'ima
   'I2V-B': 'image-to-video',
   VEO: 'image-to-video',
   'VEO-LITE': 'image-to-video',
+  'WAN-R2V-FLASH': 'reference-to-video',
+  'VIDU-Q3-R2V': 'reference-to-video',
+  'VIDU-Q3-I2V': 'image-to-video',
+  'SEEDANCE-1.0-PRO': 'image-to-video',
+  'SEEDANCE-1.5-PRO': 'image-to-video',
+  'SEEDANCE-2.0': 'reference-to-video',
 });
 
 /** Whether the job's image is the video's first frame (image-to-video) rather than a reference to draw from. */
