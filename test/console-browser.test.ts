@@ -89,6 +89,49 @@ for (const size of Object.keys(VIEWPORTS) as ViewportName[]) {
   });
 }
 
+/** What the focused element is called: its aria-label, its label's text or its own text; and whether its focus shows. */
+const FOCUSED = `(() => {
+  const el = document.activeElement;
+  if (!el || el === document.body) return { name: '', ring: false };
+  const label = el.id ? document.querySelector('label[for="' + el.id + '"]') : null;
+  const name = (el.getAttribute('aria-label') || (label && label.textContent) || el.textContent || '').trim();
+  const style = getComputedStyle(el);
+  return { name, ring: style.outlineStyle !== 'none' || style.boxShadow !== 'none' };
+})()`;
+
+/** Presses Tab until the element called `name` has the focus (false when `max` presses do not reach it). */
+async function tabTo(page: Page, name: string, max = 80): Promise<{ reached: boolean; ring: boolean }> {
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(FOCUSED) as { name: string; ring: boolean };
+    if (focused.name === name) return { reached: true, ring: focused.ring };
+  }
+  return { reached: false, ring: false };
+}
+
+t.test('phone, keyboard only: from the navigation to a new key\'s secret, every control reached by Tab with its focus shown', { skip }, async (t) => {
+  const context = await browserContext(browser, 'phone');
+  t.teardown(() => context.close());
+  const { page, problems } = await testPage(t, context, 'console-keyboard');
+  await signIn(page, 'keyboard-person@example.test');
+  await page.locator('body').focus();
+
+  const nav = await tabTo(page, 'API keys');
+  t.ok(nav.reached, 'Tab reaches the API keys link');
+  t.ok(nav.ring, 'its focus shows');
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+  t.ok((await tabTo(page, 'Name')).reached, 'Tab reaches the Name field');
+  await page.keyboard.type('keyboard key');
+  const create = await tabTo(page, 'Create key');
+  t.ok(create.reached, 'Tab reaches Create key');
+  t.ok(create.ring, 'its focus shows');
+  await page.keyboard.press('Enter');
+  const secret = (await page.getByTestId('new-key-secret').textContent())?.trim() ?? '';
+  t.match(secret, /^sk-gw-/, 'Enter created the key: its secret is on the page');
+  t.same(ownProblems(problems), [], 'no script error, nothing refused by the content security policy');
+});
+
 t.test('the whole flow: top up, a key, a call, its cost everywhere, a task cancelled, the key revoked', { skip }, async (t) => {
   const login = 'e2e-person@example.test';
   const context = await browserContext(browser, 'desktop');
