@@ -6,6 +6,7 @@ import type { VendorRefusal, VendorRequest, VendorTarget, VendorTaskState, Video
 import { DASHSCOPE_VIDEO, dashscopeApiBase } from '../src/providers/video/dashscope.js';
 import { VIDU_VIDEO } from '../src/providers/video/vidu.js';
 import { ARK_VIDEO } from '../src/providers/video/ark.js';
+import { MINIMAX_VIDEO } from '../src/providers/video/minimax.js';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { entryOf, isImageToVideo, refusalOf } from '../src/providers/video/wire.js';
 import { VIDEO_PROFILES, type VideoJob } from '../src/tasks/video-job.js';
@@ -486,27 +487,83 @@ t.test('Ark: poll answers', async (t) => {
 t.test('Ark: shared HTTP rules', async (t) => sharedHttpRules(t, ARK_VIDEO, (code, message) => ({ error: { code, message, type: 'BadRequest' } })));
 
 // ---------------------------------------------------------------------------------------------------
+// MiniMax Hailuo (docs/vendors/minimax-hailuo.md)
+
+const MINIMAX: VendorTarget = { baseUrl: 'https://api.minimax.io/v1', apiKey: 'mm-test-secret' };
+const HAILUO: VideoJob = {
+  profile: 'HAILUO', model: 'minimax/hailuo-2.3', upstreamModel: 'MiniMax-Hailuo-2.3', prompt: 'a lighthouse at dawn',
+  imageUrls: ['https://img.example/frame.png'], videoUrls: [], duration: 10, resolution: '768P', promptOptimizer: false,
+};
+
+t.test('MiniMax Hailuo: the submit request, with and without a first frame', async (t) => {
+  const request = (MINIMAX_VIDEO as VideoAdapter).submit(HAILUO, MINIMAX, 'https://gw.example/hooks/vendor-task/x');
+  t.strictSame(requestParts(request), {
+    method: 'POST', url: 'https://api.minimax.io/v1/video_generation',
+    headers: { authorization: 'Bearer mm-test-secret', 'content-type': 'application/json' },
+    body: { model: 'MiniMax-Hailuo-2.3', prompt: 'a lighthouse at dawn', first_frame_image: 'https://img.example/frame.png', duration: 10, resolution: '768P', prompt_optimizer: false },
+  }, 'no callback_url: MiniMax wants a challenge answered first, so the task is polled');
+  keyOnlyInHeader(t, request, MINIMAX.apiKey, 'Bearer');
+  t.strictSame(requestParts(MINIMAX_VIDEO.submit({ ...HAILUO, imageUrls: [], duration: 6, promptOptimizer: true }, MINIMAX)).body,
+    { model: 'MiniMax-Hailuo-2.3', prompt: 'a lighthouse at dawn', duration: 6, resolution: '768P', prompt_optimizer: true }, 'text-to-video: no first_frame_image');
+});
+
+t.test('MiniMax Hailuo: answers, statuses, failures, the file step', async (t) => {
+  t.strictSame(MINIMAX_VIDEO.submitted(200, '{"task_id":"106916112212032","base_resp":{"status_code":0,"status_msg":"success"}}'), { kind: 'submitted', upstreamId: '106916112212032' });
+  t.strictSame(MINIMAX_VIDEO.submitted(200, '{"task_id":106916112212032123,"base_resp":{"status_code":0,"status_msg":"success"}}'), { kind: 'submitted', upstreamId: '106916112212032123' }, 'an int64 id digit for digit');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 1004, status_msg: 'login fail' } })), { retryable: false, code: 'minimax_1004', httpStatus: 200, message: 'login fail' }, 'auth in base_resp');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 1002, status_msg: 'rate limit' } })), { retryable: true, code: 'minimax_1002', httpStatus: 200 }, 'rate limit retries');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 1026, status_msg: 'input sensitive' } })), { retryable: false, code: 'minimax_1026', httpStatus: 200 }, 'input review');
+  isRefusal(t, MINIMAX_VIDEO.submitted(400, json({ base_resp: { status_code: 2013, status_msg: 'invalid params' } })), { retryable: false, code: 'minimax_2013', httpStatus: 400 }, 'an error status carries the same code');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 0, status_msg: 'success' } })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no task id');
+  t.strictSame(requestParts(MINIMAX_VIDEO.poll('106916112212032', MINIMAX)), {
+    method: 'GET', url: 'https://api.minimax.io/v1/query/video_generation?task_id=106916112212032', headers: { authorization: 'Bearer mm-test-secret' }, body: undefined,
+  });
+  const ok = { status_code: 0, status_msg: 'success' };
+  for (const status of ['Preparing', 'Queueing', 'Processing', 'processing']) {
+    isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status, base_resp: ok })), { kind: 'running', status }, status);
+  }
+  t.strictSame(MINIMAX_VIDEO.polled(200, '{"task_id":"1","status":"Success","file_id":205258526306433123,"video_width":1366,"video_height":768,"base_resp":{"status_code":0,"status_msg":"success"}}', MINIMAX), {
+    kind: 'retrieve', status: 'Success',
+    request: { method: 'GET', url: 'https://api.minimax.io/v1/files/retrieve?file_id=205258526306433123', headers: { authorization: 'Bearer mm-test-secret' } },
+  }, 'success asks where the file is, its id digit for digit');
+  isRefusal(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Success', base_resp: ok }), MINIMAX), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'success without a file id');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Fail', base_resp: { status_code: 1027, status_msg: 'output sensitive' } })),
+    { kind: 'failed', status: 'Fail', code: 'minimax_1027', message: 'The generated video did not pass the vendor\'s content review.' }, 'Fail with the reason in base_resp');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Fail', base_resp: { status_code: 1234, status_msg: 'something else' } })),
+    { kind: 'failed', status: 'Fail', code: 'minimax_1234', message: 'something else' }, 'an unlisted code keeps the vendor message');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Fail', base_resp: ok })),
+    { kind: 'failed', status: 'Fail', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'Fail without a reason');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Paused', base_resp: ok })), { kind: 'unknown', status: 'Paused' }, 'a new status is polled again');
+  isRefusal(t, MINIMAX_VIDEO.polled(200, json({ base_resp: { status_code: 1004, status_msg: 'login fail' } })), { retryable: false, code: 'minimax_1004', httpStatus: 200 }, 'a poll refused in base_resp');
+  t.strictSame(MINIMAX_VIDEO.retrieved(200, json({ file: { file_id: 1, download_url: 'https://cdn.minimax.example/v.mp4' }, base_resp: ok }), 'Success'),
+    { kind: 'succeeded', status: 'Success', resultUrl: 'https://cdn.minimax.example/v.mp4' });
+  isRefusal(t, MINIMAX_VIDEO.retrieved(200, json({ file: { file_id: 1 }, base_resp: ok }), 'Success'), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'a file without a URL');
+});
+
+// ---------------------------------------------------------------------------------------------------
 // The table, and the shared rules' own edges
 
 t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
-  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'modelark', 'vidu']);
+  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'minimax-video', 'modelark', 'vidu']);
+  t.equal(VIDEO_ADAPTERS['minimax-video'], MINIMAX_VIDEO);
   t.equal(VIDEO_ADAPTERS.dashscope, DASHSCOPE_VIDEO);
   t.equal(VIDEO_ADAPTERS.vidu, VIDU_VIDEO);
   t.equal(VIDEO_ADAPTERS.modelark, ARK_VIDEO);
   for (const [family, adapter] of Object.entries(VIDEO_ADAPTERS)) {
     t.equal(adapter.family, family, `${family}: keyed by its own family`);
-    t.type(adapter.cancel, 'function', `${family}: has a cancel`);
+    // MiniMax documents no cancel for video tasks.
+    if (family !== 'minimax-video') t.type(adapter.cancel, 'function', `${family}: has a cancel`);
     t.ok(Object.isFrozen(adapter), `${family}: frozen`);
   }
   t.ok(Object.isFrozen(VIDEO_ADAPTERS), 'the table is frozen');
-  t.equal(VIDEO_ADAPTERS.kling, undefined, 'an unserved family');
+  t.equal(VIDEO_ADAPTERS.luma, undefined, 'an unserved family');
   t.equal(VIDEO_ADAPTERS.constructor, undefined, 'an Object method name is no family');
   t.equal(VIDEO_ADAPTERS.toString, undefined);
 });
 
 t.test('wire: profile task shapes, table lookups, status classes', async (t) => {
   const imageToVideo = VIDEO_PROFILES.filter((profile) => isImageToVideo({ ...I2V_A, profile }));
-  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B'], 'only the I2V profiles use the image as the first frame');
+  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B', 'HAILUO', 'KLING'], 'only the I2V profiles and the vendor models use the image as the first frame');
   t.equal(entryOf({ a: 1 }, 'a'), 1);
   t.equal(entryOf({ a: 1 }, 'hasOwnProperty'), undefined, 'inherited names are not entries');
   const read = () => ({ code: 'C', message: 'm' });

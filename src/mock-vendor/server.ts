@@ -156,7 +156,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   const embeddings = req.method === 'POST' ? embeddingsEndpoint(path) : undefined;
   if (embeddings === 'openai') return openaiEmbeddings(req, exchange, behaviour, faults, readBody);
   if (embeddings === 'gemini') return geminiEmbeddings(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody);
-  if (VideoTasks.handles(path)) return videos.route(req, res, exchange, faults, path, readBody);
+  if (videos.handles(path, query === -1 ? '' : url.slice(query + 1))) return videos.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;

@@ -1,7 +1,9 @@
-// Three video vendors' asynchronous task APIs, each in its own wire format (shared/reference/
-// media-vendor-apis.md §1–3): Alibaba DashScope (`/alibaba/v1/services/aigc/video-generation/
+// The video vendors' asynchronous task APIs, each in its own wire format (shared/reference/
+// media-vendor-apis.md §1–3, docs/vendors/): Alibaba DashScope (`/alibaba/v1/services/aigc/video-generation/
 // video-synthesis`, `/alibaba/v1/tasks/{id}`), ShengShu Vidu (`/shengshu/v1/ent/v2/reference2video`,
-// `img2video`, `tasks/{id}/creations`) and ByteDance Ark (`/bytedance/v1/contents/generations/tasks`).
+// `img2video`, `tasks/{id}/creations`), ByteDance Ark (`/bytedance/v1/contents/generations/tasks`) and
+// MiniMax Hailuo (`/minimax/v1/video_generation`, `query/video_generation?task_id=`, then
+// `files/retrieve?file_id=` for the download URL; MiniMax's own speech files stay with audio.ts).
 // One task store and clock: a job is queued, then running, then ends after `job_ms`; polls answer in
 // the vendor's own spellings; results are small MP4s served at `/__mock/videos/…` until their URL
 // expires. Steered by `[[mock …]]` keys in the prompt: job_ms, task_fail=CODE, submit_fail=STATUS,
@@ -25,6 +27,8 @@ type Phase = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'unkn
 interface VideoTask {
   readonly vendor: Dialect;
   readonly id: string;
+  /** The result's id where the vendor names results apart from tasks (MiniMax `file_id`). */
+  readonly fileId: string;
   readonly model: string;
   readonly createdMs: number;
   readonly jobMs: number;
@@ -60,6 +64,10 @@ interface Dialect {
   readonly submitted: (task: VideoTask, body: Record<string, unknown>) => unknown;
   readonly error: (status: number, code: string, message: string) => unknown;
   readonly pollPath: RegExp;
+  /** The query parameter naming the task, when the poll path does not (MiniMax `task_id`). */
+  readonly pollParam?: string;
+  /** Where the result's download URL is asked for by its file id (MiniMax). */
+  readonly retrieve?: { readonly path: string; readonly param: string; readonly answer: (task: VideoTask, url: string) => unknown };
   readonly cancelPath: RegExp;
   readonly cancelMethod: string;
   readonly polled: (task: VideoTask, phase: Phase, url: string | undefined) => unknown;
@@ -152,7 +160,51 @@ const ARK: Dialect = {
   }),
 };
 
-const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK];
+/** MiniMax's `base_resp` codes for the HTTP failures the mock plays: its errors come as HTTP 200 with the code. */
+const MINIMAX_CODES: Readonly<Record<number, number>> = { 400: 2013, 401: 1004, 404: 2013, 429: 1002 };
+const minimaxResp = (code: number, message: string) => ({ base_resp: { status_code: code, status_msg: message } });
+const MINIMAX_OK = minimaxResp(0, 'success');
+const minimaxDigits = () => String(randomInt(100_000, 999_999)) + String(randomInt(100_000_000, 999_999_999));
+
+const MINIMAX: Dialect = {
+  prefix: '/minimax/v1/',
+  authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined
+    : { status: 200, body: minimaxResp(1004, 'login fail: Please carefully check the authorization header') }),
+  submitPath: (path) => path === '/minimax/v1/video_generation',
+  read: (body) => {
+    if (typeof body.model !== 'string') return 'model is required';
+    if (typeof body.prompt !== 'string' && typeof body.first_frame_image !== 'string') return 'prompt or first_frame_image is required';
+    if (body.duration !== undefined && body.duration !== 6 && body.duration !== 10) return 'duration must be 6 or 10';
+    return { model: body.model, prompt: str(body.prompt), seconds: num(body.duration, 6) };
+  },
+  newId: minimaxDigits,
+  submitted: (task) => ({ task_id: task.id, ...MINIMAX_OK }),
+  error: (status, _code, message) => minimaxResp(MINIMAX_CODES[status] ?? (status >= 500 ? 1000 : 2013), message),
+  pollPath: /^\/minimax\/v1\/query\/(video_generation)$/,
+  pollParam: 'task_id',
+  retrieve: {
+    path: '/minimax/v1/files/retrieve',
+    param: 'file_id',
+    answer: (task, url) => ({
+      file: { file_id: Number(task.fileId), bytes: 0, created_at: Math.floor((task.createdMs + task.jobMs) / 1000), filename: 'output.mp4', purpose: 'video_generation', download_url: url },
+      ...MINIMAX_OK,
+    }),
+  },
+  cancelPath: /(?!)/, // MiniMax documents no cancel
+  cancelMethod: 'NONE',
+  spelling: { queued: 'Queueing', running: 'Processing', succeeded: 'Success', failed: 'Fail', cancelled: 'Fail', unknown: 'Paused' },
+  polled: (task, phase) => {
+    // A failed task names its reason in base_resp (1026 input, 1027 output review); task_fail=CODE picks it.
+    const failCode = /^\d{4}$/.test(task.failCode ?? '') ? Number(task.failCode) : 1027;
+    return {
+      task_id: task.id, status: MINIMAX.spelling[phase],
+      ...(phase === 'succeeded' ? { file_id: Number(task.fileId), video_width: 1366, video_height: 768 } : {}),
+      ...(phase === 'failed' ? minimaxResp(failCode, 'generation failed (mock)') : MINIMAX_OK),
+    };
+  },
+};
+
+const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK, MINIMAX];
 
 /**
  * Vidu's callback signature (reference §2): base64 HMAC-SHA256 keyed by the API token over
@@ -180,9 +232,18 @@ export class VideoTasks {
 
   constructor(private readonly defaultJobMs: number) {}
 
-  /** Whether `path` belongs to a video task API. */
-  static handles(path: string): boolean {
-    return path.startsWith(VIDEO_FILES_PREFIX) || DIALECTS.some((dialect) => path.startsWith(dialect.prefix) && (dialect.submitPath(path) || dialect.pollPath.test(path) || dialect.cancelPath.test(path)));
+  /**
+   * Whether the request belongs to a video task API: its path, or a result's retrieval whose file id
+   * is one of these tasks' (MiniMax retrieves speech and video files at the same path).
+   */
+  handles(path: string, query: string): boolean {
+    if (path.startsWith(VIDEO_FILES_PREFIX)) return true;
+    return DIALECTS.some((dialect) => path.startsWith(dialect.prefix) && (dialect.submitPath(path) || dialect.pollPath.test(path) || dialect.cancelPath.test(path)
+      || (dialect.retrieve?.path === path && this.fileOwner(new URLSearchParams(query).get(dialect.retrieve.param)) !== undefined)));
+  }
+
+  private fileOwner(fileId: string | null): VideoTask | undefined {
+    return fileId === null ? undefined : [...this.tasks.values()].find((task) => task.fileId === fileId);
   }
 
   /** The tasks a vendor (`alibaba`, `shengshu`, `bytedance`) holds, newest last: for tests. */
@@ -190,7 +251,7 @@ export class VideoTasks {
     return [...this.tasks.values()].filter((task) => task.vendor.prefix === `/${vendor}/v1/`).map(({ id, model, cancelled }) => ({ id, model, cancelled }));
   }
 
-  route(req: http.IncomingMessage, res: http.ServerResponse, exchange: VideoExchange, faults: FaultBook, path: string, readBody: ReadBody): void {
+  route(req: http.IncomingMessage, res: http.ServerResponse, exchange: VideoExchange, faults: FaultBook, path: string, query: string, readBody: ReadBody): void {
     if (path.startsWith(VIDEO_FILES_PREFIX)) return this.serveFile(req, res, path);
     const dialect = DIALECTS.find((candidate) => path.startsWith(candidate.prefix))!;
     const send = (status: number, body: unknown) => exchange.sendJson(status, JSON.stringify(body));
@@ -234,9 +295,16 @@ export class VideoTasks {
       task.cancelled = true;
       return send(200, dialect === DASHSCOPE ? { request_id: randomUUID() } : {});
     }
+    const params = new URLSearchParams(query);
+    if (req.method === 'GET' && dialect.retrieve?.path === path) {
+      const task = this.fileOwner(params.get(dialect.retrieve.param))!;
+      if (this.phaseOf(task, false) !== 'succeeded') return send(200, dialect.error(404, 'NotFound', 'file not found'));
+      return send(200, dialect.retrieve.answer(task, this.resultUrl(task)));
+    }
     const poll = req.method === 'GET' ? dialect.pollPath.exec(path) : null;
     if (!poll) return send(404, dialect.error(404, 'NotFound', `No route for ${req.method} ${path}.`));
-    const task = this.tasks.get(decodeURIComponent(poll[1]!));
+    const taskId = dialect.pollParam === undefined ? decodeURIComponent(poll[1]!) : params.get(dialect.pollParam) ?? '';
+    const task = this.tasks.get(taskId);
     if (!task) {
       if (dialect === DASHSCOPE) return send(200, { request_id: randomUUID(), output: { task_id: poll[1], task_status: 'UNKNOWN' } });
       return send(404, dialect.error(404, 'TaskNotFound', 'The task does not exist.'));
@@ -253,7 +321,7 @@ export class VideoTasks {
     const count = (name: string, fallback: number) => (/^\d{1,9}$/.test(keys.get(name) ?? '') ? Number(keys.get(name)) : fallback);
     const pollFail = count('poll_fail', 0);
     const task: VideoTask = {
-      vendor, id: vendor.newId(), model: fields.model, createdMs: Date.now(), jobMs: count('job_ms', this.defaultJobMs), seconds: fields.seconds,
+      vendor, id: vendor.newId(), fileId: minimaxDigits(), model: fields.model, createdMs: Date.now(), jobMs: count('job_ms', this.defaultJobMs), seconds: fields.seconds,
       failCode: keys.get('task_fail'), pollFail: pollFail >= 400 && pollFail <= 599 ? pollFail : undefined, pollFailLeft: count('poll_fail_times', -1),
       unknownLeft: count('unknown_status', 0), urlTtlMs: count('url_ttl_ms', DAY_MS), brokenUrl: keys.has('broken_url'), cancelled: false,
     };

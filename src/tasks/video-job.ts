@@ -1,7 +1,17 @@
 import type { VideoCall } from '../billing/media-pricing.js';
 
-/** The spec's video model profiles; a catalog model names its profile in `capabilities.profile`. */
-export const VIDEO_PROFILES = ['R2V-A', 'R2V-B', 'R2V-C', 'R2V-D', 'I2V-A', 'I2V-B'] as const;
+/**
+ * The video request profiles; a catalog model names its profile in `capabilities.profile`. The spec's
+ * six (R2V-*, I2V-*), then one per vendor model family outside them: the general video table plus
+ * the parameters its vendor documents.
+ */
+export const SPEC_VIDEO_PROFILES = ['R2V-A', 'R2V-B', 'R2V-C', 'R2V-D', 'I2V-A', 'I2V-B'] as const;
+export const VIDEO_PROFILES = [
+  ...SPEC_VIDEO_PROFILES,
+  'HAILUO',
+  'KLING',
+] as const;
+export type SpecVideoProfile = (typeof SPEC_VIDEO_PROFILES)[number];
 export type VideoProfile = (typeof VIDEO_PROFILES)[number];
 
 /**
@@ -36,6 +46,10 @@ export interface VideoJob {
   readonly seed?: number;
   readonly movementAmplitude?: string;
   readonly bgm?: boolean;
+  /** Let the vendor rewrite the prompt (MiniMax `prompt_optimizer`). */
+  readonly promptOptimizer?: boolean;
+  /** The vendor's quality mode (Kling `std` / `pro`). */
+  readonly mode?: string;
 }
 
 /** What the price sheet needs of a job (billing/media-pricing.ts). */

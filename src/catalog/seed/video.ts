@@ -152,13 +152,16 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   {
     id: 'minimax/hailuo-2.3', name: 'MiniMax Hailuo 2.3', provider: 'MiniMax', modality: 'video',
     description: 'MiniMax Hailuo 2.3 text-to-video and image-to-video, 6 or 10 second clips at 768p, priced per clip.',
-    tags: ['video', 'image-to-video', 'text-to-video', 'hailuo'], family: 'minimax', upstreamVendor: 'minimax', upstreamModel: 'MiniMax-Hailuo-2.3',
-    capabilities: { task: 'image-to-video', durations: [6, 10], resolutions: ['768P'] },
+    tags: ['video', 'image-to-video', 'text-to-video', 'hailuo'], family: 'minimax-video', upstreamVendor: 'minimax', upstreamModel: 'MiniMax-Hailuo-2.3',
+    capabilities: {
+      profile: 'HAILUO', task: 'image-to-video', durations: [6, 10], resolutions: ['768P'], defaultResolution: '768P',
+      minImages: 0, maxImages: 1, maxPromptChars: 2000, promptOptimizer: true,
+    },
     prices: [
       { component: 'video', tier: 'duration=6,resolution=768p', usd: '0.28', confidence: 'C' },
       { component: 'video', tier: 'duration=10,resolution=768p', usd: '0.56', confidence: 'C' },
     ],
-    isPopular: false, source: 'eachlabs (2026-05-25); 1080P price unverified, not offered',
+    isPopular: false, source: 'eachlabs (2026-05-25); 1080P price unverified, not offered; API: docs/vendors/minimax-hailuo.md',
   },
   {
     id: 'google/veo-3.1', name: 'Veo 3.1', provider: 'Google', modality: 'video',

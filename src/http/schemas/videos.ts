@@ -1,6 +1,6 @@
 /**
  * `POST /v1/videos/generations`: one strict valibot schema per model profile of the spec (R2V-A,
- * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B), built once at load from shared field builders and chosen by the
+ * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B) and per vendor model family outside them (HAILUO, KLING), built once at load from shared field builders and chosen by the
  * model's `capabilities.profile`. A request becomes a `VideoJob` with every default filled in; a wrong
  * value is a 400 naming the field and what it may be; nothing is clamped.
  *
@@ -178,6 +178,8 @@ interface Fields {
   readonly seed?: number;
   readonly movement_amplitude?: string;
   readonly bgm?: boolean;
+  readonly prompt_optimizer?: boolean;
+  readonly mode?: string;
 }
 
 interface Profile {
@@ -247,6 +249,26 @@ const r2vA = (fields: Fields): Fields => {
   }
   return { ...fields, size, resolution: undefined, aspect_ratio: undefined };
 };
+
+/** Text-to-video or image-to-video by what is sent: a prompt, a first frame, or both, never neither. */
+const promptOrImage = (fields: Fields): Fields => {
+  if (fields.prompt === undefined && (fields.image_urls?.length ?? 0) === 0) {
+    throw badRequest("Invalid request: send a 'prompt' (text-to-video), a first frame in 'image_urls' (image-to-video), or both.", 'prompt');
+  }
+  return fields;
+};
+
+/** Kling: `aspect_ratio` shapes a text-to-video clip only (a first frame sets the shape), default 16:9. */
+const klingShape = (fields: Fields): Fields => {
+  const withImage = (fields.image_urls?.length ?? 0) > 0;
+  if (withImage && fields.aspect_ratio !== undefined) {
+    throw badRequest("Invalid value for 'aspect_ratio': with a first frame in 'image_urls' the clip takes the image's shape; leave it out.", 'aspect_ratio');
+  }
+  return promptOrImage({ ...fields, aspect_ratio: withImage ? undefined : (fields.aspect_ratio ?? '16:9') });
+};
+
+/** Whole seconds from a short list (Hailuo's 6 or 10), as JSON numbers. */
+const secondsIn = <const T extends readonly [number, ...number[]]>(values: T) => v.picklist(values, `must be one of ${values.join(', ')} (seconds, a number).`);
 
 const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
   'R2V-A': profile(v.strictObject({
@@ -318,6 +340,27 @@ const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
     duration: opt(wholeNumber(3, 12), 5),
     seed: opt(seed),
   }), oneRatio('aspect_ratio', '16:9')),
+  // MiniMax Hailuo 2.3 (docs/vendors/minimax-hailuo.md): 768P, 6 or 10 s; the first frame is optional.
+  HAILUO: profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(2000)),
+    image_urls: opt(images(0, 1)),
+    duration: opt(secondsIn([6, 10] as const), 6),
+    resolution: opt(only('768P', '1080P is not offered until its price is verified'), '768P'),
+    aspect_ratio: opt(v.never('this model takes no aspect ratio: a text-to-video clip is 16:9, an image-to-video clip keeps the shape of its image; leave it out.')),
+    prompt_optimizer: opt(flag, true),
+  }), promptOrImage),
+  // Kuaishou Kling 3.0 (docs/vendors/kling.md): text2video, or image2video with one first frame.
+  KLING: profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(2500)),
+    negative_prompt: opt(text(2500)),
+    image_urls: opt(list(reference({ what: `${HTTPS_URL} or a base64 data:image/png or jpeg URI of a PNG or JPEG image`, inline: ['png', 'jpeg'], extensions: ['png', 'jpg', 'jpeg'] }), 0, 1)),
+    duration: opt(wholeNumber(3, 15), 5),
+    mode: opt(oneOf(['std', 'pro'] as const), 'std'),
+    aspect_ratio: opt(oneOf(RATIOS_3)),
+    audio: opt(flag, false),
+  }), klingShape),
 });
 
 const isProfile = (value: unknown): value is VideoProfile => typeof value === 'string' && (VIDEO_PROFILES as readonly string[]).includes(value);
@@ -358,5 +401,7 @@ export function parseVideoRequest(body: Record<string, unknown>, model: MediaMod
     seed: fields.seed,
     movementAmplitude: fields.movement_amplitude,
     bgm: fields.bgm,
+    promptOptimizer: fields.prompt_optimizer,
+    mode: fields.mode,
   });
 }

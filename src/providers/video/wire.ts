@@ -28,6 +28,8 @@ const PROFILE_TASK: Readonly<Record<VideoProfile, 'reference-to-video' | 'image-
   'R2V-D': 'reference-to-video',
   'I2V-A': 'image-to-video',
   'I2V-B': 'image-to-video',
+  HAILUO: 'image-to-video',
+  KLING: 'image-to-video',
 });
 
 /** Whether the job's image is the video's first frame (image-to-video) rather than a reference to draw from. */

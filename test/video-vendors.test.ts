@@ -1,0 +1,143 @@
+// The video models outside the spec's six profiles, end to end over real HTTP: the official OpenAI
+// client submits a task and polls it to success through the mock vendor playing each vendor's own task
+// API (MiniMax Hailuo: submit, query, then files/retrieve for the download URL); the video lands on
+// the media host; success is charged exactly the model's price, a failed task releases its hold; each
+// invalid parameter is a 400 naming the field and what it may be.
+import t from 'tap';
+import OpenAI from 'openai';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startGateway, postJson, type Gateway } from './helpers/harness.js';
+import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
+import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
+
+const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const REF = 'https://localhost/first-frame.png';
+const NANO = (usd: string) => BigInt(Math.round(Number(usd) * 1e9));
+
+let gateway: Gateway;
+let mediaDir: string;
+let users = 0;
+
+t.before(async () => {
+  mediaDir = await mkdtemp(join(tmpdir(), 'video-vendors-'));
+  gateway = await startGateway({
+    env: { JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, RATE_LIMIT_DEFAULT: '1000/10', FETCH_ALLOW_LOOPBACK: 'true', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', TASK_RETRY_MS: '50' },
+  });
+});
+t.teardown(async () => {
+  await gateway.close();
+  await rm(mediaDir, { recursive: true, force: true });
+});
+
+interface Task { id: string; status: string; model: string; data?: { url: string }[]; error?: { code: string; message: string } }
+
+async function newUser(usd = '10') {
+  const user = `video-vendor-user-${++users}`;
+  return { user, ...(await fastUser(gateway, user, usd)) };
+}
+
+async function pollToEnd(client: OpenAI, id: string): Promise<Task> {
+  let task = await client.get(`/videos/generations/${id}`) as Task;
+  for (let i = 0; i < 500 && task.status === 'pending'; i++) {
+    await new Promise((r) => setTimeout(r, 30));
+    task = await client.get(`/videos/generations/${id}`) as Task;
+  }
+  return task;
+}
+
+async function usageOf(user: string) {
+  await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+  const usage = await gateway.sql<{ id: string; credits_nano: bigint }[]>`select id, credits_nano from transactions where user_id = ${user} and payment_method = 'usage'`;
+  return { usage, ...(await gateway.balanceNano(user)) };
+}
+
+/** The requests the mock vendor saw at `path`, newest last. */
+const sentTo = (path: string) => gateway.mock.requests().filter((r) => r.path === path);
+
+const SUCCESSES = [
+  {
+    what: 'Hailuo 2.3 text-to-video, 6 s', model: 'minimax/hailuo-2.3', body: { prompt: 'a lighthouse at dawn' }, usd: '0.28', seconds: 6,
+    submitPath: '/minimax/v1/video_generation', sent: { model: 'MiniMax-Hailuo-2.3', prompt: /^a lighthouse at dawn/, duration: 6, resolution: '768P', prompt_optimizer: true },
+    alsoCalled: ['/minimax/v1/query/video_generation', '/minimax/v1/files/retrieve'],
+  },
+  {
+    what: 'Hailuo 2.3 image-to-video, 10 s', model: 'minimax/hailuo-2.3', body: { prompt: 'the boat sails', image_urls: [REF], duration: 10, prompt_optimizer: false }, usd: '0.56', seconds: 10,
+    submitPath: '/minimax/v1/video_generation', sent: { model: 'MiniMax-Hailuo-2.3', first_frame_image: REF, duration: 10, resolution: '768P', prompt_optimizer: false },
+    alsoCalled: ['/minimax/v1/files/retrieve'],
+  },
+] as const;
+
+t.test('each model: the OpenAI client submits and polls to success, the video on the media host, charged exactly its price', async (t) => {
+  for (const c of SUCCESSES) {
+    await t.test(c.what, async (t) => {
+      const { user, key } = await newUser();
+      const client = new OpenAI({ apiKey: key, baseURL: gateway.v1 });
+      const submitted = await client.post('/videos/generations', { body: { model: c.model, ...c.body, prompt: `${c.body.prompt} [[mock job_ms=150]]` } }) as Task;
+      t.match(submitted, { status: 'pending', model: c.model }, 'answered at once, pending');
+      t.equal((await gateway.balanceNano(user)).held, NANO(c.usd), `${c.usd} USD held while it runs`);
+      const task = await pollToEnd(client, submitted.id);
+      t.equal(task.status, 'success', JSON.stringify(task));
+      const url = task.data![0]!.url;
+      t.ok(url.startsWith(`${gateway.url}/media/`), 'the video is on the media host');
+      t.notOk(JSON.stringify(task).includes(gateway.mock.url), 'no vendor address in the task');
+      const video = Buffer.from(await (await fetch(url)).arrayBuffer());
+      t.equal(video.subarray(4, 8).toString('latin1'), 'ftyp', 'an MP4 file');
+      t.equal(mp4DurationSeconds(video), c.seconds, 'of the requested length');
+      t.match(sentTo(c.submitPath).at(-1)?.body, c.sent, 'the vendor got the job in its own wire format');
+      for (const path of c.alsoCalled) t.ok(sentTo(path).length > 0, `${path} was called`);
+      const money = await usageOf(user);
+      t.equal(money.held, 0n, 'nothing held after it ended');
+      t.same(money.usage.map((u) => [u.id, u.credits_nano]), [[submitted.id, -NANO(c.usd)]], `one charge of ${c.usd} USD, the task's`);
+      t.equal(money.credits, NANO('10') - NANO(c.usd), 'credits moved by the charge only');
+    });
+  }
+});
+
+const FAILURES = [
+  { what: 'Hailuo: the input fails review (base_resp 1026)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock job_ms=50 task_fail=1026]]' }, code: 'minimax_1026', message: /content review/ },
+  { what: 'Hailuo: the output fails review (base_resp 1027)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock job_ms=50 task_fail=1027]]' }, code: 'minimax_1027', message: /generated video/ },
+  { what: 'Hailuo: the submit is refused (base_resp 2013)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock submit_fail=400]]' }, code: 'minimax_2013', message: /./ },
+];
+
+t.test('a failed task shows the vendor reason and releases its hold', async (t) => {
+  for (const c of FAILURES) {
+    const { user, key } = await newUser();
+    const submitted = await postJson(`${gateway.v1}/videos/generations`, key, c.body);
+    t.equal(submitted.status, 200, `${c.what}: accepted`);
+    const task = await pollToEnd(new OpenAI({ apiKey: key, baseURL: gateway.v1 }), submitted.body.id);
+    t.equal(task.status, 'failed', c.what);
+    t.equal(task.error?.code, c.code, `${c.what}: ${c.code}`);
+    t.match(task.error?.message, c.message, `${c.what}: says why`);
+    const money = await usageOf(user);
+    t.same(money.usage, [], `${c.what}: nothing charged`);
+    t.equal(money.credits, NANO('10'), `${c.what}: credits as before`);
+  }
+});
+
+const INVALID: [string, Record<string, unknown>, string, RegExp][] = [
+  ['Hailuo: 8 seconds', { model: 'minimax/hailuo-2.3', prompt: 'x', duration: 8 }, 'duration', /6, 10/],
+  ['Hailuo: the duration as a string', { model: 'minimax/hailuo-2.3', prompt: 'x', duration: '6' }, 'duration', /6, 10/],
+  ['Hailuo: 1080P', { model: 'minimax/hailuo-2.3', prompt: 'x', resolution: '1080P' }, 'resolution', /'768P'/],
+  ['Hailuo: an aspect ratio', { model: 'minimax/hailuo-2.3', prompt: 'x', aspect_ratio: '16:9' }, 'aspect_ratio', /no aspect ratio/],
+  ['Hailuo: neither prompt nor image', { model: 'minimax/hailuo-2.3' }, 'prompt', /prompt.*image_urls/],
+  ['Hailuo: two images', { model: 'minimax/hailuo-2.3', prompt: 'x', image_urls: [REF, REF] }, 'image_urls', /at most 1 entr/],
+  ['Hailuo: a prompt over 2000 characters', { model: 'minimax/hailuo-2.3', prompt: 'x'.repeat(2001) }, 'prompt', /at most 2000 characters/],
+  ['Hailuo: prompt_optimizer not a boolean', { model: 'minimax/hailuo-2.3', prompt: 'x', prompt_optimizer: 'yes' }, 'prompt_optimizer', /true or false/],
+  ['Hailuo: a field it does not take', { model: 'minimax/hailuo-2.3', prompt: 'x', seed: 3 }, 'seed', /./],
+  ['Hailuo: a private image URL', { model: 'minimax/hailuo-2.3', prompt: 'x', image_urls: ['https://10.0.0.7/a.png'] }, 'image_urls[0]', /./],
+];
+
+t.test('each invalid parameter is a 400 naming the field and what it may be; nothing is held', async (t) => {
+  const { user, key } = await newUser();
+  for (const [what, body, param, message] of INVALID) {
+    const answer = await postJson(`${gateway.v1}/videos/generations`, key, body);
+    t.equal(answer.status, 400, `${what}: 400`);
+    t.equal(answer.body.error?.param, param, `${what}: names ${param}`);
+    t.match(answer.body.error?.message, message, `${what}: ${answer.body.error?.message}`);
+  }
+  t.equal((await gateway.balanceNano(user)).held, 0n, 'nothing held');
+  const [row] = await gateway.sql<{ n: number }[]>`select count(*)::int as n from tasks where user_id = ${user}`;
+  t.equal(row!.n, 0, 'no task row');
+});
