@@ -12,7 +12,7 @@ import type { RoutingTable } from './routing/targets.js';
 import type { OidcConfig } from './auth/idp-tokens.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -31,6 +31,7 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   shengshu: 'https://api.vidu.com',
   bfl: 'https://api.bfl.ai/v1',
   elevenlabs: 'https://api.elevenlabs.io/v1',
+  kuaishou: 'https://api-singapore.klingai.com/v1',
 };
 
 const intFrom = (min: number, max: number) =>
@@ -521,6 +522,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     const apiKey = env[`${upper}_API_KEY`] ?? '';
     const baseUrl = env[`${upper}_BASE_URL`] ?? '';
     if (baseUrl && !/^https?:\/\/[^\s]+$/.test(baseUrl)) throw new ConfigError(`invalid ${upper}_BASE_URL: must be an http(s) URL`);
+    // Kling signs a JWT with the secret key for every call: both keys travel in the one setting.
+    if (name === 'kuaishou' && apiKey && !/^[^:\s]+:[^:\s]+$/.test(apiKey)) throw new ConfigError('invalid KUAISHOU_API_KEY: must be <access key>:<secret key>');
     const mocked = !apiKey && !baseUrl && mockAllowed;
     const mockBase = `${mockVendorUrl ?? `http://127.0.0.1:${e.MOCK_VENDOR_PORT}`}/${name}/v1`;
     vendors[name] = Object.freeze({

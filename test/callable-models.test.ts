@@ -26,6 +26,7 @@ const VIDEO_BODIES: Readonly<Record<string, object>> = {
   'I2V-A': { prompt: 'x [[mock job_ms=50]]', image_urls: [PNG_URI], duration: 2 },
   'I2V-B': { prompt: 'x [[mock job_ms=50]]', image_urls: [REF], duration: 3 },
   HAILUO: { prompt: 'x [[mock job_ms=50]]' },
+  KLING: { prompt: 'x [[mock job_ms=50]]' },
 };
 
 interface ModelRecord { id: string; modality: string; is_active: boolean; alias_of: string | null; capabilities: Record<string, unknown>; tags: string[] }

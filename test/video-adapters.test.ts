@@ -7,6 +7,8 @@ import { DASHSCOPE_VIDEO, dashscopeApiBase } from '../src/providers/video/dashsc
 import { VIDU_VIDEO } from '../src/providers/video/vidu.js';
 import { ARK_VIDEO } from '../src/providers/video/ark.js';
 import { MINIMAX_VIDEO } from '../src/providers/video/minimax.js';
+import { KLING_VIDEO, klingToken } from '../src/providers/video/kling.js';
+import { createHmac } from 'node:crypto';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { entryOf, isImageToVideo, refusalOf } from '../src/providers/video/wire.js';
 import { VIDEO_PROFILES, type VideoJob } from '../src/tasks/video-job.js';
@@ -541,18 +543,96 @@ t.test('MiniMax Hailuo: answers, statuses, failures, the file step', async (t) =
 });
 
 // ---------------------------------------------------------------------------------------------------
+// Kuaishou Kling (docs/vendors/kling.md)
+
+/** The header and claims of an HS256 JWT whose signature `secret` made, else undefined. */
+function verifyHs256(token: string, secret: string) {
+  const [header, claims, signature] = token.split('.');
+  if (createHmac('sha256', secret).update(`${header}.${claims}`).digest('base64url') !== signature) return undefined;
+  const part = (text: string) => JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+  return { header: part(header!), claims: part(claims!) };
+}
+
+const KLING: VendorTarget = { baseUrl: 'https://api-singapore.klingai.com/v1', apiKey: 'ak-test-access:sk-test-secret' };
+const KLING_T2V: VideoJob = {
+  profile: 'KLING', model: 'kuaishou/kling-v3', upstreamModel: 'kling-v3', prompt: 'a red kite over dunes', negativePrompt: 'blur',
+  imageUrls: [], videoUrls: [], duration: 7, mode: 'pro', aspectRatio: '9:16', audio: true,
+};
+
+t.test('Kling: the access token is an HS256 JWT of the access key, signed with the secret key', async (t) => {
+  const token = klingToken(KLING.apiKey, 1_800_000_000);
+  t.strictSame(verifyHs256(token, 'sk-test-secret'), { header: { alg: 'HS256', typ: 'JWT' }, claims: { iss: 'ak-test-access', exp: 1_800_001_800, nbf: 1_799_999_995 } });
+  t.equal(verifyHs256(token, 'ak-test-access'), undefined, 'not signed with the access key');
+  t.notOk(token.includes('sk-test-secret'), 'the secret key is not in the token');
+  const request = KLING_VIDEO.submit(KLING_T2V, KLING);
+  const bearer = request.headers.authorization!.replace(/^Bearer /, '');
+  t.ok(verifyHs256(bearer, 'sk-test-secret'), 'each request carries a fresh signed token');
+  t.notOk(JSON.stringify(request).includes('sk-test-secret'), 'the secret key goes nowhere');
+});
+
+t.test('Kling: text2video and image2video submits; the task id keeps its path', async (t) => {
+  const request = (KLING_VIDEO as VideoAdapter).submit(KLING_T2V, KLING, 'https://gw.example/hooks/vendor-task/1?token=x');
+  t.strictSame({ ...requestParts(request), headers: { ...request.headers, authorization: 'Bearer …' } }, {
+    method: 'POST', url: 'https://api-singapore.klingai.com/v1/videos/text2video', headers: { authorization: 'Bearer …', 'content-type': 'application/json' },
+    body: {
+      model_name: 'kling-v3', prompt: 'a red kite over dunes', negative_prompt: 'blur', mode: 'pro', duration: '7', aspect_ratio: '9:16', sound: 'on',
+      callback_url: 'https://gw.example/hooks/vendor-task/1?token=x',
+    },
+  }, 'duration as a string, sound on/off, the hint address as callback_url');
+  const i2v: VideoJob = { ...KLING_T2V, prompt: undefined, negativePrompt: undefined, aspectRatio: undefined, audio: false, mode: 'std', duration: 5, imageUrls: ['data:image/png;base64,iVBORw0KGgo='] };
+  const sent = requestParts(KLING_VIDEO.submit(i2v, KLING));
+  t.equal(sent.url, 'https://api-singapore.klingai.com/v1/videos/image2video');
+  t.strictSame(sent.body, { model_name: 'kling-v3', image: 'iVBORw0KGgo=', mode: 'std', duration: '5', sound: 'off' }, 'an inline image goes as bare base64');
+  t.equal((requestParts(KLING_VIDEO.submit({ ...i2v, imageUrls: ['https://img.example/f.png'] }, KLING)).body as { image: string }).image, 'https://img.example/f.png', 'a URL as is');
+
+  const answer = json({ code: 0, message: 'SUCCEED', request_id: 'r', data: { task_id: '867283741759111202', task_status: 'submitted' } });
+  t.strictSame(KLING_VIDEO.submitted(200, answer, KLING_T2V), { kind: 'submitted', upstreamId: 'text2video:867283741759111202' });
+  t.strictSame(KLING_VIDEO.submitted(200, answer, i2v), { kind: 'submitted', upstreamId: 'image2video:867283741759111202' });
+  t.strictSame(KLING_VIDEO.submitted(200, '{"code":0,"data":{"task_id":867283741759111202}}', KLING_T2V), { kind: 'submitted', upstreamId: 'text2video:867283741759111202' }, 'a numeric id digit for digit');
+  t.equal(KLING_VIDEO.poll('image2video:867283741759111202', KLING).url, 'https://api-singapore.klingai.com/v1/videos/image2video/867283741759111202', 'polled where it was made');
+  t.equal(KLING_VIDEO.poll('text2video:8', KLING).url, 'https://api-singapore.klingai.com/v1/videos/text2video/8');
+  t.match(KLING_VIDEO.poll('text2video:8', KLING).headers.authorization, /^Bearer ey/);
+});
+
+t.test('Kling: envelope codes, statuses, results, failures', async (t) => {
+  isRefusal(t, KLING_VIDEO.submitted(401, json({ code: 1004, message: 'token expired', request_id: 'r' })), { retryable: false, code: 'kling_1004', httpStatus: 401, message: 'token expired' }, 'auth');
+  isRefusal(t, KLING_VIDEO.submitted(429, json({ code: 1102, message: 'resource pack exhausted', request_id: 'r' })), { retryable: false, code: 'kling_1102', httpStatus: 429 }, 'no funds: final despite 429');
+  isRefusal(t, KLING_VIDEO.submitted(429, json({ code: 1303, message: 'parallel task over resource pack limit', request_id: 'r' })), { retryable: true, code: 'kling_1303', httpStatus: 429 }, 'concurrency: later');
+  isRefusal(t, KLING_VIDEO.submitted(400, json({ code: 1201, message: 'duration invalid', request_id: 'r' })), { retryable: false, code: 'kling_1201', httpStatus: 400 }, 'parameters');
+  isRefusal(t, KLING_VIDEO.submitted(400, json({ code: 1301, message: 'prompt violates policy', request_id: 'r' })), { retryable: false, code: 'kling_1301', httpStatus: 400 }, 'content policy');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 1302, message: 'rate limited', request_id: 'r' })), { retryable: true, code: 'kling_1302', httpStatus: 200 }, 'a code with HTTP 200');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 1200, message: 'bad request', request_id: 'r' })), { retryable: false, code: 'kling_1200', httpStatus: 200 }, 'a final code with HTTP 200');
+  isRefusal(t, KLING_VIDEO.submitted(500, json({ code: 5000, message: 'server error', request_id: 'r' })), { retryable: true, code: 'kling_5000', httpStatus: 500 }, 'server');
+  isRefusal(t, KLING_VIDEO.submitted(502, '<html>bad gateway</html>'), { retryable: true, code: 'http_502', httpStatus: 502 }, 'not JSON');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 0, message: 'SUCCEED' })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no data');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 0, data: {} })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no task id');
+  isRefusal(t, KLING_VIDEO.polled(404, json({ code: 1203, message: 'task not found' })), { retryable: false, code: 'task_not_found', httpStatus: 404 }, 'poll 404');
+  const data = (extra: object) => json({ code: 0, message: 'SUCCEED', request_id: 'r', data: { task_id: '8', ...extra } });
+  for (const status of ['submitted', 'processing', 'PROCESSING']) isState(t, KLING_VIDEO.polled(200, data({ task_status: status })), { kind: 'running', status }, status);
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'succeed', task_result: { videos: [{ id: 'v', url: 'https://cdn.klingai.example/v.mp4', duration: '5.1' }] } })),
+    { kind: 'succeeded', status: 'succeed', resultUrl: 'https://cdn.klingai.example/v.mp4', seconds: 5.1 }, 'succeed (sic), with the seconds made');
+  isRefusal(t, KLING_VIDEO.polled(200, data({ task_status: 'succeed', task_result: { videos: [] } })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'succeed without a video');
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'failed', task_status_msg: 'Failure to pass the risk control system' })),
+    { kind: 'failed', status: 'failed', code: 'upstream_failed', message: 'Failure to pass the risk control system' }, 'failed, with its reason');
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'failed' })), { kind: 'failed', status: 'failed', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'failed without a reason');
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'paused' })), { kind: 'unknown', status: 'paused' }, 'a new status');
+  isRefusal(t, KLING_VIDEO.polled(200, data({})), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no status');
+});
+
+// ---------------------------------------------------------------------------------------------------
 // The table, and the shared rules' own edges
 
 t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
-  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'minimax-video', 'modelark', 'vidu']);
+  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'kling', 'minimax-video', 'modelark', 'vidu']);
   t.equal(VIDEO_ADAPTERS['minimax-video'], MINIMAX_VIDEO);
+  t.equal(VIDEO_ADAPTERS.kling, KLING_VIDEO);
   t.equal(VIDEO_ADAPTERS.dashscope, DASHSCOPE_VIDEO);
   t.equal(VIDEO_ADAPTERS.vidu, VIDU_VIDEO);
   t.equal(VIDEO_ADAPTERS.modelark, ARK_VIDEO);
   for (const [family, adapter] of Object.entries(VIDEO_ADAPTERS)) {
     t.equal(adapter.family, family, `${family}: keyed by its own family`);
-    // MiniMax documents no cancel for video tasks.
-    if (family !== 'minimax-video') t.type(adapter.cancel, 'function', `${family}: has a cancel`);
+    // MiniMax and Kling document no cancel for video tasks.
+    if (family !== 'minimax-video' && family !== 'kling') t.type(adapter.cancel, 'function', `${family}: has a cancel`);
     t.ok(Object.isFrozen(adapter), `${family}: frozen`);
   }
   t.ok(Object.isFrozen(VIDEO_ADAPTERS), 'the table is frozen');

@@ -2,7 +2,8 @@
 // client submits a task and polls it to success through the mock vendor playing each vendor's own task
 // API (MiniMax Hailuo: submit, query, then files/retrieve for the download URL); the video lands on
 // the media host; success is charged exactly the model's price, a failed task releases its hold; each
-// invalid parameter is a 400 naming the field and what it may be.
+// invalid parameter is a 400 naming the field and what it may be. Kling, listed but not offered (no
+// verified price), is played adapter to mock: its signed token, its paths, success and failure.
 import t from 'tap';
 import OpenAI from 'openai';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,6 +12,10 @@ import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
 import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
+import { KLING_VIDEO } from '../src/providers/video/kling.js';
+import { exchange } from '../src/tasks/vendor-exchange.js';
+import type { VendorTarget } from '../src/providers/video/adapter.js';
+import type { VideoJob } from '../src/tasks/video-job.js';
 
 const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const REF = 'https://localhost/first-frame.png';
@@ -140,4 +145,55 @@ t.test('each invalid parameter is a 400 naming the field and what it may be; not
   t.equal((await gateway.balanceNano(user)).held, 0n, 'nothing held');
   const [row] = await gateway.sql<{ n: number }[]>`select count(*)::int as n from tasks where user_id = ${user}`;
   t.equal(row!.n, 0, 'no task row');
+});
+
+// ---- Kling: the adapter against the mock vendor (the model is listed inactive until its price is verified) ----
+
+const KLING_JOB: VideoJob = { profile: 'KLING', model: 'kuaishou/kling-v3', upstreamModel: 'kling-v3', prompt: 'a kite', imageUrls: [], videoUrls: [], duration: 4, mode: 'std', aspectRatio: '16:9', audio: false };
+
+/** Submits `job` with the Kling adapter to the mock and polls it to its end, as the task workers do. */
+async function klingRun(job: VideoJob, target: VendorTarget) {
+  const sent = await exchange(KLING_VIDEO.submit(job, target), 5000);
+  if (sent.kind !== 'answer') return sent;
+  const submitted = KLING_VIDEO.submitted(sent.status, sent.body, job);
+  if (submitted.kind !== 'submitted') return submitted;
+  for (let i = 0; i < 200; i++) {
+    const polled = await exchange(KLING_VIDEO.poll(submitted.upstreamId, target), 5000);
+    if (polled.kind !== 'answer') return polled;
+    const state = KLING_VIDEO.polled(polled.status, polled.body);
+    if (state.kind !== 'running') return { ...state, upstreamId: submitted.upstreamId };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('the Kling task did not end');
+}
+
+t.test('Kling: the adapter and the mock vendor agree on the wire (token, paths, statuses, result, failure)', async (t) => {
+  const target: VendorTarget = { baseUrl: `${gateway.mock.url}/kuaishou/v1`, apiKey: 'mock-key' };
+  const text = await klingRun({ ...KLING_JOB, prompt: 'a kite [[mock job_ms=60]]' }, target);
+  t.match(text, { kind: 'succeeded', status: 'succeed', seconds: 4, upstreamId: /^text2video:\d{18}$/ }, 'text2video: succeed');
+  const video = Buffer.from(await (await fetch((text as { resultUrl: string }).resultUrl)).arrayBuffer());
+  t.equal(mp4DurationSeconds(video), 4, 'an MP4 of the asked length');
+  t.match(sentTo('/kuaishou/v1/videos/text2video').at(-1)?.body, { model_name: 'kling-v3', duration: '4', mode: 'std', aspect_ratio: '16:9', sound: 'off' });
+
+  const image = await klingRun({ ...KLING_JOB, prompt: 'it flies [[mock job_ms=60]]', aspectRatio: undefined, imageUrls: [PNG_URI] }, target);
+  t.match(image, { kind: 'succeeded', upstreamId: /^image2video:/ }, 'image2video: polled on its own path');
+  t.equal((sentTo('/kuaishou/v1/videos/image2video').at(-1)?.body as { image: string }).image, PNG_URI.slice(PNG_URI.indexOf(',') + 1), 'the image as bare base64');
+
+  t.match(await klingRun({ ...KLING_JOB, prompt: 'x [[mock job_ms=40 task_fail=risk]]' }, target), { kind: 'failed', status: 'failed', code: 'upstream_failed', message: /risk/ }, 'a failed task says why');
+  t.match(await klingRun({ ...KLING_JOB, prompt: 'x [[mock submit_fail=429]]' }, target), { kind: 'refused', retryable: true, code: 'kling_1302' }, 'a rate limit is retried');
+  t.match(await klingRun(KLING_JOB, { ...target, apiKey: 'ak-test:sk-other' }), { kind: 'refused', retryable: false, code: 'kling_1002', httpStatus: 401 }, 'a token signed with the wrong secret key is refused');
+});
+
+t.test('Kling is listed with its profile, inactive for want of a verified price (not for want of an adapter)', async (t) => {
+  const { token } = await newUser();
+  const response = await fetch(`${gateway.url}/api/v1/models/kuaishou/kling-v3`, { headers: { authorization: `Bearer ${token}` } });
+  const model = await response.json() as { is_active: boolean; tags: string[]; capabilities: { profile: string } };
+  t.equal(response.status, 200);
+  t.equal(model.is_active, false, 'inactive');
+  t.ok(model.tags.includes('price-unverified'), 'tagged price-unverified');
+  t.notOk(model.tags.includes('not-served-yet'), 'not tagged not-served-yet: an adapter serves its vendor');
+  t.equal(model.capabilities.profile, 'KLING');
+  const { key } = await newUser();
+  const refused = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'kuaishou/kling-v3', prompt: 'x' });
+  t.equal(refused.status, 404, 'a call is refused as for any inactive model');
 });

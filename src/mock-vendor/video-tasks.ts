@@ -3,14 +3,16 @@
 // video-synthesis`, `/alibaba/v1/tasks/{id}`), ShengShu Vidu (`/shengshu/v1/ent/v2/reference2video`,
 // `img2video`, `tasks/{id}/creations`), ByteDance Ark (`/bytedance/v1/contents/generations/tasks`) and
 // MiniMax Hailuo (`/minimax/v1/video_generation`, `query/video_generation?task_id=`, then
-// `files/retrieve?file_id=` for the download URL; MiniMax's own speech files stay with audio.ts).
+// `files/retrieve?file_id=` for the download URL; MiniMax's own speech files stay with audio.ts) and
+// Kuaishou Kling (`/kuaishou/v1/videos/text2video`, `image2video`, each polled at `…/{id}`; a JWT
+// checked on every call).
 // One task store and clock: a job is queued, then running, then ends after `job_ms`; polls answer in
 // the vendor's own spellings; results are small MP4s served at `/__mock/videos/…` until their URL
 // expires. Steered by `[[mock …]]` keys in the prompt: job_ms, task_fail=CODE, submit_fail=STATUS,
 // poll_fail=STATUS (poll_fail_times=K: only the first K polls), url_ttl_ms, broken_url,
 // unknown_status=K (K polls after the end report a status no adapter knows). A submit also meets
 // the mock's faults (faults.ts): by its credential from the settings, or `fault=…` in the prompt.
-import { createHmac, randomInt, randomUUID } from 'node:crypto';
+import { createHmac, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { directivePairs, parseDirectives } from './directives.js';
 import { bearerToken, playFault, type FaultBook } from './faults.js';
@@ -71,6 +73,8 @@ interface Dialect {
   readonly cancelPath: RegExp;
   readonly cancelMethod: string;
   readonly polled: (task: VideoTask, phase: Phase, url: string | undefined) => unknown;
+  /** The body of a status callback when it is not the poll answer itself (Kling's is the answer's `data`). */
+  readonly callbackBody?: (polled: unknown) => unknown;
   readonly spelling: Record<Phase, string>;
 }
 
@@ -204,7 +208,70 @@ const MINIMAX: Dialect = {
   },
 };
 
-const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK, MINIMAX];
+/**
+ * A Kling access token: HS256, `iss` the access key, `exp` ahead and `nbf` behind now, signed with the
+ * secret key. The mock knows no accounts: the secret key of any access key is the access key itself
+ * (so the gateway's placeholder credential `mock-key` works). Undefined when valid, else Kling's code.
+ */
+function klingTokenProblem(authorization: string | undefined): { code: number; message: string } | undefined {
+  const token = /^Bearer (\S+)$/.exec(authorization ?? '')?.[1];
+  const parts = token?.split('.');
+  if (parts?.length !== 3) return { code: 1000, message: 'Authorization header is missing or not a Bearer JWT' };
+  const json = (text: string) => {
+    try {
+      return JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+  };
+  const header = json(parts[0]!);
+  const claims = json(parts[1]!);
+  if (header?.alg !== 'HS256' || typeof claims?.iss !== 'string') return { code: 1002, message: 'token is not an HS256 JWT with an iss' };
+  const expected = createHmac('sha256', claims.iss).update(`${parts[0]}.${parts[1]}`).digest();
+  const given = Buffer.from(parts[2]!, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { code: 1002, message: 'token signature is invalid' };
+  const now = Date.now() / 1000;
+  if (typeof claims.nbf === 'number' && claims.nbf > now) return { code: 1003, message: 'token is not yet valid' };
+  if (typeof claims.exp !== 'number' || claims.exp <= now) return { code: 1004, message: 'token has expired' };
+  return undefined;
+}
+
+/** Kling's envelope codes for the HTTP failures the mock plays. */
+const KLING_CODES: Readonly<Record<number, number>> = { 400: 1201, 401: 1000, 404: 1203, 429: 1302 };
+const klingEnvelope = (code: number, message: string, data?: unknown) => ({ code, message, request_id: randomUUID(), ...(data === undefined ? {} : { data }) });
+const KLING_PATHS = /^\/kuaishou\/v1\/videos\/(?:text2video|image2video)$/;
+
+const KLING: Dialect = {
+  prefix: '/kuaishou/v1/',
+  authorized: (authorization) => {
+    const problem = klingTokenProblem(authorization);
+    return problem === undefined ? undefined : { status: 401, body: klingEnvelope(problem.code, problem.message) };
+  },
+  submitPath: (path) => KLING_PATHS.test(path),
+  read: (body) => {
+    if (typeof body.model_name !== 'string') return 'model_name is required';
+    if (body.duration !== undefined && (typeof body.duration !== 'string' || !/^(?:[3-9]|1[0-5])$/.test(body.duration))) return 'duration must be a string from "3" to "15"';
+    if (typeof body.prompt !== 'string' && typeof body.image !== 'string') return 'prompt or image is required';
+    if (typeof body.image === 'string' && /^data:/i.test(body.image)) return 'image must be a URL or base64 without the data: prefix';
+    return { model: body.model_name, prompt: str(body.prompt), seconds: num(body.duration, 5) };
+  },
+  newId: () => String(randomInt(100_000_000, 999_999_999)) + String(randomInt(100_000_000, 999_999_999)),
+  submitted: (task) => klingEnvelope(0, 'SUCCEED', { task_id: task.id, task_status: 'submitted', task_info: {}, created_at: task.createdMs, updated_at: task.createdMs }),
+  error: (status, _code, message) => klingEnvelope(KLING_CODES[status] ?? (status >= 500 ? 5000 : 1200), message),
+  pollPath: /^\/kuaishou\/v1\/videos\/(?:text2video|image2video)\/([^/]+)$/,
+  cancelPath: /(?!)/, // Kling documents no cancel
+  cancelMethod: 'NONE',
+  spelling: { queued: 'submitted', running: 'processing', succeeded: 'succeed', failed: 'failed', cancelled: 'failed', unknown: 'paused' },
+  polled: (task, phase, url) => klingEnvelope(0, 'SUCCEED', {
+    task_id: task.id, task_status: KLING.spelling[phase],
+    task_status_msg: phase === 'failed' ? `The task failed (mock): ${task.failCode}.` : '',
+    task_info: {}, created_at: task.createdMs, updated_at: Date.now(),
+    ...(phase === 'succeeded' ? { final_unit_deduction: String(task.seconds / 5), task_result: { videos: [{ id: `v-${task.id}`, url, duration: String(task.seconds) }] } } : {}),
+  }),
+  callbackBody: (polled) => (polled as { data: unknown }).data,
+};
+
+const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK, MINIMAX, KLING];
 
 /**
  * Vidu's callback signature (reference §2): base64 HMAC-SHA256 keyed by the API token over
@@ -246,7 +313,7 @@ export class VideoTasks {
     return fileId === null ? undefined : [...this.tasks.values()].find((task) => task.fileId === fileId);
   }
 
-  /** The tasks a vendor (`alibaba`, `shengshu`, `bytedance`) holds, newest last: for tests. */
+  /** The tasks a vendor (`alibaba`, `shengshu`, `bytedance`, `minimax`, `kuaishou`) holds, newest last: for tests. */
   list(vendor: string): { id: string; model: string; cancelled: boolean }[] {
     return [...this.tasks.values()].filter((task) => task.vendor.prefix === `/${vendor}/v1/`).map(({ id, model, cancelled }) => ({ id, model, cancelled }));
   }
@@ -339,7 +406,8 @@ export class VideoTasks {
     const deliver = (final: boolean, attempt: number) => {
       // The final delivery says how the task ended: its timer may fire a millisecond before Date.now() has moved jobMs on.
       const phase = final && !task.cancelled ? outcomeOf(task) : this.phaseOf(task, false);
-      const body = JSON.stringify(task.vendor.polled(task, phase, phase === 'succeeded' ? this.resultUrl(task) : undefined));
+      const polled = task.vendor.polled(task, phase, phase === 'succeeded' ? this.resultUrl(task) : undefined);
+      const body = JSON.stringify(task.vendor.callbackBody ? task.vendor.callbackBody(polled) : polled);
       const headers = task.vendor === VIDU ? viduSignedHeaders(url, authorization.replace(/^Token /, '')) : {};
       fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(5000) })
         .then((response) => response.ok, () => false)

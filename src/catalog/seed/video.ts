@@ -143,11 +143,15 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'kuaishou/kling-v3', name: 'Kling 3.0', provider: 'Kuaishou', modality: 'video',
-    description: 'Kuaishou Kling 3.0 text-to-video, image-to-video and multi-image elements with audio. Not offered: per-second price unknown (billed in units upstream).',
+    description: 'Kuaishou Kling 3.0 text-to-video and image-to-video, 3 to 15 seconds, std or pro mode, optional audio. Not offered: Kling bills API calls in prepaid resource-pack units and publishes no per-second USD price.',
     tags: ['video', 'image-to-video', 'text-to-video', 'kling', 'price-unverified'], family: 'kling', upstreamVendor: 'kuaishou', upstreamModel: 'kling-v3',
-    capabilities: { task: 'image-to-video', durations: { min: 3, max: 15, default: 5 }, audio: true },
+    capabilities: {
+      profile: 'KLING', task: 'text-to-video', durations: { min: 3, max: 15, default: 5 }, modes: ['std', 'pro'], defaultMode: 'std',
+      aspectRatios: ['16:9', '9:16', '1:1'], audio: 'optional', minImages: 0, maxImages: 1, maxPromptChars: 2500,
+    },
     prices: [],
-    isPopular: false, isActive: false, source: 'atlascloud (unit packs, 0.14 per unit); piapi',
+    isPopular: false, isActive: false,
+    source: 'no official USD price (resource-pack units); resellers disagree from 0.075 to 0.26 per second (evolink, krea, shortapi, 2026-11); API: docs/vendors/kling.md',
   },
   {
     id: 'minimax/hailuo-2.3', name: 'MiniMax Hailuo 2.3', provider: 'MiniMax', modality: 'video',
