@@ -12,7 +12,7 @@ import type { RoutingTable } from './routing/targets.js';
 import type { OidcConfig } from './auth/idp-tokens.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou', 'runway'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -32,6 +32,7 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   bfl: 'https://api.bfl.ai/v1',
   elevenlabs: 'https://api.elevenlabs.io/v1',
   kuaishou: 'https://api-singapore.klingai.com/v1',
+  runway: 'https://api.dev.runwayml.com/v1',
 };
 
 const intFrom = (min: number, max: number) =>

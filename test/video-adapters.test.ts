@@ -8,6 +8,7 @@ import { VIDU_VIDEO } from '../src/providers/video/vidu.js';
 import { ARK_VIDEO } from '../src/providers/video/ark.js';
 import { MINIMAX_VIDEO } from '../src/providers/video/minimax.js';
 import { KLING_VIDEO, klingToken } from '../src/providers/video/kling.js';
+import { RUNWAY_VIDEO } from '../src/providers/video/runway.js';
 import { createHmac } from 'node:crypto';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { entryOf, isImageToVideo, refusalOf } from '../src/providers/video/wire.js';
@@ -620,12 +621,54 @@ t.test('Kling: envelope codes, statuses, results, failures', async (t) => {
 });
 
 // ---------------------------------------------------------------------------------------------------
+// Runway (docs/vendors/runway.md)
+
+const RUNWAY: VendorTarget = { baseUrl: 'https://api.dev.runwayml.com/v1', apiKey: 'key_test_runway' };
+const RUNWAY_I2V: VideoJob = {
+  profile: 'RUNWAY-I2V', model: 'runway/gen4-turbo', upstreamModel: 'gen4_turbo', prompt: 'the kite rises', imageUrls: ['https://img.example/f.png'], videoUrls: [],
+  duration: 10, aspectRatio: '21:9', seed: 7,
+};
+
+t.test('Runway: the image_to_video request, versioned; poll and cancel', async (t) => {
+  const request = RUNWAY_VIDEO.submit(RUNWAY_I2V, RUNWAY);
+  t.strictSame(requestParts(request), {
+    method: 'POST', url: 'https://api.dev.runwayml.com/v1/image_to_video',
+    headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06', 'content-type': 'application/json' },
+    body: { model: 'gen4_turbo', promptImage: 'https://img.example/f.png', promptText: 'the kite rises', ratio: '1584:672', duration: 10, seed: 7 },
+  });
+  keyOnlyInHeader(t, request, RUNWAY.apiKey, 'Bearer');
+  const ratios = ['16:9', '9:16', '4:3', '3:4', '1:1'].map((aspectRatio) => (requestParts(RUNWAY_VIDEO.submit({ ...RUNWAY_I2V, aspectRatio }, RUNWAY)).body as { ratio: string }).ratio);
+  t.strictSame(ratios, ['1280:720', '720:1280', '1104:832', '832:1104', '960:960'], 'each aspect ratio as its output size');
+  t.strictSame(requestParts(RUNWAY_VIDEO.poll('abc-1', RUNWAY)), { method: 'GET', url: 'https://api.dev.runwayml.com/v1/tasks/abc-1', headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06' }, body: undefined });
+  t.strictSame(requestParts(RUNWAY_VIDEO.cancel('abc-1', RUNWAY)), { method: 'DELETE', url: 'https://api.dev.runwayml.com/v1/tasks/abc-1', headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06' }, body: undefined });
+});
+
+t.test('Runway: answers, statuses, failures', async (t) => {
+  t.strictSame(RUNWAY_VIDEO.submitted(200, json({ id: '17f20503-6c24-4c16-946b-35dbbce2af2f' })), { kind: 'submitted', upstreamId: '17f20503-6c24-4c16-946b-35dbbce2af2f' });
+  isRefusal(t, RUNWAY_VIDEO.submitted(400, json({ error: 'Validation of body failed', issues: [{ path: ['ratio'], message: 'Invalid enum value' }] })), { retryable: false, code: 'http_400', httpStatus: 400, message: 'Validation of body failed' }, 'validation');
+  isRefusal(t, RUNWAY_VIDEO.submitted(429, json({ error: 'You have exceeded the rate limit.' })), { retryable: true, code: 'http_429', httpStatus: 429 }, 'rate limit');
+  isRefusal(t, RUNWAY_VIDEO.submitted(200, '{}'), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no id');
+  for (const status of ['PENDING', 'THROTTLED', 'RUNNING']) isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status })), { kind: 'running', status }, status);
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'SUCCEEDED', output: ['https://dnznrvs05pmza.cloudfront.net/v.mp4?_jwt=x'] })),
+    { kind: 'succeeded', status: 'SUCCEEDED', resultUrl: 'https://dnznrvs05pmza.cloudfront.net/v.mp4?_jwt=x' }, 'output[0] is the result');
+  isRefusal(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'SUCCEEDED', output: [] })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'success without output');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'FAILED', failure: 'Your input image was flagged.', failureCode: 'SAFETY.INPUT.IMAGE' })),
+    { kind: 'failed', status: 'FAILED', code: 'SAFETY.INPUT.IMAGE', message: 'Your input image was flagged.' }, 'failure with its code');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'FAILED' })), { kind: 'failed', status: 'FAILED', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'failure without a reason');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'CANCELLED' })), { kind: 'failed', status: 'CANCELLED', code: 'cancelled', message: 'The task was cancelled at the vendor.' }, 'cancelled');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'ARCHIVED' })), { kind: 'unknown', status: 'ARCHIVED' }, 'a new status');
+});
+
+t.test('Runway: shared HTTP rules', async (t) => sharedHttpRules(t, RUNWAY_VIDEO, (code, message) => ({ error: message, code })));
+
+// ---------------------------------------------------------------------------------------------------
 // The table, and the shared rules' own edges
 
 t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
-  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'kling', 'minimax-video', 'modelark', 'vidu']);
+  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'kling', 'minimax-video', 'modelark', 'runway', 'vidu']);
   t.equal(VIDEO_ADAPTERS['minimax-video'], MINIMAX_VIDEO);
   t.equal(VIDEO_ADAPTERS.kling, KLING_VIDEO);
+  t.equal(VIDEO_ADAPTERS.runway, RUNWAY_VIDEO);
   t.equal(VIDEO_ADAPTERS.dashscope, DASHSCOPE_VIDEO);
   t.equal(VIDEO_ADAPTERS.vidu, VIDU_VIDEO);
   t.equal(VIDEO_ADAPTERS.modelark, ARK_VIDEO);
@@ -643,7 +686,7 @@ t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
 
 t.test('wire: profile task shapes, table lookups, status classes', async (t) => {
   const imageToVideo = VIDEO_PROFILES.filter((profile) => isImageToVideo({ ...I2V_A, profile }));
-  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B', 'HAILUO', 'KLING'], 'only the I2V profiles and the vendor models use the image as the first frame');
+  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B', 'HAILUO', 'KLING', 'RUNWAY-I2V'], 'only the I2V profiles and the vendor models use the image as the first frame');
   t.equal(entryOf({ a: 1 }, 'a'), 1);
   t.equal(entryOf({ a: 1 }, 'hasOwnProperty'), undefined, 'inherited names are not entries');
   const read = () => ({ code: 'C', message: 'm' });

@@ -72,6 +72,11 @@ const SUCCESSES = [
     submitPath: '/minimax/v1/video_generation', sent: { model: 'MiniMax-Hailuo-2.3', first_frame_image: REF, duration: 10, resolution: '768P', prompt_optimizer: false },
     alsoCalled: ['/minimax/v1/files/retrieve'],
   },
+  {
+    what: 'Runway gen4_turbo image-to-video, 4 s at 9:16', model: 'runway/gen4-turbo', body: { prompt: 'the kite rises', image_urls: [PNG_URI], duration: 4, aspect_ratio: '9:16', seed: 42 }, usd: '0.20', seconds: 4,
+    submitPath: '/runway/v1/image_to_video', sent: { model: 'gen4_turbo', promptImage: /^data:image\/png;base64,/, promptText: /^the kite rises/, ratio: '720:1280', duration: 4, seed: 42 },
+    alsoCalled: [],
+  },
 ] as const;
 
 t.test('each model: the OpenAI client submits and polls to success, the video on the media host, charged exactly its price', async (t) => {
@@ -104,6 +109,8 @@ const FAILURES = [
   { what: 'Hailuo: the input fails review (base_resp 1026)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock job_ms=50 task_fail=1026]]' }, code: 'minimax_1026', message: /content review/ },
   { what: 'Hailuo: the output fails review (base_resp 1027)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock job_ms=50 task_fail=1027]]' }, code: 'minimax_1027', message: /generated video/ },
   { what: 'Hailuo: the submit is refused (base_resp 2013)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock submit_fail=400]]' }, code: 'minimax_2013', message: /./ },
+  { what: 'Runway: the task fails its input review', body: { model: 'runway/gen4-turbo', prompt: 'x [[mock job_ms=50 task_fail=SAFETY.INPUT.IMAGE]]', image_urls: [REF] }, code: 'SAFETY.INPUT.IMAGE', message: /SAFETY/ },
+  { what: 'Runway: the submit is refused', body: { model: 'runway/gen4-turbo', prompt: 'x [[mock submit_fail=400]]', image_urls: [REF] }, code: 'http_400', message: /Mock failure/ },
 ];
 
 t.test('a failed task shows the vendor reason and releases its hold', async (t) => {
@@ -132,6 +139,13 @@ const INVALID: [string, Record<string, unknown>, string, RegExp][] = [
   ['Hailuo: prompt_optimizer not a boolean', { model: 'minimax/hailuo-2.3', prompt: 'x', prompt_optimizer: 'yes' }, 'prompt_optimizer', /true or false/],
   ['Hailuo: a field it does not take', { model: 'minimax/hailuo-2.3', prompt: 'x', seed: 3 }, 'seed', /./],
   ['Hailuo: a private image URL', { model: 'minimax/hailuo-2.3', prompt: 'x', image_urls: ['https://10.0.0.7/a.png'] }, 'image_urls[0]', /./],
+  ['Runway: no image', { model: 'runway/gen4-turbo', prompt: 'x' }, 'image_urls', /required|array/],
+  ['Runway: 11 seconds', { model: 'runway/gen4-turbo', image_urls: [REF], duration: 11 }, 'duration', /2 to 10/],
+  ['Runway: 1 second', { model: 'runway/gen4-turbo', image_urls: [REF], duration: 1 }, 'duration', /2 to 10/],
+  ['Runway: an aspect ratio it does not make', { model: 'runway/gen4-turbo', image_urls: [REF], aspect_ratio: '2:1' }, 'aspect_ratio', /'16:9', '9:16', '4:3', '3:4', '1:1', '21:9'/],
+  ['Runway: a prompt over 1000 characters', { model: 'runway/gen4-turbo', image_urls: [REF], prompt: 'x'.repeat(1001) }, 'prompt', /at most 1000 characters/],
+  ['Runway: a negative seed', { model: 'runway/gen4-turbo', image_urls: [REF], seed: -1 }, 'seed', /whole number from 0 to 4294967295/],
+  ['Runway: a resolution', { model: 'runway/gen4-turbo', image_urls: [REF], resolution: '720p' }, 'resolution', /./],
 ];
 
 t.test('each invalid parameter is a 400 naming the field and what it may be; nothing is held', async (t) => {
@@ -196,4 +210,25 @@ t.test('Kling is listed with its profile, inactive for want of a verified price 
   const { key } = await newUser();
   const refused = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'kuaishou/kling-v3', prompt: 'x' });
   t.equal(refused.status, 404, 'a call is refused as for any inactive model');
+});
+
+t.test('Runway: a cancel reaches the vendor (DELETE of its task) and is free when it confirms', async (t) => {
+  const { user, key } = await newUser();
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'runway/gen4-turbo', prompt: 'x [[mock job_ms=4000]]', image_urls: [REF] });
+  t.equal(submitted.status, 200);
+  const id = submitted.body.id as string;
+  let upstreamId: string | null = null;
+  t.ok(await eventually(async () => {
+    const [row] = await gateway.sql<{ upstream_id: string | null }[]>`select upstream_id from tasks where id = ${id}`;
+    upstreamId = row?.upstream_id ?? null;
+    return upstreamId !== null;
+  }, 5000), 'the vendor has the job');
+  const cancelled = await fetch(`${gateway.v1}/videos/generations/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+  t.equal(cancelled.status, 200);
+  t.match(await cancelled.json(), { status: 'failed', error: { code: 'cancelled' } });
+  t.ok(gateway.mock.videos.list('runway').some((task) => task.cancelled), 'the vendor cancelled its task');
+  t.ok(sentTo(`/runway/v1/tasks/${upstreamId}`).length > 0, 'through DELETE /v1/tasks/{id}');
+  const money = await usageOf(user);
+  t.same(money.usage, [], 'nothing charged');
+  t.equal(money.credits, NANO('10'), 'credits as before');
 });

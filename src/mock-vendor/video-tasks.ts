@@ -5,7 +5,7 @@
 // MiniMax Hailuo (`/minimax/v1/video_generation`, `query/video_generation?task_id=`, then
 // `files/retrieve?file_id=` for the download URL; MiniMax's own speech files stay with audio.ts) and
 // Kuaishou Kling (`/kuaishou/v1/videos/text2video`, `image2video`, each polled at `…/{id}`; a JWT
-// checked on every call).
+// checked on every call) and Runway (`/runway/v1/image_to_video`, `tasks/{id}`, `X-Runway-Version`).
 // One task store and clock: a job is queued, then running, then ends after `job_ms`; polls answer in
 // the vendor's own spellings; results are small MP4s served at `/__mock/videos/…` until their URL
 // expires. Steered by `[[mock …]]` keys in the prompt: job_ms, task_fail=CODE, submit_fail=STATUS,
@@ -59,6 +59,8 @@ type ReadBody = (req: http.IncomingMessage, done: (err: MockError | undefined, t
 interface Dialect {
   readonly prefix: string;
   readonly authorized: (authorization: string | undefined) => { status: number; body: unknown } | undefined;
+  /** A header every request must carry, with the refusal of one that does not (Runway's API version). */
+  readonly requiredHeader?: { readonly name: string; readonly value: string; readonly status: number; readonly body: unknown };
   readonly submitPath: (path: string) => boolean;
   /** The task fields of a submit body, or a message saying what is wrong with it. */
   readonly read: (body: Record<string, unknown>) => { model: string; prompt: string; seconds: number } | string;
@@ -271,7 +273,34 @@ const KLING: Dialect = {
   callbackBody: (polled) => (polled as { data: unknown }).data,
 };
 
-const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK, MINIMAX, KLING];
+const RUNWAY: Dialect = {
+  prefix: '/runway/v1/',
+  authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined : { status: 401, body: { error: 'Invalid API key.' } }),
+  requiredHeader: { name: 'x-runway-version', value: '2024-11-06', status: 400, body: { error: 'API version 2024-11-06 is required in the X-Runway-Version header.' } },
+  submitPath: (path) => path === '/runway/v1/image_to_video',
+  read: (body) => {
+    if (typeof body.model !== 'string') return 'model is required';
+    if (typeof body.promptImage !== 'string') return 'promptImage is required';
+    if (typeof body.ratio !== 'string' || !/^\d+:\d+$/.test(body.ratio)) return 'ratio must be one of the output sizes, such as 1280:720';
+    if (typeof body.duration !== 'number' || !Number.isInteger(body.duration) || body.duration < 2 || body.duration > 10) return 'duration must be a whole number from 2 to 10';
+    return { model: body.model, prompt: str(body.promptText), seconds: body.duration };
+  },
+  newId: randomUUID,
+  submitted: (task) => ({ id: task.id }),
+  error: (_status, _code, message) => ({ error: message }),
+  pollPath: /^\/runway\/v1\/tasks\/([^/]+)$/,
+  cancelPath: /^\/runway\/v1\/tasks\/([^/]+)$/,
+  cancelMethod: 'DELETE',
+  spelling: { queued: 'PENDING', running: 'RUNNING', succeeded: 'SUCCEEDED', failed: 'FAILED', cancelled: 'CANCELLED', unknown: 'PAUSED' },
+  polled: (task, phase, url) => ({
+    id: task.id, status: RUNWAY.spelling[phase], createdAt: new Date(task.createdMs).toISOString(),
+    ...(phase === 'running' ? { progress: 0.5 } : {}),
+    ...(phase === 'succeeded' ? { output: [url] } : {}),
+    ...(phase === 'failed' ? { failure: `The task failed (mock): ${task.failCode}.`, failureCode: task.failCode } : {}),
+  }),
+};
+
+const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK, MINIMAX, KLING, RUNWAY];
 
 /**
  * Vidu's callback signature (reference §2): base64 HMAC-SHA256 keyed by the API token over
@@ -322,7 +351,9 @@ export class VideoTasks {
     if (path.startsWith(VIDEO_FILES_PREFIX)) return this.serveFile(req, res, path);
     const dialect = DIALECTS.find((candidate) => path.startsWith(candidate.prefix))!;
     const send = (status: number, body: unknown) => exchange.sendJson(status, JSON.stringify(body));
-    const refused = dialect.authorized(exchange.record.authorization);
+    const header = dialect.requiredHeader;
+    const refused = dialect.authorized(exchange.record.authorization)
+      ?? (header !== undefined && req.headers[header.name] !== header.value ? { status: header.status, body: header.body } : undefined);
     if (req.method === 'POST' && dialect.submitPath(path)) {
       return readBody(req, (err, text) => {
         if (err) return send(err.status, dialect.error(err.status, 'InvalidParameter', err.message));
@@ -356,7 +387,8 @@ export class VideoTasks {
       const task = this.tasks.get(decodeURIComponent(cancel[1]!));
       if (!task) return send(404, dialect.error(404, 'TaskNotFound', 'The task does not exist.'));
       const phase = this.phaseOf(task, false);
-      if (phase !== 'queued' && !(dialect === VIDU && phase === 'running')) {
+      // Vidu and Runway cancel a running task too; the others only a queued one.
+      if (phase !== 'queued' && !((dialect === VIDU || dialect === RUNWAY) && phase === 'running')) {
         return send(400, dialect.error(400, 'UnsupportedOperation', `A ${dialect.spelling[phase]} task cannot be cancelled.`));
       }
       task.cancelled = true;

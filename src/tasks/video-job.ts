@@ -10,6 +10,7 @@ export const VIDEO_PROFILES = [
   ...SPEC_VIDEO_PROFILES,
   'HAILUO',
   'KLING',
+  'RUNWAY-I2V',
 ] as const;
 export type SpecVideoProfile = (typeof SPEC_VIDEO_PROFILES)[number];
 export type VideoProfile = (typeof VIDEO_PROFILES)[number];

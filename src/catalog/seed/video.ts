@@ -209,11 +209,14 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'runway/gen4-turbo', name: 'Runway Gen-4 Turbo', provider: 'Runway', modality: 'video',
-    description: 'Runway Gen-4 Turbo image-to-video, 5 or 10 seconds.',
+    description: 'Runway Gen-4 Turbo image-to-video: one first frame animated for 2 to 10 seconds in six aspect ratios.',
     tags: ['video', 'image-to-video', 'i2v', 'runway'], family: 'runway', upstreamVendor: 'runway', upstreamModel: 'gen4_turbo',
-    capabilities: { task: 'image-to-video', durations: [5, 10] },
-    prices: perSecond({ '': '0.05' }, 'B'),
-    isPopular: false, source: 'LiteLLM (docs.dev.runwayml.com pricing)',
+    capabilities: {
+      profile: 'RUNWAY-I2V', task: 'image-to-video', durations: { min: 2, max: 10, default: 5 }, aspectRatios: ['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'],
+      minImages: 1, maxImages: 1, maxPromptChars: 1000,
+    },
+    prices: perSecond({ '': '0.05' }, 'A'),
+    isPopular: false, source: 'docs.dev.runwayml.com pricing (5 credits per second, 0.01 USD per credit); LiteLLM agrees; API: docs/vendors/runway.md',
   },
   {
     id: 'runway/gen4-aleph', name: 'Runway Aleph', provider: 'Runway', modality: 'video',

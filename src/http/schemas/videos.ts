@@ -1,6 +1,6 @@
 /**
  * `POST /v1/videos/generations`: one strict valibot schema per model profile of the spec (R2V-A,
- * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B) and per vendor model family outside them (HAILUO, KLING), built once at load from shared field builders and chosen by the
+ * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B) and per vendor model family outside them (HAILUO, KLING, RUNWAY-I2V), built once at load from shared field builders and chosen by the
  * model's `capabilities.profile`. A request becomes a `VideoJob` with every default filled in; a wrong
  * value is a 400 naming the field and what it may be; nothing is clamped.
  *
@@ -361,6 +361,15 @@ const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
     aspect_ratio: opt(oneOf(RATIOS_3)),
     audio: opt(flag, false),
   }), klingShape),
+  // Runway gen4_turbo (docs/vendors/runway.md): one first frame; the aspect ratio picks Runway's pixel `ratio`.
+  'RUNWAY-I2V': profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(1000)),
+    image_urls: images(1, 1),
+    duration: opt(wholeNumber(2, 10), 5),
+    aspect_ratio: opt(oneOf(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'] as const), '16:9'),
+    seed: opt(wholeNumber(0, 4_294_967_295)),
+  })),
 });
 
 const isProfile = (value: unknown): value is VideoProfile => typeof value === 'string' && (VIDEO_PROFILES as readonly string[]).includes(value);

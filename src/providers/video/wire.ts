@@ -30,6 +30,7 @@ const PROFILE_TASK: Readonly<Record<VideoProfile, 'reference-to-video' | 'image-
   'I2V-B': 'image-to-video',
   HAILUO: 'image-to-video',
   KLING: 'image-to-video',
+  'RUNWAY-I2V': 'image-to-video',
 });
 
 /** Whether the job's image is the video's first frame (image-to-video) rather than a reference to draw from. */
