@@ -12,7 +12,7 @@ import type { RoutingTable } from './routing/targets.js';
 import type { OidcConfig } from './auth/idp-tokens.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou', 'runway'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou', 'runway', 'luma'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -33,6 +33,7 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   elevenlabs: 'https://api.elevenlabs.io/v1',
   kuaishou: 'https://api-singapore.klingai.com/v1',
   runway: 'https://api.dev.runwayml.com/v1',
+  luma: 'https://agents.lumalabs.ai/v1',
 };
 
 const intFrom = (min: number, max: number) =>

@@ -28,6 +28,7 @@ const VIDEO_BODIES: Readonly<Record<string, object>> = {
   HAILUO: { prompt: 'x [[mock job_ms=50]]' },
   KLING: { prompt: 'x [[mock job_ms=50]]' },
   'RUNWAY-I2V': { prompt: 'x [[mock job_ms=50]]', image_urls: [PNG_URI] },
+  'LUMA-RAY': { prompt: 'x [[mock job_ms=50]]' },
 };
 
 interface ModelRecord { id: string; modality: string; is_active: boolean; alias_of: string | null; capabilities: Record<string, unknown>; tags: string[] }

@@ -9,6 +9,7 @@ import { ARK_VIDEO } from '../src/providers/video/ark.js';
 import { MINIMAX_VIDEO } from '../src/providers/video/minimax.js';
 import { KLING_VIDEO, klingToken } from '../src/providers/video/kling.js';
 import { RUNWAY_VIDEO } from '../src/providers/video/runway.js';
+import { LUMA_VIDEO } from '../src/providers/video/luma.js';
 import { createHmac } from 'node:crypto';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { entryOf, isImageToVideo, refusalOf } from '../src/providers/video/wire.js';
@@ -662,31 +663,70 @@ t.test('Runway: answers, statuses, failures', async (t) => {
 t.test('Runway: shared HTTP rules', async (t) => sharedHttpRules(t, RUNWAY_VIDEO, (code, message) => ({ error: message, code })));
 
 // ---------------------------------------------------------------------------------------------------
+// Luma Agents API (docs/vendors/luma.md)
+
+const LUMA: VendorTarget = { baseUrl: 'https://agents.lumalabs.ai/v1', apiKey: 'luma-api-test-key' };
+const LUMA_RAY: VideoJob = {
+  profile: 'LUMA-RAY', model: 'luma/ray-3.2', upstreamModel: 'ray-3.2', prompt: 'a glacier calves', imageUrls: [], videoUrls: [],
+  duration: 10, resolution: '1080p', aspectRatio: '21:9', dynamicRange: 'sdr',
+};
+
+t.test('Luma: the video generation request, text and first frame', async (t) => {
+  const request = LUMA_VIDEO.submit(LUMA_RAY, LUMA);
+  t.strictSame(requestParts(request), {
+    method: 'POST', url: 'https://agents.lumalabs.ai/v1/generations', headers: { authorization: 'Bearer luma-api-test-key', 'content-type': 'application/json' },
+    body: { model: 'ray-3.2', type: 'video', prompt: 'a glacier calves', aspect_ratio: '21:9', video: { resolution: '1080p', duration: '10s', hdr: false } },
+  });
+  keyOnlyInHeader(t, request, LUMA.apiKey, 'Bearer');
+  const frame = (url: string) => (requestParts(LUMA_VIDEO.submit({ ...LUMA_RAY, duration: 5, dynamicRange: 'hdr', imageUrls: [url] }, LUMA)).body as { video: unknown }).video;
+  t.strictSame(frame('https://img.example/f.png'), { resolution: '1080p', duration: '5s', hdr: true, start_frame: { url: 'https://img.example/f.png' } }, 'a URL first frame');
+  t.strictSame(frame('data:image/webp;base64,UklGRg=='), { resolution: '1080p', duration: '5s', hdr: true, start_frame: { data: 'UklGRg==', media_type: 'image/webp' } }, 'an inline one, with its type');
+  t.strictSame(requestParts(LUMA_VIDEO.poll('182bd5e5-6e1a', LUMA)), { method: 'GET', url: 'https://agents.lumalabs.ai/v1/generations/182bd5e5-6e1a', headers: { authorization: 'Bearer luma-api-test-key' }, body: undefined });
+});
+
+t.test('Luma: answers, states, failures', async (t) => {
+  t.strictSame(LUMA_VIDEO.submitted(200, json({ id: '182bd5e5-6e1a', state: 'queued', type: 'video', model: 'ray-3.2', created_at: '2026-11-27T00:00:00Z' })), { kind: 'submitted', upstreamId: '182bd5e5-6e1a' });
+  isRefusal(t, LUMA_VIDEO.submitted(422, json({ detail: [{ loc: ['body', 'video', 'duration'], msg: "Input should be '5s' or '10s'", type: 'enum' }] })), { retryable: false, code: 'http_422', httpStatus: 422, message: "Input should be '5s' or '10s'" }, 'a field error');
+  isRefusal(t, LUMA_VIDEO.submitted(400, json({ detail: 'HDR access is required' })), { retryable: false, code: 'http_400', httpStatus: 400, message: 'HDR access is required' }, 'a refusal');
+  for (const state of ['queued', 'processing']) isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state })), { kind: 'running', status: state }, state);
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'completed', output: [{ type: 'image', url: 'https://cdn.luma.example/thumb.jpg' }, { type: 'video', url: 'https://cdn.luma.example/v.mp4' }] })),
+    { kind: 'succeeded', status: 'completed', resultUrl: 'https://cdn.luma.example/v.mp4' }, 'the video among the outputs');
+  isRefusal(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'completed', output: [] })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'completed without output');
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'failed', failure_code: 'content_moderated', failure_reason: 'The prompt was moderated.' })),
+    { kind: 'failed', status: 'failed', code: 'content_moderated', message: 'The prompt was moderated.' }, 'a failure with its code');
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'failed' })), { kind: 'failed', status: 'failed', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'without a reason');
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'paused' })), { kind: 'unknown', status: 'paused' }, 'a new state');
+});
+
+t.test('Luma: shared HTTP rules', async (t) => sharedHttpRules(t, LUMA_VIDEO, (code, message) => ({ error: { code, message } })));
+
+// ---------------------------------------------------------------------------------------------------
 // The table, and the shared rules' own edges
 
 t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
-  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'kling', 'minimax-video', 'modelark', 'runway', 'vidu']);
+  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'kling', 'luma', 'minimax-video', 'modelark', 'runway', 'vidu']);
   t.equal(VIDEO_ADAPTERS['minimax-video'], MINIMAX_VIDEO);
   t.equal(VIDEO_ADAPTERS.kling, KLING_VIDEO);
   t.equal(VIDEO_ADAPTERS.runway, RUNWAY_VIDEO);
+  t.equal(VIDEO_ADAPTERS.luma, LUMA_VIDEO);
   t.equal(VIDEO_ADAPTERS.dashscope, DASHSCOPE_VIDEO);
   t.equal(VIDEO_ADAPTERS.vidu, VIDU_VIDEO);
   t.equal(VIDEO_ADAPTERS.modelark, ARK_VIDEO);
   for (const [family, adapter] of Object.entries(VIDEO_ADAPTERS)) {
     t.equal(adapter.family, family, `${family}: keyed by its own family`);
-    // MiniMax and Kling document no cancel for video tasks.
-    if (family !== 'minimax-video' && family !== 'kling') t.type(adapter.cancel, 'function', `${family}: has a cancel`);
+    // MiniMax, Kling and Luma's Agents API document no cancel for video tasks.
+    if (!['minimax-video', 'kling', 'luma'].includes(family)) t.type(adapter.cancel, 'function', `${family}: has a cancel`);
     t.ok(Object.isFrozen(adapter), `${family}: frozen`);
   }
   t.ok(Object.isFrozen(VIDEO_ADAPTERS), 'the table is frozen');
-  t.equal(VIDEO_ADAPTERS.luma, undefined, 'an unserved family');
+  t.equal(VIDEO_ADAPTERS['gemini-video'], undefined, 'an unserved family');
   t.equal(VIDEO_ADAPTERS.constructor, undefined, 'an Object method name is no family');
   t.equal(VIDEO_ADAPTERS.toString, undefined);
 });
 
 t.test('wire: profile task shapes, table lookups, status classes', async (t) => {
   const imageToVideo = VIDEO_PROFILES.filter((profile) => isImageToVideo({ ...I2V_A, profile }));
-  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B', 'HAILUO', 'KLING', 'RUNWAY-I2V'], 'only the I2V profiles and the vendor models use the image as the first frame');
+  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B', 'HAILUO', 'KLING', 'RUNWAY-I2V', 'LUMA-RAY'], 'only the I2V profiles and the vendor models use the image as the first frame');
   t.equal(entryOf({ a: 1 }, 'a'), 1);
   t.equal(entryOf({ a: 1 }, 'hasOwnProperty'), undefined, 'inherited names are not entries');
   const read = () => ({ code: 'C', message: 'm' });

@@ -77,6 +77,16 @@ const SUCCESSES = [
     submitPath: '/runway/v1/image_to_video', sent: { model: 'gen4_turbo', promptImage: /^data:image\/png;base64,/, promptText: /^the kite rises/, ratio: '720:1280', duration: 4, seed: 42 },
     alsoCalled: [],
   },
+  {
+    what: 'Luma Ray 3.2 text-to-video, 10 s at 1080p', model: 'luma/ray-3.2', body: { prompt: 'a glacier calves', duration: 10, resolution: '1080p', aspect_ratio: '21:9' }, usd: '4.32', seconds: 10,
+    submitPath: '/luma/v1/generations', sent: { model: 'ray-3.2', type: 'video', prompt: /^a glacier calves/, aspect_ratio: '21:9', video: { resolution: '1080p', duration: '10s', hdr: false } },
+    alsoCalled: [],
+  },
+  {
+    what: 'Luma Ray 3.2 image-to-video, HDR 720p', model: 'luma/ray-3.2', body: { prompt: 'the flag waves', image_urls: [PNG_URI], dynamic_range: 'hdr' }, usd: '2.16', seconds: 5,
+    submitPath: '/luma/v1/generations', sent: { model: 'ray-3.2', type: 'video', video: { resolution: '720p', duration: '5s', hdr: true, start_frame: { media_type: 'image/png', data: /^iVBOR/ } } },
+    alsoCalled: [],
+  },
 ] as const;
 
 t.test('each model: the OpenAI client submits and polls to success, the video on the media host, charged exactly its price', async (t) => {
@@ -111,6 +121,7 @@ const FAILURES = [
   { what: 'Hailuo: the submit is refused (base_resp 2013)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock submit_fail=400]]' }, code: 'minimax_2013', message: /./ },
   { what: 'Runway: the task fails its input review', body: { model: 'runway/gen4-turbo', prompt: 'x [[mock job_ms=50 task_fail=SAFETY.INPUT.IMAGE]]', image_urls: [REF] }, code: 'SAFETY.INPUT.IMAGE', message: /SAFETY/ },
   { what: 'Runway: the submit is refused', body: { model: 'runway/gen4-turbo', prompt: 'x [[mock submit_fail=400]]', image_urls: [REF] }, code: 'http_400', message: /Mock failure/ },
+  { what: 'Luma: the generation is moderated', body: { model: 'luma/ray-3.2', prompt: 'x [[mock job_ms=50 task_fail=content_moderated]]' }, code: 'content_moderated', message: /content_moderated/ },
 ];
 
 t.test('a failed task shows the vendor reason and releases its hold', async (t) => {
@@ -146,6 +157,13 @@ const INVALID: [string, Record<string, unknown>, string, RegExp][] = [
   ['Runway: a prompt over 1000 characters', { model: 'runway/gen4-turbo', image_urls: [REF], prompt: 'x'.repeat(1001) }, 'prompt', /at most 1000 characters/],
   ['Runway: a negative seed', { model: 'runway/gen4-turbo', image_urls: [REF], seed: -1 }, 'seed', /whole number from 0 to 4294967295/],
   ['Runway: a resolution', { model: 'runway/gen4-turbo', image_urls: [REF], resolution: '720p' }, 'resolution', /./],
+  ['Luma: no prompt', { model: 'luma/ray-3.2', image_urls: [REF] }, 'prompt', /./],
+  ['Luma: 7 seconds', { model: 'luma/ray-3.2', prompt: 'x', duration: 7 }, 'duration', /5, 10/],
+  ['Luma: 10 seconds from a first frame', { model: 'luma/ray-3.2', prompt: 'x', image_urls: [REF], duration: 10 }, 'duration', /first frame/],
+  ['Luma: 4K', { model: 'luma/ray-3.2', prompt: 'x', resolution: '4k' }, 'resolution', /'540p', '720p', '1080p'/],
+  ['Luma: HDR at 540p', { model: 'luma/ray-3.2', prompt: 'x', resolution: '540p', dynamic_range: 'hdr' }, 'dynamic_range', /720p/],
+  ['Luma: an unknown dynamic range', { model: 'luma/ray-3.2', prompt: 'x', dynamic_range: 'dolby' }, 'dynamic_range', /'sdr', 'hdr'/],
+  ['Luma: two first frames', { model: 'luma/ray-3.2', prompt: 'x', image_urls: [REF, REF] }, 'image_urls', /at most 1 entr/],
 ];
 
 t.test('each invalid parameter is a 400 naming the field and what it may be; nothing is held', async (t) => {

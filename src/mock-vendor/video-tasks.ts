@@ -5,7 +5,8 @@
 // MiniMax Hailuo (`/minimax/v1/video_generation`, `query/video_generation?task_id=`, then
 // `files/retrieve?file_id=` for the download URL; MiniMax's own speech files stay with audio.ts) and
 // Kuaishou Kling (`/kuaishou/v1/videos/text2video`, `image2video`, each polled at `…/{id}`; a JWT
-// checked on every call) and Runway (`/runway/v1/image_to_video`, `tasks/{id}`, `X-Runway-Version`).
+// checked on every call), Runway (`/runway/v1/image_to_video`, `tasks/{id}`, `X-Runway-Version`) and
+// Luma's Agents API (`/luma/v1/generations`, `generations/{id}`).
 // One task store and clock: a job is queued, then running, then ends after `job_ms`; polls answer in
 // the vendor's own spellings; results are small MP4s served at `/__mock/videos/…` until their URL
 // expires. Steered by `[[mock …]]` keys in the prompt: job_ms, task_fail=CODE, submit_fail=STATUS,
@@ -300,7 +301,37 @@ const RUNWAY: Dialect = {
   }),
 };
 
-const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK, MINIMAX, KLING, RUNWAY];
+const LUMA: Dialect = {
+  prefix: '/luma/v1/',
+  authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined : { status: 401, body: { detail: 'Invalid API key' } }),
+  submitPath: (path) => path === '/luma/v1/generations',
+  read: (body) => {
+    const video = (body.video ?? {}) as Record<string, unknown>;
+    if (body.model !== 'ray-3.2') return 'model must be ray-3.2 for video';
+    if (body.type !== 'video') return "type must be 'video'";
+    if (typeof body.prompt !== 'string' || body.prompt === '') return 'prompt is required';
+    if (video.duration !== undefined && video.duration !== '5s' && video.duration !== '10s') return "video.duration must be '5s' or '10s'";
+    const start = video.start_frame as Record<string, unknown> | undefined;
+    if (start !== undefined && typeof start.url !== 'string' && (typeof start.data !== 'string' || typeof start.media_type !== 'string')) {
+      return 'video.start_frame needs url, or data with media_type';
+    }
+    return { model: body.model, prompt: body.prompt, seconds: video.duration === '10s' ? 10 : 5 };
+  },
+  newId: randomUUID,
+  submitted: (task) => LUMA.polled(task, 'queued', undefined),
+  error: (_status, _code, message) => ({ detail: message }),
+  pollPath: /^\/luma\/v1\/generations\/([^/]+)$/,
+  cancelPath: /(?!)/, // the Agents API has no cancel
+  cancelMethod: 'NONE',
+  spelling: { queued: 'queued', running: 'processing', succeeded: 'completed', failed: 'failed', cancelled: 'failed', unknown: 'paused' },
+  polled: (task, phase, url) => ({
+    id: task.id, created_at: new Date(task.createdMs).toISOString(), model: task.model, type: 'video', state: LUMA.spelling[phase],
+    ...(phase === 'succeeded' ? { output: [{ type: 'video', url }] } : {}),
+    ...(phase === 'failed' ? { failure_code: task.failCode, failure_reason: `The generation failed (mock): ${task.failCode}.` } : {}),
+  }),
+};
+
+const DIALECTS: readonly Dialect[] = [DASHSCOPE, VIDU, ARK, MINIMAX, KLING, RUNWAY, LUMA];
 
 /**
  * Vidu's callback signature (reference §2): base64 HMAC-SHA256 keyed by the API token over

@@ -11,6 +11,7 @@ export const VIDEO_PROFILES = [
   'HAILUO',
   'KLING',
   'RUNWAY-I2V',
+  'LUMA-RAY',
 ] as const;
 export type SpecVideoProfile = (typeof SPEC_VIDEO_PROFILES)[number];
 export type VideoProfile = (typeof VIDEO_PROFILES)[number];
@@ -51,9 +52,11 @@ export interface VideoJob {
   readonly promptOptimizer?: boolean;
   /** The vendor's quality mode (Kling `std` / `pro`). */
   readonly mode?: string;
+  /** `sdr` or `hdr` (Luma Ray), a price tier too. */
+  readonly dynamicRange?: 'sdr' | 'hdr';
 }
 
 /** What the price sheet needs of a job (billing/media-pricing.ts). */
 export function videoCallOf(job: VideoJob): VideoCall {
-  return { kind: 'video', seconds: job.duration, resolution: job.size === undefined ? job.resolution : undefined, size: job.size, audio: job.audio };
+  return { kind: 'video', seconds: job.duration, resolution: job.size === undefined ? job.resolution : undefined, size: job.size, audio: job.audio, dynamicRange: job.dynamicRange };
 }

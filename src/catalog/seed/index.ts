@@ -37,7 +37,7 @@ const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'
  */
 export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
   image: ['openai-images', 'bfl'],
-  video: ['dashscope', 'vidu', 'modelark', 'minimax-video', 'kling', 'runway'],
+  video: ['dashscope', 'vidu', 'modelark', 'minimax-video', 'kling', 'runway', 'luma'],
   audio: ['openai-audio', 'elevenlabs', 'minimax'],
 });
 

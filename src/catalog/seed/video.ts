@@ -228,13 +228,16 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'luma/ray-3.2', name: 'Luma Ray 3.2', provider: 'Luma AI', modality: 'video',
-    description: 'Luma Ray 3.2 text-to-video, image-to-video, keyframes and editing, SDR or HDR.',
+    description: 'Luma Ray 3.2 text-to-video and image-to-video from a first frame, 5 or 10 seconds at 540p to 1080p, SDR or HDR.',
     tags: ['video', 'text-to-video', 'image-to-video', 'luma', 'hdr'], family: 'luma', upstreamVendor: 'luma', upstreamModel: 'ray-3.2',
-    capabilities: { task: 'text-to-video', durations: [5, 10], resolutions: ['540p', '720p', '1080p'], dynamicRanges: ['sdr', 'hdr'] },
+    capabilities: {
+      profile: 'LUMA-RAY', task: 'text-to-video', durations: [5, 10], resolutions: ['540p', '720p', '1080p'], defaultResolution: '720p', dynamicRanges: ['sdr', 'hdr'],
+      aspectRatios: ['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'], minImages: 0, maxImages: 1, maxPromptChars: 6000,
+    },
     prices: perSecond({
       'dynamic_range=sdr,resolution=540p': '0.144', 'dynamic_range=sdr,resolution=720p': '0.216', 'dynamic_range=sdr,resolution=1080p': '0.432',
       'dynamic_range=hdr,resolution=720p': '0.432', 'dynamic_range=hdr,resolution=1080p': '0.864',
     }, 'C'),
-    isPopular: false, source: 'fal price text for luma ray v3.2 (HDR 2x)',
+    isPopular: false, source: 'fal price text for luma ray v3.2 (HDR 2x); API: docs/vendors/luma.md',
   },
 ].map((seed) => Object.freeze(seed)) as MediaSeed[]);

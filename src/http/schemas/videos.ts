@@ -1,6 +1,6 @@
 /**
  * `POST /v1/videos/generations`: one strict valibot schema per model profile of the spec (R2V-A,
- * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B) and per vendor model family outside them (HAILUO, KLING, RUNWAY-I2V), built once at load from shared field builders and chosen by the
+ * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B) and per vendor model family outside them (HAILUO, KLING, RUNWAY-I2V, LUMA-RAY), built once at load from shared field builders and chosen by the
  * model's `capabilities.profile`. A request becomes a `VideoJob` with every default filled in; a wrong
  * value is a 400 naming the field and what it may be; nothing is clamped.
  *
@@ -180,6 +180,7 @@ interface Fields {
   readonly bgm?: boolean;
   readonly prompt_optimizer?: boolean;
   readonly mode?: string;
+  readonly dynamic_range?: 'sdr' | 'hdr';
 }
 
 interface Profile {
@@ -265,6 +266,20 @@ const klingShape = (fields: Fields): Fields => {
     throw badRequest("Invalid value for 'aspect_ratio': with a first frame in 'image_urls' the clip takes the image's shape; leave it out.", 'aspect_ratio');
   }
   return promptOrImage({ ...fields, aspect_ratio: withImage ? undefined : (fields.aspect_ratio ?? '16:9') });
+};
+
+/**
+ * Luma Ray: a first frame takes 5 s only; HDR needs 720p or 1080p and 5 s (Luma's rules, refused here
+ * rather than by the vendor after the hold).
+ */
+const lumaRules = (fields: Fields): Fields => {
+  if ((fields.image_urls?.length ?? 0) > 0 && fields.duration !== 5) {
+    throw badRequest("Invalid value for 'duration': with a first frame in 'image_urls' the clip is 5 seconds; leave it out or send 5.", 'duration');
+  }
+  if (fields.dynamic_range === 'hdr' && (fields.resolution === '540p' || fields.duration !== 5)) {
+    throw badRequest("Invalid value for 'dynamic_range': 'hdr' needs resolution '720p' or '1080p' and a 5-second clip.", 'dynamic_range');
+  }
+  return fields;
 };
 
 /** Whole seconds from a short list (Hailuo's 6 or 10), as JSON numbers. */
@@ -370,6 +385,16 @@ const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
     aspect_ratio: opt(oneOf(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'] as const), '16:9'),
     seed: opt(wholeNumber(0, 4_294_967_295)),
   })),
+  // Luma Ray 3.2 on the Agents API (docs/vendors/luma.md): text-to-video, or one first frame.
+  'LUMA-RAY': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(6000),
+    image_urls: opt(list(reference({ what: `${HTTPS_URL} or a base64 data:image/png, jpeg or webp URI`, inline: ['png', 'jpeg', 'webp'], extensions: ['png', 'jpg', 'jpeg', 'webp'] }), 0, 1)),
+    duration: opt(secondsIn([5, 10] as const), 5),
+    resolution: opt(oneOf(TIERS), '720p'),
+    aspect_ratio: opt(oneOf(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'] as const), '16:9'),
+    dynamic_range: opt(oneOf(['sdr', 'hdr'] as const), 'sdr'),
+  }), lumaRules),
 });
 
 const isProfile = (value: unknown): value is VideoProfile => typeof value === 'string' && (VIDEO_PROFILES as readonly string[]).includes(value);
@@ -412,5 +437,6 @@ export function parseVideoRequest(body: Record<string, unknown>, model: MediaMod
     bgm: fields.bgm,
     promptOptimizer: fields.prompt_optimizer,
     mode: fields.mode,
+    dynamicRange: fields.dynamic_range,
   });
 }

@@ -31,6 +31,7 @@ const PROFILE_TASK: Readonly<Record<VideoProfile, 'reference-to-video' | 'image-
   HAILUO: 'image-to-video',
   KLING: 'image-to-video',
   'RUNWAY-I2V': 'image-to-video',
+  'LUMA-RAY': 'image-to-video',
 });
 
 /** Whether the job's image is the video's first frame (image-to-video) rather than a reference to draw from. */
