@@ -8,8 +8,8 @@
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
 import {
-  UNNAMED_FAILURE, codeOf, failedState, idSegment, jsonRequest, meaningOf, missingResult, missingTaskId, objectAt, readAnswer, textOf, trimBase,
-  unreadableStatus, type ErrorReader, type JsonObject, type StatusMeaning,
+  UNNAMED_FAILURE, codeOf, failedState, idSegment, jsonRequest, missingResult, objectAt, polledStatus, submittedAtId, textOf, trimBase,
+  type ErrorReader, type JsonObject, type StatusMeaning,
 } from './wire.js';
 
 /** A media reference: a URL, or inline base64 with its MIME type. */
@@ -70,10 +70,7 @@ export const LUMA_VIDEO = Object.freeze({
   },
 
   submitted(httpStatus, body) {
-    const answer = readAnswer('submit', httpStatus, body, readError);
-    if (answer.kind === 'refused') return answer;
-    const upstreamId = textOf(answer.body.id);
-    return upstreamId === undefined ? missingTaskId(httpStatus) : { kind: 'submitted', upstreamId };
+    return submittedAtId(httpStatus, body, readError);
   },
 
   poll(upstreamId, target) {
@@ -81,11 +78,9 @@ export const LUMA_VIDEO = Object.freeze({
   },
 
   polled(httpStatus, body) {
-    const answer = readAnswer('poll', httpStatus, body, readError);
+    const answer = polledStatus(httpStatus, body, readError, 'state', STATUSES);
     if (answer.kind === 'refused') return answer;
-    const status = textOf(answer.body.state);
-    if (status === undefined) return unreadableStatus(httpStatus);
-    const meaning = meaningOf(STATUSES, status);
+    const { status, meaning } = answer;
     if (meaning === 'running') return { kind: 'running', status };
     if (meaning === 'succeeded') {
       const outputs = Array.isArray(answer.body.output) ? answer.body.output as unknown[] : [];

@@ -9,8 +9,8 @@
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
 import {
-  UNNAMED_FAILURE, codeOf, entryOf, failedState, idSegment, jsonRequest, meaningOf, missingResult, missingTaskId, readAnswer, textOf, trimBase,
-  unreadableStatus, type ErrorReader, type StatusMeaning,
+  UNNAMED_FAILURE, codeOf, entryOf, failedState, idSegment, jsonRequest, missingResult, polledStatus, submittedAtId, textOf, trimBase,
+  type ErrorReader, type StatusMeaning,
 } from './wire.js';
 
 /** The API version this adapter speaks; Runway refuses a request without one. */
@@ -64,10 +64,7 @@ export const RUNWAY_VIDEO = Object.freeze({
   },
 
   submitted(httpStatus, body) {
-    const answer = readAnswer('submit', httpStatus, body, readError);
-    if (answer.kind === 'refused') return answer;
-    const upstreamId = textOf(answer.body.id);
-    return upstreamId === undefined ? missingTaskId(httpStatus) : { kind: 'submitted', upstreamId };
+    return submittedAtId(httpStatus, body, readError);
   },
 
   poll(upstreamId, target) {
@@ -75,11 +72,9 @@ export const RUNWAY_VIDEO = Object.freeze({
   },
 
   polled(httpStatus, body) {
-    const answer = readAnswer('poll', httpStatus, body, readError);
+    const answer = polledStatus(httpStatus, body, readError, 'status', STATUSES);
     if (answer.kind === 'refused') return answer;
-    const status = textOf(answer.body.status);
-    if (status === undefined) return unreadableStatus(httpStatus);
-    const meaning = meaningOf(STATUSES, status);
+    const { status, meaning } = answer;
     if (meaning === 'running') return { kind: 'running', status };
     if (meaning === 'succeeded') {
       const output = answer.body.output;
