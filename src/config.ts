@@ -10,6 +10,7 @@ import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets
 import { RoutingFileError, readRoutingFile } from './routing/file.js';
 import type { RoutingTable } from './routing/targets.js';
 import type { OidcConfig } from './auth/idp-tokens.js';
+import { vendorKeyProblem } from './vendor-keys.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
 export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou', 'runway', 'luma'] as const;
@@ -524,8 +525,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     const apiKey = env[`${upper}_API_KEY`] ?? '';
     const baseUrl = env[`${upper}_BASE_URL`] ?? '';
     if (baseUrl && !/^https?:\/\/[^\s]+$/.test(baseUrl)) throw new ConfigError(`invalid ${upper}_BASE_URL: must be an http(s) URL`);
-    // Kling signs a JWT with the secret key for every call: both keys travel in the one setting.
-    if (name === 'kuaishou' && apiKey && !/^[^:\s]+:[^:\s]+$/.test(apiKey)) throw new ConfigError('invalid KUAISHOU_API_KEY: must be <access key>:<secret key>');
+    const keyProblem = apiKey ? vendorKeyProblem(name, apiKey) : undefined;
+    if (keyProblem) throw new ConfigError(`invalid ${upper}_API_KEY: ${keyProblem}`);
     const mocked = !apiKey && !baseUrl && mockAllowed;
     const mockBase = `${mockVendorUrl ?? `http://127.0.0.1:${e.MOCK_VENDOR_PORT}`}/${name}/v1`;
     vendors[name] = Object.freeze({

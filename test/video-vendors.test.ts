@@ -6,7 +6,7 @@
 // verified price), is played adapter to mock: its signed token, its paths, success and failure.
 import t from 'tap';
 import OpenAI from 'openai';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
@@ -16,6 +16,7 @@ import { KLING_VIDEO } from '../src/providers/video/kling.js';
 import { exchange } from '../src/tasks/vendor-exchange.js';
 import type { VendorTarget } from '../src/providers/video/adapter.js';
 import type { VideoJob } from '../src/tasks/video-job.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 
 const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const REF = 'https://localhost/first-frame.png';
@@ -249,4 +250,15 @@ t.test('Runway: a cancel reaches the vendor (DELETE of its task) and is free whe
   const money = await usageOf(user);
   t.same(money.usage, [], 'nothing charged');
   t.equal(money.credits, NANO('10'), 'credits as before');
+});
+
+t.test("Kling's credential must be '<access key>:<secret key>', in the environment and in a routing file", async (t) => {
+  t.throws(() => loadConfig({ KUAISHOU_API_KEY: 'only-an-access-key-test' }), new ConfigError('invalid KUAISHOU_API_KEY: must be <access key>:<secret key>'));
+  t.equal(loadConfig({ KUAISHOU_API_KEY: 'ak-test:sk-test' }).vendors.kuaishou.apiKey, 'ak-test:sk-test', 'both keys in one setting');
+  t.equal(loadConfig({ KUAISHOU_API_KEY: 'ak-test:sk-test' }).vendors.kuaishou.baseUrl, 'https://api-singapore.klingai.com/v1', 'the real base');
+  const file = join(mediaDir, 'routing.yaml');
+  await writeFile(file, 'vendors:\n  kuaishou:\n    targets:\n      - { name: kling-a, api_key: no-colon-test }\n');
+  t.throws(() => loadConfig({ ROUTING_FILE: file }), /invalid ROUTING_FILE: .*:4: a kuaishou key must be <access key>:<secret key>/);
+  await writeFile(file, 'vendors:\n  kuaishou:\n    targets:\n      - { name: kling-a, api_key: ak-test:sk-test }\n');
+  t.equal(loadConfig({ ROUTING_FILE: file }).routing.table?.vendors.kuaishou?.[0]?.apiKey, 'ak-test:sk-test', 'a routing target with both keys');
 });
