@@ -35,7 +35,7 @@ export interface MockVendor {
   port: number;
   /** The cloud side: tokens issued by the service-account token endpoint, and so on. */
   cloud: MockCloud;
-  /** The video vendors' tasks (DashScope, Vidu, Ark). */
+  /** The video vendors' tasks (DashScope, Vidu, Ark, MiniMax Hailuo, Kling, Runway, Luma). */
   videos: VideoTasks;
   /** The audio vendors (OpenAI speech, ElevenLabs, MiniMax): MiniMax's speech tasks and the result files. */
   audio: AudioVendors;
