@@ -262,3 +262,34 @@ t.test("Kling's credential must be '<access key>:<secret key>', in the environme
   await writeFile(file, 'vendors:\n  kuaishou:\n    targets:\n      - { name: kling-a, api_key: ak-test:sk-test }\n');
   t.equal(loadConfig({ ROUTING_FILE: file }).routing.table?.vendors.kuaishou?.[0]?.apiKey, 'ak-test:sk-test', 'a routing target with both keys');
 });
+
+t.test('Runway Gen-4 Image through images.generate: a PNG on the media host, charged its resolution tier', async (t) => {
+  for (const c of [
+    { what: '720p 9:16 with a reference', body: { resolution: '720p', aspect_ratio: '9:16', image_urls: [PNG_URI] }, usd: '0.05', ratio: '720:1280', references: 1 },
+    { what: 'no resolution: 1080p, the tier reserved', body: {}, usd: '0.08', ratio: '1920:1080', references: 0 },
+  ]) {
+    const { user, key } = await newUser();
+    const client = new OpenAI({ apiKey: key, baseURL: gateway.v1 });
+    const answer = await client.images.generate({ model: 'runway/gen4-image', prompt: 'a paper crane', ...c.body } as unknown as OpenAI.ImageGenerateParamsNonStreaming);
+    const url = answer.data?.[0]?.url ?? '';
+    t.ok(url.startsWith(`${gateway.url}/media/`), `${c.what}: the image is on the media host`);
+    const png = Buffer.from(await (await fetch(url)).arrayBuffer());
+    t.equal(png.subarray(1, 4).toString('latin1'), 'PNG', `${c.what}: a PNG`);
+    const sent = sentTo('/runway/v1/text_to_image').at(-1)?.body as { model: string; promptText: string; ratio: string; referenceImages?: { uri: string }[] };
+    t.match(sent, { model: 'gen4_image', promptText: 'a paper crane', ratio: c.ratio }, `${c.what}: Runway's pixel ratio`);
+    t.equal(sent.referenceImages?.length ?? 0, c.references, `${c.what}: its references`);
+    // An image call's usage transaction is written after its answer: wait for it.
+    await eventually(async () => (await usageOf(user)).usage.length > 0, 5000);
+    const money = await usageOf(user);
+    t.same(money.usage.map((u) => u.credits_nano), [-NANO(c.usd)], `${c.what}: charged ${c.usd} USD`);
+  }
+  const { key } = await newUser();
+  const refused = await postJson(`${gateway.v1}/images/generations`, key, { model: 'runway/gen4-image', prompt: 'x', resolution: '4k' });
+  t.equal(refused.status, 400);
+  t.equal(refused.body.error?.param, 'resolution', 'a resolution it does not make names the field');
+  const ratio = await postJson(`${gateway.v1}/images/generations`, key, { model: 'runway/gen4-image', prompt: 'x', aspect_ratio: '2:1' });
+  t.equal(ratio.body.error?.param, 'aspect_ratio', 'so does an aspect ratio');
+  const moderated = await postJson(`${gateway.v1}/images/generations`, key, { model: 'runway/gen4-image', prompt: 'x [[mock job_ms=30 task_fail=SAFETY.INPUT.TEXT]]' });
+  t.equal(moderated.status, 400, 'a prompt Runway refuses');
+  t.equal(moderated.body.error?.code, 'content_policy_violation');
+});

@@ -18,6 +18,7 @@ import http from 'node:http';
 import { directivePairs, parseDirectives } from './directives.js';
 import { bearerToken, playFault, type FaultBook } from './faults.js';
 import { mockMp4 } from './mp4.js';
+import { mockPng } from './png.js';
 import { recordBody, type MockRequestRecord } from './records.js';
 import type { MockError } from './errors.js';
 
@@ -42,6 +43,8 @@ interface VideoTask {
   unknownLeft: number;
   readonly urlTtlMs: number;
   readonly brokenUrl: boolean;
+  /** The result is a PNG image (Runway's text_to_image), not an MP4. */
+  readonly image: boolean;
   cancelled: boolean;
   /** The result's file name, made at the first poll that sees success. */
   file?: string;
@@ -54,6 +57,9 @@ export interface VideoExchange {
   reset(): void;
 }
 
+/** What a submit asks for: `image` makes the result a PNG (an image task on a video vendor's task API). */
+interface TaskFields { readonly model: string; readonly prompt: string; readonly seconds: number; readonly image?: boolean }
+
 type ReadBody = (req: http.IncomingMessage, done: (err: MockError | undefined, text: string) => void) => void;
 
 /** A vendor's wire format: how it authenticates, reads a submit, spells statuses and shapes answers. */
@@ -64,7 +70,7 @@ interface Dialect {
   readonly requiredHeader?: { readonly name: string; readonly value: string; readonly status: number; readonly body: unknown };
   readonly submitPath: (path: string) => boolean;
   /** The task fields of a submit body, or a message saying what is wrong with it. */
-  readonly read: (body: Record<string, unknown>) => { model: string; prompt: string; seconds: number } | string;
+  readonly read: (body: Record<string, unknown>, path: string) => TaskFields | string;
   readonly newId: () => string;
   readonly submitted: (task: VideoTask, body: Record<string, unknown>) => unknown;
   readonly error: (status: number, code: string, message: string) => unknown;
@@ -278,9 +284,18 @@ const RUNWAY: Dialect = {
   prefix: '/runway/v1/',
   authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined : { status: 401, body: { error: 'Invalid API key.' } }),
   requiredHeader: { name: 'x-runway-version', value: '2024-11-06', status: 400, body: { error: 'API version 2024-11-06 is required in the X-Runway-Version header.' } },
-  submitPath: (path) => path === '/runway/v1/image_to_video',
-  read: (body) => {
+  submitPath: (path) => path === '/runway/v1/image_to_video' || path === '/runway/v1/text_to_image',
+  read: (body, path) => {
     if (typeof body.model !== 'string') return 'model is required';
+    if (path === '/runway/v1/text_to_image') {
+      if (typeof body.promptText !== 'string' || body.promptText === '') return 'promptText is required';
+      if (typeof body.ratio !== 'string' || !/^\d+:\d+$/.test(body.ratio)) return 'ratio must be one of the output sizes, such as 1920:1080';
+      const references = body.referenceImages;
+      if (references !== undefined && (!Array.isArray(references) || references.length > 3 || references.some((r) => typeof (r as { uri?: unknown })?.uri !== 'string'))) {
+        return 'referenceImages must be at most 3 objects with a uri';
+      }
+      return { model: body.model, prompt: body.promptText, seconds: 0, image: true };
+    }
     if (typeof body.promptImage !== 'string') return 'promptImage is required';
     if (typeof body.ratio !== 'string' || !/^\d+:\d+$/.test(body.ratio)) return 'ratio must be one of the output sizes, such as 1280:720';
     if (typeof body.duration !== 'number' || !Number.isInteger(body.duration) || body.duration < 2 || body.duration > 10) return 'duration must be a whole number from 2 to 10';
@@ -395,7 +410,7 @@ export class VideoTasks {
         }
         const body = exchange.record.body;
         if (parseError !== undefined || body === null || typeof body !== 'object' || Array.isArray(body)) return send(400, dialect.error(400, 'InvalidParameter', 'The request body is not a JSON object.'));
-        const fields = dialect.read(body as Record<string, unknown>);
+        const fields = dialect.read(body as Record<string, unknown>, path);
         if (typeof fields === 'string') return send(400, dialect.error(400, 'InvalidParameter', fields));
         const keys = directivePairs(fields.prompt);
         const submitFail = Number(keys.get('submit_fail'));
@@ -447,13 +462,13 @@ export class VideoTasks {
     return send(200, dialect.polled(task, phase, phase === 'succeeded' ? this.resultUrl(task) : undefined));
   }
 
-  private add(vendor: Dialect, fields: { model: string; prompt: string; seconds: number }, keys: Map<string, string>): VideoTask {
+  private add(vendor: Dialect, fields: TaskFields, keys: Map<string, string>): VideoTask {
     const count = (name: string, fallback: number) => (/^\d{1,9}$/.test(keys.get(name) ?? '') ? Number(keys.get(name)) : fallback);
     const pollFail = count('poll_fail', 0);
     const task: VideoTask = {
       vendor, id: vendor.newId(), fileId: minimaxDigits(), model: fields.model, createdMs: Date.now(), jobMs: count('job_ms', this.defaultJobMs), seconds: fields.seconds,
       failCode: keys.get('task_fail'), pollFail: pollFail >= 400 && pollFail <= 599 ? pollFail : undefined, pollFailLeft: count('poll_fail_times', -1),
-      unknownLeft: count('unknown_status', 0), urlTtlMs: count('url_ttl_ms', DAY_MS), brokenUrl: keys.has('broken_url'), cancelled: false,
+      unknownLeft: count('unknown_status', 0), urlTtlMs: count('url_ttl_ms', DAY_MS), brokenUrl: keys.has('broken_url'), image: fields.image === true, cancelled: false,
     };
     this.tasks.set(task.id, task);
     if (this.tasks.size > TASK_LIMIT) this.tasks.delete(this.tasks.keys().next().value as string);
@@ -499,9 +514,10 @@ export class VideoTasks {
 
   private resultUrl(task: VideoTask): string {
     if (!task.file) {
-      task.file = `${randomUUID()}.mp4`;
+      task.file = `${randomUUID()}.${task.image ? 'png' : 'mp4'}`;
       const endedAtMs = task.createdMs + task.jobMs;
-      this.files.set(task.file, { bytes: mockMp4(task.seconds, `${task.vendor.prefix}${task.id}`), expiresAtMs: endedAtMs + task.urlTtlMs, broken: task.brokenUrl });
+      const tag = `${task.vendor.prefix}${task.id}`;
+      this.files.set(task.file, { bytes: task.image ? mockPng(tag) : mockMp4(task.seconds, tag), expiresAtMs: endedAtMs + task.urlTtlMs, broken: task.brokenUrl });
       if (this.files.size > TASK_LIMIT) this.files.delete(this.files.keys().next().value as string);
     }
     const expires = Math.floor((task.createdMs + task.jobMs + task.urlTtlMs) / 1000);
@@ -516,7 +532,8 @@ export class VideoTasks {
       const body = '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Request has expired.</Message></Error>';
       return void res.writeHead(403, { 'content-type': 'application/xml' }).end(body);
     }
-    res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': file.bytes.length }).end(file.bytes);
+    const type = path.endsWith('.png') ? 'image/png' : 'video/mp4';
+    res.writeHead(200, { 'content-type': type, 'content-length': file.bytes.length }).end(file.bytes);
   }
 }
 

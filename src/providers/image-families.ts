@@ -1,9 +1,11 @@
 import type { ImageFamily } from './image-family.js';
 import { OPENAI_IMAGES } from './openai-images/family.js';
 import { BFL_IMAGES } from './bfl/family.js';
+import { RUNWAY_IMAGES } from './runway-images/family.js';
 
 /** The image APIs this gateway speaks, by the catalog's `family` of an image model. */
 export const IMAGE_FAMILIES: Readonly<Record<string, ImageFamily | undefined>> = Object.freeze({
   'openai-images': OPENAI_IMAGES,
   bfl: BFL_IMAGES,
+  runway: RUNWAY_IMAGES,
 });

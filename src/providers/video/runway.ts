@@ -30,7 +30,7 @@ export const RUNWAY_RATIOS: Readonly<Record<string, string>> = Object.freeze({
   '16:9': '1280:720', '9:16': '720:1280', '4:3': '1104:832', '3:4': '832:1104', '1:1': '960:960', '21:9': '1584:672',
 });
 
-const STATUSES: Readonly<Record<string, StatusMeaning>> = Object.freeze({
+export const RUNWAY_STATUSES: Readonly<Record<string, StatusMeaning>> = Object.freeze({
   pending: 'running',
   throttled: 'running', // queued behind the account's concurrency limit: it starts by itself
   running: 'running',
@@ -51,7 +51,9 @@ export function runwayImageToVideoBody(job: VideoJob): RunwayImageToVideoBody {
   };
 }
 
-const headers = (target: VendorTarget) => ({ authorization: `Bearer ${target.apiKey}`, 'x-runway-version': RUNWAY_API_VERSION });
+/** Every Runway call's headers (its image calls too). */
+export const runwayHeaders = (target: { readonly apiKey: string }) => ({ authorization: `Bearer ${target.apiKey}`, 'x-runway-version': RUNWAY_API_VERSION });
+const headers = runwayHeaders;
 
 /** `{error: "…", issues: […]}`: a message, no code (the HTTP status names it). */
 const readError: ErrorReader = (body) => ({ code: textOf(body.code), message: textOf(body.error) ?? textOf(body.message) });
@@ -72,7 +74,7 @@ export const RUNWAY_VIDEO = Object.freeze({
   },
 
   polled(httpStatus, body) {
-    const answer = polledStatus(httpStatus, body, readError, 'status', STATUSES);
+    const answer = polledStatus(httpStatus, body, readError, 'status', RUNWAY_STATUSES);
     if (answer.kind === 'refused') return answer;
     const { status, meaning } = answer;
     if (meaning === 'running') return { kind: 'running', status };
