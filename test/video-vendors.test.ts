@@ -293,3 +293,29 @@ t.test('Runway Gen-4 Image through images.generate: a PNG on the media host, cha
   t.equal(moderated.status, 400, 'a prompt Runway refuses');
   t.equal(moderated.body.error?.code, 'content_policy_violation');
 });
+
+t.test('Luma UNI-1 through images.generate: text to image, and an edit with references charged per extra reference', async (t) => {
+  for (const c of [
+    { what: 'generate at 3:2', body: { aspect_ratio: '3:2' }, usd: '0.0404', sent: { model: 'uni-1', type: 'image', prompt: 'a paper crane', aspect_ratio: '3:2', output_format: 'png' }, refs: 0 },
+    { what: 'edit with two more references', body: { image_urls: [PNG_URI, PNG_URI, PNG_URI] }, usd: '0.0494', sent: { model: 'uni-1', type: 'image_edit', source: { media_type: 'image/png', data: /^iVBOR/ } }, refs: 2 },
+  ]) {
+    const { user, key } = await newUser();
+    const client = new OpenAI({ apiKey: key, baseURL: gateway.v1 });
+    const answer = await client.images.generate({ model: 'luma/uni-1', prompt: 'a paper crane', ...c.body } as unknown as OpenAI.ImageGenerateParamsNonStreaming);
+    const url = answer.data?.[0]?.url ?? '';
+    t.ok(url.startsWith(`${gateway.url}/media/`), `${c.what}: the image is on the media host`);
+    t.equal(Buffer.from(await (await fetch(url)).arrayBuffer()).subarray(1, 4).toString('latin1'), 'PNG', `${c.what}: a PNG`);
+    const sent = sentTo('/luma/v1/generations').at(-1)?.body as { image_ref?: unknown[] };
+    t.match(sent, c.sent, `${c.what}: Luma's generation body`);
+    t.equal(sent.image_ref?.length ?? 0, c.refs, `${c.what}: the other images as image_ref`);
+    await eventually(async () => (await usageOf(user)).usage.length > 0, 5000);
+    t.same((await usageOf(user)).usage.map((u) => u.credits_nano), [-NANO(c.usd)], `${c.what}: charged ${c.usd} USD`);
+  }
+  const { key } = await newUser();
+  const ratio = await postJson(`${gateway.v1}/images/generations`, key, { model: 'luma/uni-1', prompt: 'x', aspect_ratio: '5:4' });
+  t.equal(ratio.status, 400);
+  t.equal(ratio.body.error?.param, 'aspect_ratio', 'an aspect ratio it does not make names the field');
+  const moderated = await postJson(`${gateway.v1}/images/generations`, key, { model: 'luma/uni-1', prompt: 'x [[mock job_ms=30 task_fail=content_moderated]]' });
+  t.equal(moderated.status, 400, 'a moderated prompt');
+  t.equal(moderated.body.error?.code, 'content_policy_violation');
+});

@@ -321,6 +321,14 @@ const LUMA: Dialect = {
   authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined : { status: 401, body: { detail: 'Invalid API key' } }),
   submitPath: (path) => path === '/luma/v1/generations',
   read: (body) => {
+    if (body.type === 'image' || body.type === 'image_edit') {
+      if (body.model !== 'uni-1' && body.model !== 'uni-1-max') return 'model must be uni-1 or uni-1-max for images';
+      if (typeof body.prompt !== 'string' || body.prompt === '') return 'prompt is required';
+      if (body.type === 'image_edit' && typeof (body.source as { url?: unknown; data?: unknown } | undefined)?.url !== 'string'
+        && typeof (body.source as { data?: unknown } | undefined)?.data !== 'string') return 'image_edit needs a source';
+      if (Array.isArray(body.image_ref) && body.image_ref.length > 8) return 'image_ref takes at most 8 images for image_edit';
+      return { model: body.model, prompt: body.prompt, seconds: 0, image: true };
+    }
     const video = (body.video ?? {}) as Record<string, unknown>;
     if (body.model !== 'ray-3.2') return 'model must be ray-3.2 for video';
     if (body.type !== 'video') return "type must be 'video'";
@@ -340,8 +348,8 @@ const LUMA: Dialect = {
   cancelMethod: 'NONE',
   spelling: { queued: 'queued', running: 'processing', succeeded: 'completed', failed: 'failed', cancelled: 'failed', unknown: 'paused' },
   polled: (task, phase, url) => ({
-    id: task.id, created_at: new Date(task.createdMs).toISOString(), model: task.model, type: 'video', state: LUMA.spelling[phase],
-    ...(phase === 'succeeded' ? { output: [{ type: 'video', url }] } : {}),
+    id: task.id, created_at: new Date(task.createdMs).toISOString(), model: task.model, type: task.image ? 'image' : 'video', state: LUMA.spelling[phase],
+    ...(phase === 'succeeded' ? { output: [{ type: task.image ? 'image' : 'video', url }] } : {}),
     ...(phase === 'failed' ? { failure_code: task.failCode, failure_reason: `The generation failed (mock): ${task.failCode}.` } : {}),
   }),
 };

@@ -153,12 +153,15 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
     id: 'luma/uni-1', name: 'Luma UNI-1', provider: 'Luma AI', modality: 'image',
     description: 'Luma UNI-1: 2K image generation and editing with several reference images.',
     tags: ['image', 'text-to-image', 'edit', 'reference'], family: 'luma', upstreamVendor: 'luma', upstreamModel: 'uni-1',
-    capabilities: { maxN: 1, imageInput: true, maxReferenceImages: 7, sync: false },
+    capabilities: {
+      maxN: 1, imageInput: true, maxReferenceImages: 7, sync: false,
+      aspectRatios: ['3:1', '2:1', '21:9', '16:9', '4:3', '3:2', '1:1', '3:4', '2:3', '9:16', '1:2', '1:3'],
+    },
     prices: [
       { component: 'image', tier: 'mode=generate', usd: '0.0404', confidence: 'A' },
       { component: 'image', tier: 'mode=edit', usd: '0.0434', confidence: 'A' },
       { component: 'reference_image', usd: '0.003', confidence: 'A' },
     ],
-    isPopular: false, source: 'docs.agents.lumalabs.ai/guides/pricing (edit price includes one reference; each extra reference adds 0.003)',
+    isPopular: false, source: 'docs.agents.lumalabs.ai/guides/pricing (edit price includes one reference; each extra reference adds 0.003); API: docs/vendors/luma.md',
   },
 ].map((seed) => Object.freeze(seed)) as MediaSeed[]);

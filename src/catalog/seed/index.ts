@@ -36,7 +36,7 @@ const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'
  * test/callable-models.test.ts keeps these lists equal to the adapters.
  */
 export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
-  image: ['openai-images', 'bfl', 'runway'],
+  image: ['openai-images', 'bfl', 'runway', 'luma'],
   video: ['dashscope', 'vidu', 'modelark', 'minimax-video', 'kling', 'runway', 'luma'],
   audio: ['openai-audio', 'elevenlabs', 'minimax'],
 });

@@ -4,11 +4,11 @@
  * `output[0]`, an image URL that expires (so the gateway rehosts it). `ratio` is in pixels: the
  * request's resolution and aspect ratio pick it. Up to 3 reference images. The caller sees one call.
  */
-import type { ImageFamily, ImageJob, ImageResult, ImageIo } from '../image-family.js';
-import type { UpstreamTarget } from '../family.js';
+import type { ImageFamily, ImageJob } from '../image-family.js';
 import { ApiError } from '../../http/errors.js';
 import { RUNWAY_STATUSES, runwayHeaders } from '../video/runway.js';
-import { entryOf, meaningOf, parseObject, textOf } from '../video/wire.js';
+import { entryOf, meaningOf, textOf } from '../video/wire.js';
+import { invalidImageTask, runImageTask } from '../image-task.js';
 
 /** gen4_image output sizes by resolution and aspect ratio (Runway's text_to_image `ratio` list). */
 export const RUNWAY_IMAGE_RATIOS: Readonly<Record<string, Readonly<Record<string, string>>>> = Object.freeze({
@@ -29,34 +29,25 @@ export function runwayImageBody(job: ImageJob): Record<string, unknown> {
   };
 }
 
-const invalid = () => new ApiError(502, 'upstream_invalid_response', 'The upstream vendor runway answered with a body that is not a Runway task.');
-
-export const RUNWAY_IMAGES: ImageFamily = Object.freeze({
-  async generate(job: ImageJob, target: UpstreamTarget, io: ImageIo): Promise<ImageResult> {
-    const headers = { ...runwayHeaders(target), 'content-type': 'application/json', accept: 'application/json' };
-    const submitted = await io.post(`${target.baseUrl}/text_to_image`, headers, JSON.stringify(runwayImageBody(job)));
-    if (submitted.status !== 200) throw await io.refused(submitted);
-    const id = textOf(parseObject(await submitted.text())?.id);
-    if (id === undefined) throw invalid();
-    for (;;) {
-      await io.wait();
-      const answer = await io.get(`${target.baseUrl}/tasks/${encodeURIComponent(id)}`, { ...runwayHeaders(target), accept: 'application/json' });
-      if (answer.status !== 200) throw await io.refused(answer);
-      const task = parseObject(await answer.text());
-      const status = textOf(task?.status);
-      if (task === undefined || status === undefined) throw invalid();
+export const RUNWAY_IMAGES = Object.freeze({
+  generate: (job, target, io) => runImageTask({
+    vendor: 'runway',
+    submitUrl: `${target.baseUrl}/text_to_image`,
+    headers: runwayHeaders(target),
+    body: runwayImageBody(job),
+    pollUrl: (id) => `${target.baseUrl}/tasks/${encodeURIComponent(id)}`,
+    outcome: (task) => {
+      const status = textOf(task.status);
+      if (status === undefined) return invalidImageTask('runway');
       const meaning = meaningOf(RUNWAY_STATUSES, status);
       if (meaning === 'succeeded') {
         const url = Array.isArray(task.output) ? textOf(task.output[0]) : undefined;
-        if (url === undefined) throw invalid();
-        return { images: [{ url }] };
+        return url === undefined ? invalidImageTask('runway') : { images: [{ url }] };
       }
-      if (meaning === 'failed') {
-        const code = textOf(task.failureCode) ?? status;
-        if (code.startsWith('SAFETY')) throw new ApiError(400, 'content_policy_violation', `The upstream vendor runway refused the request: ${code}.`, 'prompt');
-        throw new ApiError(502, 'upstream_error', `The upstream vendor runway failed the task: ${code}.`);
-      }
-      // PENDING, THROTTLED, RUNNING, or a status new to us: ask again after the poll interval.
-    }
-  },
-});
+      if (meaning !== 'failed') return undefined; // PENDING, THROTTLED, RUNNING, or a status new to us
+      const code = textOf(task.failureCode) ?? status;
+      if (code.startsWith('SAFETY')) return new ApiError(400, 'content_policy_violation', `The upstream vendor runway refused the request: ${code}.`, 'prompt');
+      return new ApiError(502, 'upstream_error', `The upstream vendor runway failed the task: ${code}.`);
+    },
+  }, io),
+} satisfies ImageFamily);

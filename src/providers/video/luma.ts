@@ -23,7 +23,7 @@ interface LumaVideoBody {
   video: { resolution?: string; duration: string; hdr?: boolean; start_frame?: ImageRef };
 }
 
-const STATUSES: Readonly<Record<string, StatusMeaning>> = Object.freeze({
+export const LUMA_STATES: Readonly<Record<string, StatusMeaning>> = Object.freeze({
   queued: 'running',
   processing: 'running',
   dreaming: 'running', // the Dream Machine API's word for it, read the same
@@ -31,8 +31,8 @@ const STATUSES: Readonly<Record<string, StatusMeaning>> = Object.freeze({
   failed: 'failed',
 });
 
-/** A first frame as Luma takes it: a data URI becomes inline `data` with its `media_type`. */
-function imageRefOf(url: string): ImageRef {
+/** A first frame or reference image as Luma takes it: a data URI becomes inline `data` with its `media_type`. */
+export function imageRefOf(url: string): ImageRef {
   const inline = /^data:([^;,]+);base64,(.*)$/is.exec(url);
   return inline ? { data: inline[2]!, media_type: inline[1]! } : { url };
 }
@@ -53,7 +53,9 @@ export function lumaVideoBody(job: VideoJob): LumaVideoBody {
   };
 }
 
-const authorization = (target: VendorTarget) => ({ authorization: `Bearer ${target.apiKey}` });
+/** Luma's Bearer header (its image calls too). */
+export const lumaAuthorization = (target: { readonly apiKey: string }) => ({ authorization: `Bearer ${target.apiKey}` });
+const authorization = lumaAuthorization;
 
 /** FastAPI-style `{detail}` (a string, or a list of field errors), or `{error: {code, message}}`. */
 const readError: ErrorReader = (body) => {
@@ -61,6 +63,9 @@ const readError: ErrorReader = (body) => {
   const detail = Array.isArray(body.detail) ? textOf((body.detail[0] as JsonObject | undefined)?.msg) : textOf(body.detail);
   return { code: codeOf(error?.code) ?? codeOf(body.code), message: textOf(error?.message) ?? detail ?? textOf(body.message) };
 };
+
+/** Luma's failure codes that mean the request itself was refused (the caller's to change), not a vendor fault. */
+export const LUMA_REFUSALS: ReadonlySet<string> = new Set(['content_moderated', 'invalid_request', 'image_too_large', 'unsupported_format', 'corrupt_input']);
 
 export const LUMA_VIDEO = Object.freeze({
   family: 'luma',
@@ -78,7 +83,7 @@ export const LUMA_VIDEO = Object.freeze({
   },
 
   polled(httpStatus, body) {
-    const answer = polledStatus(httpStatus, body, readError, 'state', STATUSES);
+    const answer = polledStatus(httpStatus, body, readError, 'state', LUMA_STATES);
     if (answer.kind === 'refused') return answer;
     const { status, meaning } = answer;
     if (meaning === 'running') return { kind: 'running', status };
