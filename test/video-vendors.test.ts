@@ -17,6 +17,11 @@ import { exchange } from '../src/tasks/vendor-exchange.js';
 import type { VendorTarget } from '../src/providers/video/adapter.js';
 import type { VideoJob } from '../src/tasks/video-job.js';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { parseVideoRequest } from '../src/http/schemas/videos.js';
+import { ApiError } from '../src/http/errors.js';
+import { catalogRows } from '../src/catalog/seed/index.js';
+import { priceSheetFromRows } from '../src/billing/price-sheet.js';
+import type { MediaModel } from '../src/catalog/model.js';
 
 const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const REF = 'https://localhost/first-frame.png';
@@ -318,4 +323,36 @@ t.test('Luma UNI-1 through images.generate: text to image, and an edit with refe
   const moderated = await postJson(`${gateway.v1}/images/generations`, key, { model: 'luma/uni-1', prompt: 'x [[mock job_ms=30 task_fail=content_moderated]]' });
   t.equal(moderated.status, 400, 'a moderated prompt');
   t.equal(moderated.body.error?.code, 'content_policy_violation');
+});
+
+t.test("Kling's request profile (the model is inactive, so its schema is checked directly)", async (t) => {
+  const rows = catalogRows();
+  const row = rows.models.find((m) => m.id === 'kuaishou/kling-v3')!;
+  const model = {
+    id: row.id, name: row.name, provider: row.provider, modality: 'video', family: row.family, upstreamVendor: row.upstream_vendor, upstreamModel: row.upstream_model,
+    capabilities: row.capabilities, sheet: priceSheetFromRows(row.id, row.capabilities, []),
+  } as MediaModel;
+  const parse = (body: Record<string, unknown>) => parseVideoRequest({ model: row.id, ...body }, model);
+  t.match(parse({ prompt: 'a kite' }), { profile: 'KLING', prompt: 'a kite', duration: 5, mode: 'std', aspectRatio: '16:9', audio: false, imageUrls: [] }, 'text-to-video defaults');
+  const withImage = parse({ image_urls: [PNG_URI], duration: 15, mode: 'pro', audio: true, negative_prompt: 'blur' });
+  t.match(withImage, { duration: 15, mode: 'pro', audio: true, negativePrompt: 'blur' }, 'image-to-video, 15 s, pro, with sound');
+  t.equal(withImage.aspectRatio, undefined, 'no aspect ratio with a first frame');
+  const refused = (body: Record<string, unknown>, param: string, message: RegExp) => {
+    try {
+      parse(body);
+      t.fail(`${param}: accepted`);
+    } catch (error) {
+      t.type(error, ApiError);
+      t.equal((error as ApiError).param, param, `names ${param}`);
+      t.match((error as ApiError).message, message);
+    }
+  };
+  refused({ prompt: 'x', duration: 16 }, 'duration', /3 to 15/);
+  refused({ prompt: 'x', duration: 2 }, 'duration', /3 to 15/);
+  refused({ prompt: 'x', mode: 'master' }, 'mode', /'std', 'pro'/);
+  refused({ prompt: 'x', aspect_ratio: '4:3' }, 'aspect_ratio', /'16:9', '9:16', '1:1'/);
+  refused({ image_urls: [PNG_URI], aspect_ratio: '16:9' }, 'aspect_ratio', /image's shape/);
+  refused({}, 'prompt', /prompt.*image_urls/);
+  refused({ prompt: 'x'.repeat(2501) }, 'prompt', /at most 2500/);
+  refused({ prompt: 'x', image_urls: ['data:image/webp;base64,UklGRg=='] }, 'image_urls[0]', /png or jpeg/i);
 });
