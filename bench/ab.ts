@@ -5,11 +5,15 @@
 // smaller than the drift between two separate `npm run bench` runs still shows. Prints one JSON line
 // per scenario (A and B figures and B/A ratios: per_s_b_over_a, throughput; cpu_b_over_a, the gateway
 // process's CPU per request or chunk, its Redis not counted; cpu_a_minus_b_us_per_req (or _chunk), the
-// same as a difference, with the spread of that difference over the rounds; the load average at the
-// scenario's start and end); progress goes to stderr.
+// same as a difference, with the spread of that difference over the rounds; machine_cpu_us_per_req (or
+// _chunk), the whole machine's busy CPU per unit, Redis and Postgres included, meaningful on an idle
+// machine; the load average at the scenario's start and end); progress goes to stderr.
 // With `--floor` instead of a checkout, B is bench/bare-proxy.ts: the same uWS front end and upstream
-// client with nothing in between, so A's figures above B's are what the gateway's own work adds.
-// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64), AB_ROUNDS (6), AB_SCALE
+// client with nothing in between, so A's figures above B's are what the gateway's own work adds; and a
+// fourth side, N, is nginx as a plain reverse proxy (bench/nginx-process.ts: Debian's nginx-light, one
+// worker per gateway thread, no buffering, kept-alive upstream connections), the external floor: each
+// line then also has nginx's figures and A's over them (`a_over_nginx`).
+// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64,stream_c64_short), AB_ROUNDS (6), AB_SCALE
 // (1: multiplies the blocks and the warm-up, so a busy machine fits more, shorter rounds), BENCH_THREADS,
 // AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
 // the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
@@ -33,7 +37,8 @@ import { connect, runLoad, SideResult, type Call, type LoadPlan, type Target } f
 import { startMockProcess } from './mock-process.js';
 import { envPairs } from './options.js';
 import { startBareProxyProcess } from './bare-proxy-process.js';
-import { processCpuMicros } from './proc-cpu.js';
+import { machineCpuMicros, processCpuMicros, processTreeCpuMicros } from './proc-cpu.js';
+import { startNginxProcess } from './nginx-process.js';
 import { percentile, round, spread } from './stats.js';
 import { warmUpServers } from './warmup.js';
 
@@ -49,6 +54,8 @@ const SCENARIOS: Record<string, AbScenario> = {
   nonstream_c32: { calls: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }), block: { concurrency: 32, requests: 8000 }, unit: 'req' },
   stream_ttfb_c1: { calls: chatCalls({ prompt: 'Stream a short answer. [[mock chunks=16 delay_ms=0]]', stream: true, maxTokens: 64 }), block: { concurrency: 1, requests: 800 }, unit: 'req' },
   stream_c64: { calls: chatCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512 }), block: { concurrency: 64, requests: Number.MAX_SAFE_INTEGER, durationMs: 2500 }, unit: 'chunk' },
+  // Short streams written by the upstream all at once: where each call's own cost shows beside its chunks'.
+  stream_c64_short: { calls: chatCalls({ prompt: 'Stream a short answer. [[mock chunks=20 delay_ms=0]]', stream: true, maxTokens: 64 }), block: { concurrency: 64, requests: Number.MAX_SAFE_INTEGER, durationMs: 2500 }, unit: 'chunk' },
 };
 
 /** "NAME=value,NAME=value" from the environment variable `name`. */
@@ -57,7 +64,7 @@ const envOption = (name: string): Record<string, string> => envPairs(name, proce
 const note = (message: string) => process.stderr.write(`ab: ${message}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type SideName = 'D' | 'A' | 'B';
+type SideName = 'D' | 'A' | 'B' | 'N';
 
 const unitsOf = (side: SideResult, unit: 'req' | 'chunk'): number => (unit === 'req' ? side.requests : side.events);
 
@@ -68,6 +75,8 @@ function figures(side: SideResult, unit: 'req' | 'chunk'): Record<string, number
     ttfb_p50_ms: round(percentile(side.ttfbMs, 50)),
     per_s: round(units / side.seconds, 0),
     [`server_cpu_us_per_${unit}`]: round(side.serverCpuUs / units, 2),
+    // Everything the machine did meanwhile (Redis, Postgres, the mock, the load generator included): on a quiet machine, what a unit costs in all.
+    [`machine_cpu_us_per_${unit}`]: round(side.machineCpuUs / units, 2),
   };
 }
 
@@ -108,14 +117,20 @@ async function main(): Promise<number> {
       mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'),
       env: { ...envOption('AB_B_ENV'), ...(clusterUrl ? { REDIS_URL: clusterUrl } : {}) }, nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
     });
-  const targets: Record<SideName, Target> = {
+  const nginx = floor ? await startNginxProcess(mock.url, threads, note) : undefined;
+  const targets: Partial<Record<SideName, Target>> = {
     D: { side: 'direct', origin: mock.url, path: '/openai/v1/chat/completions', apiKey: 'bench' },
     A: { side: 'gateway', origin: a.url, path: '/v1/chat/completions', apiKey: a.apiKey },
     B: { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
+    // nginx passes the vendor's own request through, as the mock is called directly.
+    ...(nginx ? { N: { side: 'direct', origin: nginx.url, path: '/openai/v1/chat/completions', apiKey: 'bench' } } : {}),
   };
-  const pids: Record<SideName, number> = { D: mock.child.pid, A: a.child.pid, B: b.child.pid };
+  const sides = Object.keys(targets) as SideName[];
+  const children: Partial<Record<SideName, { pid: number; output: string }>> = { D: mock.child, A: a.child, B: b.child, ...(nginx ? { N: nginx.child } : {}) };
+  // nginx's work is done by its worker processes, children of the one started.
+  const cpuOf = (s: SideName) => (s === 'N' ? processTreeCpuMicros(children.N!.pid) : processCpuMicros(children[s]!.pid));
   const described = floor ? 'the bare proxy' : `${other}${clusterUrl ? ' on the Redis Cluster' : ''} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
-  note(`mock ${mock.url}, A (this build${bothOnCluster ? ' on the Redis Cluster' : ''} ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}`);
+  note(`mock ${mock.url}, A (this build${bothOnCluster ? ' on the Redis Cluster' : ''} ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}${nginx ? `, N (nginx) ${nginx.url}` : ''}`);
   const warmupErrors = await warmUpServers(Object.values(targets), scale);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 
@@ -126,24 +141,25 @@ async function main(): Promise<number> {
       ...base,
       block: { ...base.block, requests: Math.max(10, Math.round(base.block.requests * scale)), ...(base.block.durationMs === undefined ? {} : { durationMs: base.block.durationMs * scale }) },
     };
-    const sides: SideName[] = ['D', 'A', 'B'];
-    const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targets[s], scenario.block.concurrency)]));
+    const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targets[s]!, scenario.block.concurrency)]));
     const results = Object.fromEntries(sides.map((s) => [s, new SideResult()])) as Record<SideName, SideResult>;
     /** Each side's CPU per unit, round by round: how far A's less B's strays between rounds is the run's noise. */
-    const roundCpu: Record<SideName, number[]> = { D: [], A: [], B: [] };
+    const roundCpu = Object.fromEntries(sides.map((s) => [s, [] as number[]])) as Record<SideName, number[]>;
     const loadStart = loadavg()[0] ?? NaN;
     // The bare proxy relays the body as it is: it gets what the mock is sent directly.
-    const call = (s: SideName) => scenario.calls[s === 'D' || (s === 'B' && floor) ? 'direct' : 'gateway'];
-    for (const s of sides) await runLoad(dispatchers[s]!, targets[s], call(s), { ...scenario.block, requests: Math.min(scenario.block.requests, 2000), durationMs: 1000 });
+    const call = (s: SideName) => scenario.calls[s === 'D' || s === 'N' || (s === 'B' && floor) ? 'direct' : 'gateway'];
+    for (const s of sides) await runLoad(dispatchers[s]!, targets[s]!, call(s), { ...scenario.block, requests: Math.min(scenario.block.requests, 2000), durationMs: 1000 });
     await sleep(SETTLE_MS);
     for (let r = 0; r < rounds; r++) {
-      // Every side goes first, second and third equally often over three rounds.
-      const order = [...sides.slice(r % 3), ...sides.slice(0, r % 3)];
+      // Every side takes every place in the order equally often over as many rounds as there are sides.
+      const order = [...sides.slice(r % sides.length), ...sides.slice(0, r % sides.length)];
       for (const s of order) {
-        const before = processCpuMicros(pids[s]);
-        const result = await runLoad(dispatchers[s]!, targets[s], call(s), scenario.block);
-        if (s !== 'D') await sleep(SETTLE_MS); // settlement and the ledger writer finish inside the gateway's figure
-        result.serverCpuUs = processCpuMicros(pids[s]) - before;
+        const before = cpuOf(s);
+        const machineBefore = machineCpuMicros();
+        const result = await runLoad(dispatchers[s]!, targets[s]!, call(s), scenario.block);
+        if (s === 'A' || s === 'B') await sleep(SETTLE_MS); // settlement and the ledger writer finish inside the gateway's figure
+        result.serverCpuUs = cpuOf(s) - before;
+        result.machineCpuUs = machineCpuMicros() - machineBefore;
         roundCpu[s].push(result.serverCpuUs / unitsOf(result, scenario.unit));
         results[s].merge(result);
       }
@@ -160,13 +176,22 @@ async function main(): Promise<number> {
       cpu_b_over_a: round(f.B[cpuKey]! / f.A[cpuKey]!, 4),
       [`cpu_a_minus_b_us_per_${scenario.unit}`]: round(f.A[cpuKey]! - f.B[cpuKey]!, 2),
       cpu_a_minus_b_by_round: spread(roundCpu.A.map((a, r) => a - roundCpu.B[r]!)),
+      [`machine_cpu_a_minus_b_us_per_${scenario.unit}`]: round(f.A[`machine_cpu_us_per_${scenario.unit}`]! - f.B[`machine_cpu_us_per_${scenario.unit}`]!, 2),
       loadavg_1m: { start: round(loadStart, 2), end: round(loadavg()[0] ?? NaN, 2) },
-      errors: { D: results.D.errors, A: results.A.errors, B: results.B.errors },
+      ...(f.N ? {
+        nginx: f.N,
+        // A against the external floor: throughput and CPU as ratios, added median latency and TTFB as differences (ms).
+        a_over_nginx: {
+          per_s: round(f.A.per_s! / f.N.per_s!, 4), cpu: round(f.A[cpuKey]! / f.N[cpuKey]!, 4),
+          added_p50_ms_minus_nginx: round(f.A.p50_ms! - f.N.p50_ms!), added_ttfb_p50_ms_minus_nginx: round(f.A.ttfb_p50_ms! - f.N.ttfb_p50_ms!),
+        },
+        per_s_nginx_vs_direct: round(f.N.per_s! / f.D.per_s!, 4),
+      } : {}),
+      errors: Object.fromEntries(sides.map((s) => [s, results[s].errors])),
     })}\n`);
-    const children = { D: mock.child, A: a.child, B: b.child };
     for (const s of sides) if (results[s].errors > 0) {
       failed = true;
-      note(`${name} ${s}: ${results[s].errorSamples.join('; ')}\n${children[s].output.slice(-3000)}`);
+      note(`${name} ${s}: ${results[s].errorSamples.join('; ')}\n${children[s]!.output.slice(-3000)}`);
     }
   }
   return failed ? 1 : 0;

@@ -55,6 +55,8 @@ export class SideResult {
   serverCpuUs = 0;
   /** CPU of the load generator (this process) over the measured blocks. */
   clientCpuUs = 0;
+  /** CPU of the whole machine over the measured blocks and their settle windows (set by the caller; ab.ts). */
+  machineCpuUs = 0;
   readonly latenciesMs: number[] = [];
   readonly ttfbMs: number[] = [];
   readonly errorSamples: string[] = [];
@@ -83,6 +85,7 @@ export class SideResult {
     this.elapsedNs += other.elapsedNs;
     this.serverCpuUs += other.serverCpuUs;
     this.clientCpuUs += other.clientCpuUs;
+    this.machineCpuUs += other.machineCpuUs;
     for (const value of other.latenciesMs) this.latenciesMs.push(value);
     for (const value of other.ttfbMs) this.ttfbMs.push(value);
     for (const error of other.errorSamples) if (this.errorSamples.length < 5) this.errorSamples.push(error);

@@ -2,7 +2,8 @@
 // The chart library is its own file, loaded only by the pages that draw charts.
 import * as esbuild from 'esbuild';
 import { createRequire } from 'node:module';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -51,4 +52,17 @@ const html = readFileSync(join(HERE, 'index.html'), 'utf8')
   .replace('{{css}}', `${PUBLIC_ASSETS}/${appCss}`)
   .replace('{{js}}', `${PUBLIC_ASSETS}/${appJs}`);
 writeFileSync(join(OUT, 'index.html'), html);
+
+// Each text file's gzip and Brotli forms beside it (`.gz`, `.br`), made once here at the highest
+// levels, so the gateway serves them compressed without compressing at start or per request.
+for (const folder of [OUT, ASSETS]) {
+  for (const name of readdirSync(folder)) {
+    if (!/\.(html|js|css|svg|json)$/.test(name)) continue;
+    const body = readFileSync(join(folder, name));
+    const gzip = gzipSync(body, { level: 9 });
+    const br = brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length } });
+    if (gzip.length < body.length) writeFileSync(join(folder, `${name}.gz`), gzip);
+    if (br.length < body.length) writeFileSync(join(folder, `${name}.br`), br);
+  }
+}
 console.log(`console: dist/console/index.html, assets ${[appJs, appCss, chartFile].join(', ')}`);

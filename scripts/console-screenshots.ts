@@ -87,13 +87,14 @@ async function makeData(context: BrowserContext, gateway: Gateway): Promise<Data
     if (answer.status !== 200) throw new Error(`chat ${model}: ${answer.status} ${JSON.stringify(answer.body)}`);
     requestId = answer.headers.get('x-request-id') ?? requestId;
   }
+  // Before any task: a pending task's hold keeps the account's reservations open.
+  await gateway.ledgerSettled(ACCOUNT);
   await postJson(`${gateway.v1}/audio/speech`, key, { model: 'openai/tts-1-hd', input: 'Welcome to the console.', voice: 'alloy' });
   await postJson(`${gateway.v1}/videos/generations`, key, { model: 'alibaba/wan2.6-r2v', prompt: 'a cat turns its head [[mock job_ms=600000]]', video_urls: ['https://localhost/r.mp4'] });
   await api('POST', '/api/v1/byok', { provider: 'openai', label: 'team OpenAI key', api_key: 'sk-test-screenshot-placeholder-0000000000' });
   await api('POST', '/api/v1/billing/alerts', { threshold: 5 });
-  await gateway.ledgerSettled(ACCOUNT);
-  // The speech task ends (charged) and the request log shows every call.
-  await new Promise((resolveWait) => setTimeout(resolveWait, 3000));
+  // The speech task ends (charged), and its charge reaches the request log.
+  await new Promise((resolveWait) => setTimeout(resolveWait, 4000));
   return { requestId };
 }
 

@@ -830,8 +830,7 @@ function devIdentityProviderOf(e: Env, production: boolean): DevIdentityProvider
     if (e.OIDC_CLIENT_ID !== undefined) throw new ConfigError('invalid DEV_IDENTITY_PROVIDER: on replaces sign-in with a development provider; unset OIDC_CLIENT_ID, or leave DEV_IDENTITY_PROVIDER at auto');
   }
   if (production || e.OIDC_CLIENT_ID !== undefined) return undefined;
-  const host = ['0.0.0.0', '::', '[::]'].includes(e.HOST) ? '127.0.0.1' : e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST;
-  const origin = e.PUBLIC_URL === undefined ? `http://${host}:${e.PORT}` : new URL(e.PUBLIC_URL).origin;
+  const origin = e.PUBLIC_URL === undefined ? localUrl(e.HOST, e.PORT) : new URL(e.PUBLIC_URL).origin;
   return Object.freeze({ port: e.DEV_IDENTITY_PROVIDER_PORT, required: e.DEV_IDENTITY_PROVIDER === 'on', redirectUrl: `${origin}/auth/callback` });
 }
 

@@ -134,3 +134,26 @@ t.test('/v1/messages: a translated Message carries usage.cost, whole and in the 
   t.ok(nativeAmount > 0n);
   t.equal(header(native.headers, 'x-gateway-cost'), String(Number(nativeAmount) / 1e9), 'its cost is in the header');
 });
+
+t.test('a replayed Idempotency-Key answer is the first answer as it was: its cost and id; the replay is not charged', async (t) => {
+  const user = 'cost-replay';
+  const { key } = await gateway.user(user, '5');
+  const send = () => rawRequest(`${gateway.v1}/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'cost-replay-1' },
+    body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Once [[mock chunks=5]]' }] }),
+  });
+  const first = await send();
+  t.equal(first.status, 200, first.text);
+  const replay = await send();
+  t.equal(replay.status, 200);
+  t.equal(header(replay.headers, 'idempotent-replayed'), 'true');
+  t.equal(replay.text, first.text, 'the same body, usage.cost included');
+  t.equal(header(replay.headers, 'x-gateway-cost'), header(first.headers, 'x-gateway-cost'), 'the same x-gateway-cost');
+  t.equal(header(replay.headers, 'x-request-id'), header(first.headers, 'x-request-id'), 'the same x-request-id');
+  const amount = await charged(user, header(first.headers, 'x-request-id')!);
+  t.equal(toNano(first.body.usage.cost), amount, 'the first call\'s charge');
+  const rows = await gateway.sql<{ n: number }[]>`select count(*)::int as n from transactions where user_id = ${user} and payment_method = 'usage'`;
+  t.equal(rows[0]!.n, 1, 'one usage transaction: the replay is not charged');
+  const logs = await gateway.sql<{ n: number }[]>`select count(*)::int as n from request_logs where user_id = ${user}`;
+  t.equal(logs[0]!.n, 1, 'one request-log row');
+});

@@ -5,6 +5,8 @@ import { OPENAI_AUDIO as OPENAI } from '../src/providers/audio/openai.js';
 import { ELEVENLABS_AUDIO as ELEVENLABS } from '../src/providers/audio/elevenlabs.js';
 import type { AudioAdapter } from '../src/providers/audio/adapter.js';
 import { MINIMAX_AUDIO } from '../src/providers/audio/minimax.js';
+import { GEMINI_AUDIO, pcmFormatOf } from '../src/providers/audio/gemini.js';
+import { audioInfo } from '../src/media/audio-duration.js';
 import type { SpeechJob, MusicJob } from '../src/tasks/audio-job.js';
 import type { VendorTarget } from '../src/providers/video/adapter.js';
 
@@ -83,4 +85,42 @@ t.test('MiniMax music: one call answering a download URL', async (t) => {
   t.same(MINIMAX_AUDIO.generated(200, 'application/json', json({ data: { audio: 'https://cdn.example.com/s.wav', status: 2 }, base_resp: ok })), { kind: 'url', url: 'https://cdn.example.com/s.wav' });
   t.match(MINIMAX_AUDIO.generated(200, 'application/json', json({ data: { audio: '4944330300' }, base_resp: ok })), { kind: 'refused', retryable: true }, 'hex instead of a URL: not taken');
   t.match(MINIMAX_AUDIO.generated(200, 'application/json', json({ base_resp: { status_code: 1026, status_msg: 'sensitive content' } })), { kind: 'refused', retryable: false, code: 'minimax_1026' });
+});
+
+t.test('Gemini speech: generateContent with AUDIO output, the PCM answer wrapped as WAV, refusals', async (t) => {
+  const gemini: AudioAdapter = GEMINI_AUDIO;
+  const request = gemini.generate(speech({ voice: 'Kore', format: 'wav', upstreamModel: 'gemini-2.5-flash-preview-tts' }), target('gemini'));
+  t.match(request, { method: 'POST', url: 'https://api.example.com/gemini/v1/models/gemini-2.5-flash-preview-tts:generateContent', headers: { 'x-goog-api-key': 'secret' } });
+  t.same(JSON.parse(request.body!), {
+    contents: [{ role: 'user', parts: [{ text: 'Hello' }] }],
+    generationConfig: { responseModalities: ['AUDIO'], speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Kore' } } } },
+  });
+  // One second of 24 kHz 16-bit mono PCM.
+  const pcm = Buffer.alloc(48_000);
+  const answer = json({ candidates: [{ content: { parts: [{ inlineData: { mimeType: 'audio/L16;codec=pcm;rate=24000', data: pcm.toString('base64') } }] } }] });
+  const made = gemini.generated(200, 'application/json', answer);
+  t.equal(made.kind, 'bytes');
+  const info = made.kind === 'bytes' ? audioInfo(made.bytes) : undefined;
+  t.equal(info?.format, 'wav', 'a WAV the gateway can time');
+  t.equal(info?.seconds, 1, 'of the PCM\'s length');
+  t.same(pcmFormatOf('audio/L16;codec=pcm;rate=16000'), { sampleRate: 16_000, channels: 1 });
+  t.equal(pcmFormatOf('audio/mpeg'), undefined, 'not PCM');
+  t.equal(pcmFormatOf('audio/L16;rate=1'), undefined, 'an impossible rate');
+  t.match(gemini.generated(200, 'application/json', json({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' } })), { kind: 'refused', retryable: false, code: 'content_policy_violation' });
+  t.match(gemini.generated(200, 'application/json', json({ candidates: [{ content: { parts: [{ text: 'no audio' }] } }] })), { kind: 'refused', retryable: true, code: 'invalid_response' });
+  t.match(gemini.generated(400, 'application/json', json({ error: { code: 400, message: 'bad voice', status: 'INVALID_ARGUMENT' } })),
+    { kind: 'refused', retryable: false, code: 'INVALID_ARGUMENT', message: 'bad voice' });
+  t.match(gemini.generated(429, 'application/json', json({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } })), { kind: 'refused', retryable: true });
+  t.notOk(gemini.runsAsTask(speech()), 'made in one call');
+});
+
+t.test('Gemini music (Lyria): the prompt as the one part; the MP3 part of the answer taken as sent, the lyrics left', async (t) => {
+  const gemini: AudioAdapter = GEMINI_AUDIO;
+  const request = gemini.generate(music({ upstreamModel: 'lyria-3.5', prompt: 'a folk song about rain' }), target('gemini'));
+  t.match(request, { method: 'POST', url: 'https://api.example.com/gemini/v1/models/lyria-3.5:generateContent', headers: { 'x-goog-api-key': 'secret' } });
+  t.same(JSON.parse(request.body!), { contents: [{ role: 'user', parts: [{ text: 'a folk song about rain' }] }] });
+  const mp3 = Buffer.from('ID3 mock song');
+  const answer = json({ candidates: [{ content: { parts: [{ text: '[Verse] rain' }, { inlineData: { mimeType: 'audio/mpeg', data: mp3.toString('base64') } }] } }] });
+  t.same(gemini.generated(200, 'application/json', answer), { kind: 'bytes', bytes: mp3 });
+  t.match(gemini.generated(200, 'application/json', json({ candidates: [{ content: { parts: [{ text: 'lyrics only' }] } }] })), { kind: 'refused', retryable: true });
 });

@@ -221,7 +221,7 @@ t.test('each model validates its body from its catalog capabilities: 400 naming 
     ['a speech model on the music endpoint', music({ model: 'openai/tts-1-hd', prompt: 'x' }), 400, 'model'],
     ['a video model', speech({ model: 'alibaba/wan2.6-r2v', input: 'x' }), 400, 'model'],
     ['an unknown model', speech({ model: 'nobody/nothing', input: 'x' }), 404, 'model'],
-    ['a model no adapter serves yet (Lyria: listed inactive)', music({ model: 'google/lyria-3.5', prompt: 'x' }), 404, 'model'],
+    ['a model listed inactive (Suno: no official API)', music({ model: 'suno/suno-v5.5', prompt: 'x' }), 404, 'model'],
     ['lyrics on Eleven Music', music({ model: 'elevenlabs/eleven-music', prompt: 'x', lyrics: 'la la' }), 400, 'lyrics'],
     ['duration 2 (3 to 600)', music({ model: 'elevenlabs/eleven-music', prompt: 'x', duration: 2 }), 400, 'duration'],
     ['duration as a string', music({ model: 'elevenlabs/eleven-music', prompt: 'x', duration: '10' }), 400, 'duration'],

@@ -6,7 +6,7 @@ import t from 'tap';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
+import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 
 const CONSOLE = fileURLToPath(new URL('../console/', import.meta.url)); // dist/test/ -> dist/console/
 const ASSETS = join(CONSOLE, 'assets');
@@ -15,6 +15,10 @@ const BUDGET_BYTES = 150 * 1024;
 const HASHED = /^[a-z][a-z0-9_-]*-[A-Z0-9]{8}\.(js|css)$/;
 /** The chart library's file: outside the budget, loaded only by the pages that draw charts. */
 const CHART_LIBRARY = /^uplot-/;
+/** The gzip and Brotli forms the build writes beside each file, served as its encodings. */
+const COMPRESSED_FORM = /\.(gz|br)$/;
+/** The bundle's own files, without their compressed forms. */
+const assetNames = () => readdirSync(ASSETS).filter((name) => !COMPRESSED_FORM.test(name));
 
 const built = existsSync(join(CONSOLE, 'index.html'));
 
@@ -24,11 +28,19 @@ t.test('the build wrote the console', async (t) => {
 });
 
 t.test('every asset has a content-hashed name', { skip: !built && 'not built' }, async (t) => {
-  const names = readdirSync(ASSETS);
+  const names = assetNames();
   for (const name of names) t.match(name, HASHED, `${name} is <name>-<hash>.<ext>`);
   t.ok(names.some((name) => name.startsWith('app-') && name.endsWith('.js')), 'an app-<hash>.js');
   t.ok(names.some((name) => name.startsWith('app-') && name.endsWith('.css')), 'an app-<hash>.css');
   t.ok(names.some((name) => CHART_LIBRARY.test(name)), 'the chart library in a file of its own');
+});
+
+t.test('each text file has its gzip and Brotli forms beside it, holding the same bytes', { skip: !built && 'not built' }, async (t) => {
+  for (const [folder, name] of [[CONSOLE, 'index.html'], ...assetNames().map((each) => [ASSETS, each])] as const) {
+    const body = readFileSync(join(folder, name));
+    t.same(gunzipSync(readFileSync(join(folder, `${name}.gz`))), body, `${name}.gz`);
+    t.same(brotliDecompressSync(readFileSync(join(folder, `${name}.br`))), body, `${name}.br`);
+  }
 });
 
 t.test('index.html loads only hashed assets from /console/assets/ and holds nothing inline', { skip: !built && 'not built' }, async (t) => {
@@ -52,14 +64,14 @@ t.test('index.html loads only hashed assets from /console/assets/ and holds noth
 });
 
 t.test('the bundle fits its budget: 150 KB gzipped without the chart library', { skip: !built && 'not built' }, async (t) => {
-  const counted = readdirSync(ASSETS).filter((name) => !CHART_LIBRARY.test(name));
+  const counted = assetNames().filter((name) => !CHART_LIBRARY.test(name));
   const gzipped = counted.reduce((sum, name) => sum + gzipSync(readFileSync(join(ASSETS, name)), { level: 9 }).length, 0);
   t.ok(gzipped > 0, 'it measured something');
   t.ok(gzipped < BUDGET_BYTES, `${counted.join(', ')}: ${gzipped} bytes gzipped, under ${BUDGET_BYTES}`);
 });
 
 t.test('the app keeps no session in Web Storage', { skip: !built && 'not built' }, async (t) => {
-  for (const name of readdirSync(ASSETS).filter((each) => each.endsWith('.js') && !CHART_LIBRARY.test(each))) {
+  for (const name of assetNames().filter((each) => each.endsWith('.js') && !CHART_LIBRARY.test(each))) {
     const code = readFileSync(join(ASSETS, name), 'utf8');
     t.notMatch(code, /localStorage|sessionStorage/, `${name} never touches localStorage or sessionStorage`);
   }

@@ -8,7 +8,7 @@ import http from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { startGateway, type Gateway } from './helpers/harness.js';
 import { assertEnvelope } from './helpers/http-tools.js';
 
@@ -54,6 +54,9 @@ const built = join(root, 'console');
 mkdirSync(join(built, 'assets'), { recursive: true });
 writeFileSync(join(built, 'index.html'), INDEX);
 writeFileSync(join(built, 'assets', 'app-3f9a1c.js'), SCRIPT);
+// The compressed forms the console's build writes beside a file.
+writeFileSync(join(built, 'assets', 'app-3f9a1c.js.gz'), gzipSync(SCRIPT));
+writeFileSync(join(built, 'assets', 'app-3f9a1c.js.br'), brotliCompressSync(SCRIPT));
 writeFileSync(join(built, 'assets', 'app-77b0e2.css'), STYLE);
 writeFileSync(join(root, 'outside.txt'), OUTSIDE);
 t.teardown(() => rmSync(root, { recursive: true, force: true }));
@@ -81,7 +84,7 @@ t.test('the console from memory: assets cached for good, every other path the ap
   checkSecurityHeaders(t, script, gateway, 'asset');
   const style = await request(gateway, '/console/assets/app-77b0e2.css', { 'accept-encoding': 'gzip, br' });
   t.equal(style.headers['content-type'], 'text/css; charset=utf-8', 'CSS');
-  t.equal(style.body.toString(), STYLE, 'a file too small to gain from compression is sent as it is');
+  t.equal(style.body.toString(), STYLE, 'a file the build wrote no compressed form of is sent as it is');
 
   const brotli = await request(gateway, '/console/assets/app-3f9a1c.js', { 'accept-encoding': 'gzip, deflate, br' });
   t.equal(brotli.headers['content-encoding'], 'br', 'Brotli when accepted');
@@ -90,6 +93,7 @@ t.test('the console from memory: assets cached for good, every other path the ap
   const gzip = await request(gateway, '/console/assets/app-3f9a1c.js', { 'accept-encoding': 'gzip, br;q=0' });
   t.equal(gzip.headers['content-encoding'], 'gzip', 'gzip when Brotli is refused (q=0)');
   t.equal(gunzipSync(gzip.body).toString(), SCRIPT, 'the same script');
+  assertEnvelope(t, json(await request(gateway, '/console/assets/app-3f9a1c.js.gz')), 404, 'not_found', 'a compressed form is no file of its own');
 
   const head = await request(gateway, '/console/assets/app-3f9a1c.js', {}, 'HEAD');
   t.equal(head.status, 200, 'HEAD of an asset: 200');

@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { startGateway, freePort } from './helpers/harness.js';
-import { assertEnvelope } from './helpers/http-tools.js';
+import { assertEnvelope, eventually } from './helpers/http-tools.js';
 import { HttpBrowser } from './helpers/http-browser.js';
 import { runUntilExit } from './helpers/startup-refusal.js';
 import { loadConfig } from '../src/config.js';
@@ -30,7 +30,9 @@ t.test('DEV_IDENTITY_PROVIDER=on: sign in through its login form with any login,
   const gateway = await startGateway({ vendors: ['openai'], env: { DEV_IDENTITY_PROVIDER: 'on', DEV_IDENTITY_PROVIDER_PORT: String(providerPort) } });
   t.teardown(() => gateway.close());
   const issuer = `http://127.0.0.1:${providerPort}`;
-  t.match(gateway.output, `Sign in at ${gateway.url}/console with any login and password (development identity provider at ${issuer})`, 'the banner says where to sign in');
+  // The banner comes after the gateway answers its health check: wait for it rather than race it.
+  const banner = `Sign in at ${gateway.url}/console with any login and password (development identity provider at ${issuer})`;
+  t.ok(await eventually(() => gateway.output.includes(banner)), 'the banner says where to sign in');
 
   const discovery = await (await fetch(`${issuer}/.well-known/openid-configuration`)).json() as { issuer: string };
   t.equal(discovery.issuer, issuer, 'an OpenID provider on 127.0.0.1 at the port asked for');

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { TEST_JWT_SECRET, assertEnvelope, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
-import { leasesClosed, type MoneyView } from './helpers/billing-checks.js';
+import { usageSettled } from './helpers/billing-checks.js';
 import { EMBEDDING_MODELS } from '../src/catalog/seed/embedding.js';
 import type { EmbeddingModel } from '../src/catalog/model.js';
 import type { EmbeddingJob } from '../src/providers/embeddings/family.js';
@@ -63,14 +63,7 @@ async function newUser(usd = '10'): Promise<{ user: string; key: string }> {
   return { user, key: (await fastUser(gateway, user, usd)).key };
 }
 
-/** What the user was charged for usage, once the leases closed and the ledger drained. */
-async function settled(user: string): Promise<MoneyView & { charged: bigint }> {
-  const view = await leasesClosed(gateway, user);
-  await gateway.ledgerSettled(user);
-  const [row] = await gateway.sql<{ sum: bigint }[]>`
-    select coalesce(-sum(credits_nano), 0)::bigint as sum from transactions where user_id = ${user} and payment_method = 'usage'`;
-  return { ...view, charged: row!.sum };
-}
+const settled = (user: string) => usageSettled(gateway, user);
 
 const embed = (key: string, body: unknown) => postJson(`${gateway.v1}/embeddings`, key, body);
 const upstreamSince = (mark: number) => gateway.mock.requests().slice(mark).filter((r) => r.path.endsWith('/embeddings') || r.path.endsWith(':batchEmbedContents'));

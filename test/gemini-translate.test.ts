@@ -266,13 +266,18 @@ t.test('usage is known once every candidate finished; function calls stream whol
   t.equal(relay.generatedText(), 'get_weather{"city":"Paris"}get_time{}');
 });
 
-t.test('a blocked prompt streams content_filter; an error event or garbage breaks the stream', async (t) => {
+t.test('a blocked prompt streams content_filter; an error event fails the call, garbage breaks the stream', async (t) => {
   const { out } = relayAll([Buffer.from(event({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 4, totalTokenCount: 4 } }))]);
   const chunks = chunksOf(out);
   t.same(chunks.map((c) => [c.choices[0]?.delta, c.choices[0]?.finish_reason]), [[{ role: 'assistant', content: '' }, null], [{}, 'content_filter'], [undefined, undefined]]);
   t.equal(chunks[2].usage.prompt_tokens, 4);
   const relay = new GeminiStreamRelay('m/g', OPTIONS);
-  t.throws(() => relay.push(Buffer.from(event({ error: { code: 500, message: 'boom', status: 'INTERNAL' } }))), /boom/);
+  const failed = chunksOf(String(relay.push(Buffer.concat([Buffer.from(event({ candidates: [{ content: { parts: [{ text: 'Hi' }] } }] })), Buffer.from(event({ error: { code: 500, message: 'boom', status: 'INTERNAL' } }))]))));
+  t.equal(failed[0]?.choices[0]?.delta?.content, 'Hi', 'what came before the error goes out');
+  t.same(failed.at(-1), { error: { message: 'The upstream vendor failed mid-stream: boom', type: 'api_error', code: 'upstream_error' } }, 'then the gateway\'s error event');
+  t.equal(relay.failure, 'upstream_error', 'the call failed');
+  t.equal(relay.usage?.completionTokens, 0, 'and counts nothing');
+  t.equal(relay.flush(), undefined, 'no usage chunk, no [DONE]');
   t.throws(() => new GeminiStreamRelay('m/g', OPTIONS).push(Buffer.from('data: {nope\n\n')));
 });
 

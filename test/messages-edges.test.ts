@@ -293,6 +293,21 @@ t.test('a translated model: the upstream\'s error mid-stream becomes Anthropic\'
   t.same(log, { status: 502, error_code: 'upstream_error', cost_nano: 0n }, 'logged as the failure it was');
 });
 
+t.test('the mock vendor\'s `error` fault: a translated stream ends with the error event, no message_delta or message_stop; 502, nothing charged', async (t) => {
+  const user = 'edges-error-fault';
+  const { key } = await fastUser(gateway, user, '5');
+  const response = await post('/v1/messages', key, {
+    model: 'openai/gpt-4o-mini', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi [[mock chunks=6 fault=error cut_after=2]]' }],
+  });
+  t.equal(response.status, 200);
+  t.equal(textDeltas(response.text), 2, 'the deltas before the vendor\'s error');
+  endsWithError(t, response.text);
+  t.notOk(eventsOf(response.text).some((e) => e.name === 'message_delta'), 'no message_delta (no usage of a call that is not charged)');
+  t.equal(eventsOf(response.text).filter((e) => e.name === 'error').length, 1, 'one error event');
+  const [log] = await nothingCharged(t, user, 1);
+  t.same(log, { status: 502, error_code: 'upstream_error', cost_nano: 0n }, 'logged as the failure it was');
+});
+
 /** Starts the gateway's peak resident memory afresh (Linux's clear_refs); the answer is how far the peak grew since. */
 function peakGrowth(): () => number {
   const peak = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${gateway.process.pid}/status`, 'utf8'))![1]) * 1024;

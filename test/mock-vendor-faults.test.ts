@@ -84,8 +84,8 @@ function openaiContentChunks(body: string): number {
   let count = 0;
   for (const line of body.split('\n')) {
     if (!line.startsWith('data: {')) continue;
-    const chunk = JSON.parse(line.slice(6)) as { choices: { delta: { content?: string } }[] };
-    if (chunk.choices[0]?.delta.content) count++;
+    const chunk = JSON.parse(line.slice(6)) as { choices?: { delta: { content?: string } }[] };
+    if (chunk.choices?.[0]?.delta.content) count++; // an error object has no choices
   }
   return count;
 }
@@ -98,8 +98,8 @@ function geminiContentChunks(body: string): number {
   let count = 0;
   for (const line of body.split('\n')) {
     if (!line.startsWith('data: ')) continue;
-    const event = JSON.parse(line.slice(6)) as { candidates: { content: { parts: { text?: string }[] } }[] };
-    if (event.candidates[0]?.content.parts[0]?.text) count++;
+    const event = JSON.parse(line.slice(6)) as { candidates?: { content: { parts: { text?: string }[] } }[] };
+    if (event.candidates?.[0]?.content.parts[0]?.text) count++; // an error event has no candidates
   }
   return count;
 }
@@ -203,6 +203,25 @@ t.test('settings: cut delivers afterChunks content chunks, then the connection c
   t.match(whole.body, /\[DONE\]/);
   t.same(mock.faultCounts('key-cut'), { faulted: 2, served: 0 });
   t.notOk(mock.requests()[0]!.clientAborted, 'the mock cut it, not the client');
+});
+
+t.test('error: the stream ends after afterChunks content chunks with the vendor\'s own error event (OpenAI, Anthropic, Gemini); a whole answer is a 500', async (t) => {
+  const mock = await mockWith(t, { 'key-error': { kind: 'error', afterChunks: 2 } });
+  const openai = await post(mock, OPENAI_PATH, bearer('key-error'), openaiChat('Hello [[mock chunks=10]]', true));
+  t.equal(openai.status, 200);
+  t.equal(openaiContentChunks(openai.body), 2, 'two content chunks');
+  t.ok(openai.complete, 'the body ends properly');
+  t.match(openai.body, /\ndata: \{"error":\{"message":"[^"]+","type":"server_error"[^\n]*\}\n\n$/, 'last: OpenAI\'s error object');
+  t.notMatch(openai.body, /\[DONE\]|"usage"/, 'no usage, no [DONE]');
+  const anthropic = await post(mock, ANTHROPIC_PATH, anthropicHeaders('any'), anthropicChat('Hello [[mock chunks=10 fault=error cut_after=3]]', true));
+  t.equal(anthropicContentChunks(anthropic.body), 3, 'the directive: three text deltas');
+  t.match(anthropic.body, /event: error\ndata: \{"type":"error","error":\{"type":"overloaded_error","message":"Overloaded"\}\}\n\n$/, 'last: Anthropic\'s error event');
+  t.notMatch(anthropic.body, /message_stop/);
+  const gemini = await post(mock, GEMINI_STREAM_PATH, { 'x-goog-api-key': 'any' }, geminiChat('Hello [[mock chunks=10 fault=error]]'));
+  t.equal(geminiContentChunks(gemini.body), 1, 'one chunk by default');
+  t.match(gemini.body, /data: \{"error":\{"code":500,[^\n]*"status":"INTERNAL"\}\}\n\n$/, 'last: Google\'s error');
+  t.equal((await post(mock, OPENAI_PATH, bearer('key-error'), openaiChat())).status, 500, 'a whole answer: 500');
+  t.same(parseDirectives('[[mock fault=error cut_after=4]]'), { fault: 'error', cutAfter: 4 });
 });
 
 // ---------- setFaults ----------

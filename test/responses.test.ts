@@ -177,6 +177,35 @@ t.test('the raw stream: SSE events with event: and data: lines, in the standard 
   t.equal(events[4].content_index, 0);
 });
 
+t.test('a vendor error that ends the stream ends the Response stream with an `error` event, not response.completed; 502, nothing charged', async (t) => {
+  const user = 'resp-stream-error';
+  const { key } = await gateway.user(user, '5');
+  for (const model of MODELS.map((m) => m.id)) {
+    const response = await fetch(`${gateway.v1}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, input: 'Hi [[mock chunks=6 fault=error cut_after=2]]', stream: true }),
+    });
+    t.equal(response.status, 200, model);
+    const requestId = response.headers.get('x-request-id')!;
+    const events = (await response.text()).split('\n\n').filter(Boolean).map((block) => JSON.parse(block.split('\n')[1]!.slice(6)));
+    const types = events.map((e) => e.type);
+    t.equal(types.filter((type) => type === 'response.output_text.delta').length, 2, `${model}: the deltas before the vendor's error`);
+    t.equal(types.at(-1), 'error', `${model}: the last event is error`);
+    t.notOk(types.some((type) => type === 'response.completed' || type === 'response.incomplete'), `${model}: the response never completes`);
+    t.equal(events.at(-1).code, 'upstream_error', `${model}: code upstream_error`);
+    t.type(events.at(-1).message, 'string');
+    t.same(events.map((e) => e.sequence_number), events.map((_, i) => i), `${model}: numbered in order`);
+    await gateway.ledgerSettled(user);
+    const logged = await gateway.sql<{ status: number; error_code: string; cost_nano: bigint }[]>`select status, error_code, cost_nano from request_logs where id = ${requestId}`;
+    t.same(logged, [{ status: 502, error_code: logged[0]?.error_code, cost_nano: 0n }], `${model}: logged 502, no cost`);
+  }
+  const money = await moneyView(gateway, user);
+  t.equal(money.usageTransactions, 0, 'nothing charged');
+  t.equal(money.credits, INITIAL_NANO);
+  t.equal(money.held, 0n);
+});
+
 t.test('a cut-off answer is incomplete, whole and streamed', async (t) => {
   const { key } = await gateway.user('resp-cut', '5');
   const client = new OpenAI({ baseURL: gateway.v1, apiKey: key, maxRetries: 0 });

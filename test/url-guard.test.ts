@@ -196,7 +196,10 @@ t.test('fetching from a local server (loopback allowed)', async (t) => {
       askedEncoding = request.headers['accept-encoding'];
       response.writeHead(200, { 'content-type': 'image/png' });
       response.end(PNG);
-    } else if (path === '/hop1') redirect(301, '/hop2');
+    } else if (path === '/seen-key') response.end(String(request.headers['x-goog-api-key'] ?? 'none'));
+    else if (path === '/keyed-same') redirect(302, '/seen-key');
+    else if (path === '/keyed-cross') redirect(302, `http://localhost:${port}/seen-key`);
+    else if (path === '/hop1') redirect(301, '/hop2');
     else if (path === '/hop2') redirect(302, `http://127.0.0.1:${port}/hop3`);
     else if (path === '/hop3') redirect(307, 'image.png');
     else if (path === '/loop') redirect(302, '/loop');
@@ -282,6 +285,14 @@ t.test('fetching from a local server (loopback allowed)', async (t) => {
     t.equal((await refusal(`${base}/hop1`, { ...allowed, maxRedirects: 2 })).reason, 'redirects');
     t.equal((await refusal(`${base}/hop1`, { ...allowed, maxRedirects: 0 })).reason, 'redirects');
     t.equal((await refusal(`${base}/loop`, allowed)).reason, 'redirects');
+  });
+
+  await t.test("headers (a vendor's key) go to the first URL's origin only, never across a redirect to another", async (t) => {
+    const keyed: GuardedFetchOptions = { ...allowed, headers: { 'x-goog-api-key': 'test-key' } };
+    t.equal(String((await fetchGuarded(`${base}/seen-key`, keyed)).bytes), 'test-key', 'sent to the URL');
+    t.equal(String((await fetchGuarded(`${base}/keyed-same`, keyed)).bytes), 'test-key', 'kept on a redirect within the origin');
+    t.equal(String((await fetchGuarded(`${base}/keyed-cross`, keyed)).bytes), 'none', 'dropped on a redirect to another origin');
+    t.equal(String((await fetchGuarded(`${base}/seen-key`, allowed)).bytes), 'none', 'none unless given');
   });
 
   await t.test('each redirect target is vetted again', async (t) => {

@@ -70,11 +70,9 @@ t.test('a mix of calls: whole, streamed and aborted chat, a failed chat, Respons
   const call = async (name: string, path: string, key: string, body: unknown, status = 200) => {
     const answer = await postJson(`${gateway.v1}${path}`, key, body);
     t.equal(answer.status, status, `${name}: ${status}`);
-    // An error answer carries no x-request-id: the failed call's id is looked up once it is logged.
-    if (status === 200) {
-      ids[name] = answer.headers.get('x-request-id')!;
-      t.match(ids[name], /^[0-9a-f-]{36}$/, `${name}: x-request-id`);
-    }
+    // Error answers carry it too: the failed call's is its request log's id.
+    ids[name] = answer.headers.get('x-request-id')!;
+    t.match(ids[name], /^[0-9a-f-]{36}$/, `${name}: x-request-id`);
     answers[name] = answer.body;
   };
   await call('whole', '/chat/completions', key1, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hello [[mock chunks=5]]' }] });
@@ -114,7 +112,7 @@ t.test('a mix of calls: whole, streamed and aborted chat, a failed chat, Respons
   await gateway.ledgerSettled(B);
   const failed = await gateway.sql<{ id: string }[]>`select id::text from request_logs where user_id = ${A} and status = 502`;
   t.equal(failed.length, 1, 'the failed call is logged');
-  ids.failed = failed[0]!.id;
+  t.equal(failed[0]!.id, ids.failed, 'under the x-request-id its error answer carried');
 });
 
 t.test('GET /api/v1/requests lists each call with its tokens and a cost equal to its transaction', async (t) => {
@@ -352,4 +350,36 @@ t.test('task objects carry their charge once ended: usage.cost equals the task\'
   t.notOk((await charges()).has(failed), 'and has no transaction');
   const listed = await (await fetch(`${gateway.v1}/videos/generations`, { headers: { authorization: `Bearer ${key}` } })).json() as { data: any[] };
   t.same(listed.data.find((task) => task.id === video)?.usage, (await ended('/videos/generations', video)).usage, 'a list entry carries it too');
+});
+
+t.test('every answer of /v1 and /api/v1 carries x-request-id, errors included; other paths none', async (t) => {
+  const id = (response: Response) => response.headers.get('x-request-id');
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+  const answers: [string, Response][] = [
+    ['401 without a key', await fetch(`${gateway.v1}/chat/completions`, { method: 'POST', body: '{}' })],
+    ['400 a body that is not JSON', await fetch(`${gateway.v1}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key1}`, 'content-type': 'application/json' }, body: '{' })],
+    ['404 an unknown /v1 path', await fetch(`${gateway.v1}/nothing-here`, { headers: { authorization: `Bearer ${key1}` } })],
+    ['404 an unknown task', await fetch(`${gateway.v1}/videos/generations/${randomUUID()}`, { headers: { authorization: `Bearer ${key1}` } })],
+    ['200 a management read', await fetch(`${gateway.url}/api/v1/api-keys`, { headers: { authorization: `Bearer ${tokenA}` } })],
+    ['401 a management call with a bad token', await fetch(`${gateway.url}/api/v1/api-keys`, { headers: { authorization: 'Bearer not-a-token' } })],
+    ['200 the model list', await fetch(`${gateway.v1}/models`, { headers: { authorization: `Bearer ${key1}` } })],
+  ];
+  const seen = new Set<string>();
+  for (const [label, response] of answers) {
+    await response.arrayBuffer();
+    t.match(id(response), uuid, `${label}: x-request-id`);
+    seen.add(id(response)!);
+  }
+  t.equal(seen.size, answers.length, 'one id per request');
+  const health = await fetch(`${gateway.url}/readyz`);
+  await health.arrayBuffer();
+  t.equal(id(health), null, 'a health check is no API answer');
+
+  // A refusal after admission (the vendor failed, no attempt left) is a logged call: the same id.
+  const refused = await postJson(`${gateway.v1}/embeddings`, key1, { model: 'openai/text-embedding-3-small', input: 'x [[mock fail=400]]' });
+  t.equal(refused.status, 400, JSON.stringify(refused.body));
+  const refusedId = refused.headers.get('x-request-id')!;
+  t.match(refusedId, uuid);
+  await gateway.ledgerSettled(A);
+  t.ok(await eventually(async () => (await gateway.sql`select 1 from request_logs where id = ${refusedId}`).length === 1), 'the request log row has the id the error answer carried');
 });

@@ -1,5 +1,6 @@
-// Pure fixtures for the video vendor adapters (DashScope Wan, Vidu, Ark Seedance), with request and
-// answer bodies in the vendors' documented shapes (shared/reference/media-vendor-apis.md §1-3).
+// Pure fixtures for the video vendor adapters (DashScope Wan, Vidu, Ark Seedance, Google Veo), with
+// request and answer bodies in the vendors' documented shapes (shared/reference/media-vendor-apis.md
+// §1-3; Veo: docs/vendors/google-media.md).
 import type { Test } from 'tap';
 import t from 'tap';
 import type { VendorRefusal, VendorRequest, VendorTarget, VendorTaskState, VideoAdapter } from '../src/providers/video/adapter.js';
@@ -11,6 +12,7 @@ import { KLING_VIDEO, klingToken } from '../src/providers/video/kling.js';
 import { RUNWAY_VIDEO } from '../src/providers/video/runway.js';
 import { LUMA_VIDEO } from '../src/providers/video/luma.js';
 import { createHmac } from 'node:crypto';
+import { VEO_VIDEO } from '../src/providers/video/veo.js';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { entryOf, isImageToVideo, refusalOf } from '../src/providers/video/wire.js';
 import { VIDEO_PROFILES, type VideoJob } from '../src/tasks/video-job.js';
@@ -704,7 +706,7 @@ t.test('Luma: shared HTTP rules', async (t) => sharedHttpRules(t, LUMA_VIDEO, (c
 // The table, and the shared rules' own edges
 
 t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
-  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'kling', 'luma', 'minimax-video', 'modelark', 'runway', 'vidu']);
+  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'gemini-video', 'kling', 'luma', 'minimax-video', 'modelark', 'runway', 'vidu']);
   t.equal(VIDEO_ADAPTERS['minimax-video'], MINIMAX_VIDEO);
   t.equal(VIDEO_ADAPTERS.kling, KLING_VIDEO);
   t.equal(VIDEO_ADAPTERS.runway, RUNWAY_VIDEO);
@@ -712,21 +714,24 @@ t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
   t.equal(VIDEO_ADAPTERS.dashscope, DASHSCOPE_VIDEO);
   t.equal(VIDEO_ADAPTERS.vidu, VIDU_VIDEO);
   t.equal(VIDEO_ADAPTERS.modelark, ARK_VIDEO);
+  t.equal(VIDEO_ADAPTERS['gemini-video'], VEO_VIDEO);
   for (const [family, adapter] of Object.entries(VIDEO_ADAPTERS)) {
     t.equal(adapter.family, family, `${family}: keyed by its own family`);
-    // MiniMax, Kling and Luma's Agents API document no cancel for video tasks.
-    if (!['minimax-video', 'kling', 'luma'].includes(family)) t.type(adapter.cancel, 'function', `${family}: has a cancel`);
+    // Google (Veo), MiniMax, Kling and Luma's Agents API document no cancel for video tasks.
+    const cancels = !['gemini-video', 'minimax-video', 'kling', 'luma'].includes(family);
+    t.type(adapter.cancel, cancels ? 'function' : 'undefined', `${family}: ${cancels ? 'has a' : 'has no'} cancel`);
     t.ok(Object.isFrozen(adapter), `${family}: frozen`);
   }
   t.ok(Object.isFrozen(VIDEO_ADAPTERS), 'the table is frozen');
-  t.equal(VIDEO_ADAPTERS['gemini-video'], undefined, 'an unserved family');
+  t.equal(VIDEO_ADAPTERS['openai-videos'], undefined, 'an unserved family');
   t.equal(VIDEO_ADAPTERS.constructor, undefined, 'an Object method name is no family');
   t.equal(VIDEO_ADAPTERS.toString, undefined);
 });
 
 t.test('wire: profile task shapes, table lookups, status classes', async (t) => {
   const imageToVideo = VIDEO_PROFILES.filter((profile) => isImageToVideo({ ...I2V_A, profile }));
-  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B', 'HAILUO', 'KLING', 'RUNWAY-I2V', 'LUMA-RAY'], 'only the I2V profiles and the vendor models use the image as the first frame');
+  t.strictSame(imageToVideo, ['I2V-A', 'I2V-B'], 'only the I2V profiles use the image as the first frame');
+  for (const profile of ['HAILUO', 'KLING', 'RUNWAY-I2V', 'LUMA-RAY'] as const) t.ok(isImageToVideo({ ...I2V_A, profile }), `${profile}: its image is the first frame`);
   t.equal(entryOf({ a: 1 }, 'a'), 1);
   t.equal(entryOf({ a: 1 }, 'hasOwnProperty'), undefined, 'inherited names are not entries');
   const read = () => ({ code: 'C', message: 'm' });
@@ -734,4 +739,46 @@ t.test('wire: profile task shapes, table lookups, status classes', async (t) => 
   t.strictSame([400, 401, 403, 404, 409, 413, 422].map((status) => refusalOf('submit', status, '{}', read).retryable), [false, false, false, false, false, false, false], 'final statuses');
   t.equal(refusalOf('poll', 404, '{}', read).code, 'task_not_found');
   t.equal(refusalOf('submit', 404, '{}', read).code, 'C');
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Google Veo (Gemini API long-running operations)
+
+const GEMINI: VendorTarget = { baseUrl: 'https://generativelanguage.googleapis.com/v1beta', apiKey: 'test-gemini-key' };
+const VEO_JOB: VideoJob = {
+  profile: 'VEO', model: 'google/veo-3.1', upstreamModel: 'veo-3.1-generate-preview', prompt: 'a fox', negativePrompt: 'rain',
+  imageUrls: [], videoUrls: [], duration: 8, resolution: '1080p', aspectRatio: '9:16', seed: 3,
+};
+const OPERATION = 'models/veo-3.1-generate-preview/operations/abc123';
+
+t.test('Veo: submit, operation name, polls, failures, the result download', async (t) => {
+  t.strictSame(requestParts(VEO_VIDEO.submit(VEO_JOB, GEMINI)), {
+    method: 'POST', url: 'https://generativelanguage.googleapis.com/v1beta/models/veo-3.1-generate-preview:predictLongRunning',
+    headers: { 'x-goog-api-key': 'test-gemini-key', 'content-type': 'application/json' },
+    body: { instances: [{ prompt: 'a fox' }], parameters: { aspectRatio: '9:16', durationSeconds: 8, resolution: '1080p', negativePrompt: 'rain', seed: 3 } },
+  });
+  t.strictSame(VEO_VIDEO.submitted(200, json({ name: OPERATION })), { kind: 'submitted', upstreamId: OPERATION });
+  for (const name of ['models/x/operations/../../../admin', '../x', 'operations', 'models/x/operations/a b', 'https://evil.example/x']) {
+    isRefusal(t, VEO_VIDEO.submitted(200, json({ name })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, `operation name ${name}: not a name`);
+  }
+  isRefusal(t, VEO_VIDEO.submitted(400, json({ error: { code: 400, message: 'bad ratio', status: 'INVALID_ARGUMENT' } })),
+    { retryable: false, code: 'INVALID_ARGUMENT', httpStatus: 400, message: 'bad ratio' }, 'a refused submit');
+  isRefusal(t, VEO_VIDEO.submitted(429, json({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } })),
+    { retryable: true, code: 'RESOURCE_EXHAUSTED', httpStatus: 429 }, 'a rate limit');
+  t.strictSame(requestParts(VEO_VIDEO.poll(OPERATION, GEMINI)), {
+    method: 'GET', url: `https://generativelanguage.googleapis.com/v1beta/${OPERATION}`, headers: { 'x-goog-api-key': 'test-gemini-key' }, body: undefined,
+  });
+  isState(t, VEO_VIDEO.polled(200, json({ name: OPERATION })), { kind: 'running', status: 'RUNNING' }, 'not done');
+  isState(t, VEO_VIDEO.polled(200, json({ name: OPERATION, done: false })), { kind: 'running', status: 'RUNNING' }, 'done: false');
+  const uri = 'https://generativelanguage.googleapis.com/v1beta/files/xyz:download?alt=media';
+  isState(t, VEO_VIDEO.polled(200, json({ name: OPERATION, done: true, response: { generateVideoResponse: { generatedSamples: [{ video: { uri } }] } } })),
+    { kind: 'succeeded', status: 'DONE', resultUrl: uri }, 'done with a sample');
+  isState(t, VEO_VIDEO.polled(200, json({ done: true, error: { code: 13, message: 'internal' } })), { kind: 'failed', status: 'FAILED', code: '13', message: 'internal' }, 'an operation error');
+  isState(t, VEO_VIDEO.polled(200, json({ done: true, response: { generateVideoResponse: { raiMediaFilteredCount: 1, raiMediaFilteredReasons: ['unsafe'] } } })),
+    { kind: 'failed', status: 'DONE', code: 'content_filtered', message: "The vendor's safety filters withheld the video: unsafe" }, 'filtered');
+  isRefusal(t, VEO_VIDEO.polled(200, json({ done: true, response: {} })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'done without a sample');
+  isRefusal(t, VEO_VIDEO.polled(404, json({ error: { code: 404, message: 'gone', status: 'NOT_FOUND' } })), { retryable: false, code: 'task_not_found', httpStatus: 404 }, 'an unknown operation');
+  t.strictSame(VEO_VIDEO.resultHeaders(uri, GEMINI), { 'x-goog-api-key': 'test-gemini-key' }, 'the key for a file of the API');
+  t.equal(VEO_VIDEO.resultHeaders('https://storage.googleapis.com/x.mp4', GEMINI), undefined, 'never for another origin');
+  t.equal(VEO_VIDEO.resultHeaders('not a url', GEMINI), undefined);
 });

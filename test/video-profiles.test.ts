@@ -1,4 +1,4 @@
-// The six video profiles of the spec (vendor model profiles: test/video-vendors.test.ts), table-driven: each profile's accepted values (every enum member,
+// The six video profiles of the spec, table-driven: each profile's accepted values (every enum member,
 // both range ends) and what lands in the job; its rejected ones (a 400 that names the field and what it
 // may be); the defaults it fills in; what each reserves at its price line; and the catalog seed's
 // capabilities of each profile's model against the spec. Pure: models are built from the seed rows the
@@ -9,7 +9,7 @@ import { ApiError } from '../src/http/errors.js';
 import { priceSheetFromRows } from '../src/billing/price-sheet.js';
 import { quote } from '../src/billing/media-pricing.js';
 import { catalogRows } from '../src/catalog/seed/index.js';
-import { SPEC_VIDEO_PROFILES as VIDEO_PROFILES, videoCallOf, type VideoJob, type SpecVideoProfile as VideoProfile } from '../src/tasks/video-job.js';
+import { VIDEO_PROFILES, videoCallOf, type VideoJob, type VideoProfile } from '../src/tasks/video-job.js';
 import type { MediaModel } from '../src/catalog/model.js';
 
 const ROWS = catalogRows();

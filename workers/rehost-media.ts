@@ -19,6 +19,8 @@ export interface RehostMediaInput {
   readonly allowLoopback: boolean;
   /** What the bytes must be: `video` or `audio`. */
   readonly expect: 'video' | 'audio';
+  /** Headers the vendor's result URL needs (its API key, for Google's file downloads); sent to that origin only. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export type RehostMediaOutput =
@@ -31,7 +33,7 @@ export default async function rehostMedia(input: RehostMediaInput): Promise<Reho
   storage ??= openMediaStorage(input.media);
   const store = await storage;
   if (!store) return { ok: false, reason: 'storage_off', message: 'Media storage is off.' };
-  const options = { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback };
+  const options = { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback, headers: input.headers };
   const expected = (contentType: string | undefined) => contentType?.startsWith(`${input.expect}/`) === true;
   const notMedia = (contentType: string | undefined): RehostMediaOutput =>
     ({ ok: false, reason: 'not_media', message: `The vendor's result is not ${input.expect === 'video' ? 'a video' : 'audio'} (${contentType ?? 'unknown type'}).` });

@@ -1,12 +1,12 @@
 /**
  * The console's built files (console/ compiled to dist/console), read once at start-up into memory:
  * served only by their exact names, so no request path can reach anything else on disk. Each file
- * is kept whole and, where it shrinks, also gzip- and Brotli-compressed, with a strong ETag.
+ * is kept whole with a strong ETag, and with the gzip and Brotli forms the build wrote beside it
+ * (`<name>.gz`, `<name>.br`): compressing at the build, once, keeps every HTTP thread's start cheap.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:zlib';
 
 /** A built console is a few hundred kilobytes: these bounds stop a wrong CONSOLE_DIR (a home folder) from filling memory. */
 export const CONSOLE_MAX_FILES = 2_000;
@@ -33,8 +33,8 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
   '.wasm': 'application/wasm',
   '.webmanifest': 'application/manifest+json',
 });
-/** Types already compressed: compressing them again gains nothing. */
-const COMPRESSED_TYPES = /^(image\/(?!svg)|font\/woff|application\/wasm)/;
+/** The suffixes of the compressed forms the build writes beside a file. */
+const CODED_SUFFIXES = ['.br', '.gz'];
 
 export const contentTypeOf = (name: string): string => CONTENT_TYPES[extname(name).toLowerCase()] ?? 'application/octet-stream';
 
@@ -43,7 +43,7 @@ export interface ConsoleFile {
   /** A strong validator: the content's hash, quoted. */
   readonly etag: string;
   readonly body: Buffer;
-  /** Set only when smaller than `body`. */
+  /** The build's compressed forms, when it wrote them. */
   readonly gzip?: Buffer;
   readonly br?: Buffer;
 }
@@ -62,36 +62,34 @@ export function loadConsoleFiles(dir: string): ReadonlyMap<string, ConsoleFile> 
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const files = new Map<string, ConsoleFile>();
+  const read = new Map<string, Buffer>();
   let total = 0;
   const walk = (folder: string, prefix: string) => {
     for (const entry of readdirSync(folder, { withFileTypes: true })) {
       const name = `${prefix}${entry.name}`;
       if (entry.isDirectory()) walk(join(folder, entry.name), `${name}/`);
       if (!entry.isFile()) continue;
-      if (files.size >= CONSOLE_MAX_FILES) throw new ConsoleDirError(`${dir} holds more than ${CONSOLE_MAX_FILES} files: is CONSOLE_DIR the built console?`);
+      if (read.size >= CONSOLE_MAX_FILES) throw new ConsoleDirError(`${dir} holds more than ${CONSOLE_MAX_FILES} files: is CONSOLE_DIR the built console?`);
       const body = readFileSync(join(folder, entry.name));
       total += body.length;
       if (total > CONSOLE_MAX_BYTES) throw new ConsoleDirError(`${dir} holds more than ${CONSOLE_MAX_BYTES} bytes: is CONSOLE_DIR the built console?`);
-      files.set(name, fileOf(name, body));
+      read.set(name, body);
     }
   };
   walk(dir, '');
-  if (!files.has('index.html')) throw new ConsoleDirError(`${dir} has no index.html: is CONSOLE_DIR the built console?`);
+  if (!read.has('index.html')) throw new ConsoleDirError(`${dir} has no index.html: is CONSOLE_DIR the built console?`);
+  const files = new Map<string, ConsoleFile>();
+  for (const [name, body] of read) {
+    // A compressed form is served as its file's encoding, never under its own name.
+    if (CODED_SUFFIXES.some((suffix) => name.endsWith(suffix) && read.has(name.slice(0, -suffix.length)))) continue;
+    const gzip = read.get(`${name}.gz`);
+    const br = read.get(`${name}.br`);
+    files.set(name, {
+      contentType: contentTypeOf(name), etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`, body,
+      ...(gzip ? { gzip } : {}), ...(br ? { br } : {}),
+    });
+  }
   return files;
-}
-
-function fileOf(name: string, body: Buffer): ConsoleFile {
-  const contentType = contentTypeOf(name);
-  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
-  if (body.length < 256 || COMPRESSED_TYPES.test(contentType)) return { contentType, etag, body };
-  const gzip = gzipSync(body, { level: 9 });
-  const br = brotliCompressSync(body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: body.length } });
-  return {
-    contentType, etag, body,
-    ...(gzip.length < body.length ? { gzip } : {}),
-    ...(br.length < body.length ? { br } : {}),
-  };
 }
 
 /** Which stored form to send for an `Accept-Encoding` header: Brotli, then gzip, else the file as it is. */

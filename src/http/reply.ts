@@ -34,6 +34,11 @@ export class Reply {
   private pendingHead: Readonly<Record<string, string>> | undefined;
   /** Set only for a request whose answer is kept (Idempotency-Key); the hot path checks it and nothing more. */
   recorder: ReplyRecorder | undefined = undefined;
+  /**
+   * The request's id, sent as `x-request-id` on every answer (errors too) unless the answer names its
+   * own (a replayed answer keeps its first request's). Set for the API's paths (/v1, /api/v1).
+   */
+  requestId: string | undefined = undefined;
 
   constructor(private readonly res: HttpResponse) {
     res.onAborted(() => this.abort());
@@ -57,14 +62,14 @@ export class Reply {
 
   send(status: number, body: string | Uint8Array, contentType = 'application/json', headers?: Readonly<Record<string, string>>): void {
     this.status = status;
-    if (this.recorder !== undefined && !this.finished) this.recorder.whole(status, contentType, headers, body);
+    if (this.recorder !== undefined && !this.finished) this.recorder.whole(status, contentType, this.withRequestId(headers), body);
     if (!this.open) return;
     this.finished = true;
     this.pendingHead = undefined; // a stream that never wrote answers as a whole response instead
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       if (status !== 204) this.res.writeHeader('content-type', contentType);
-      if (headers) for (const name in headers) this.res.writeHeader(name, headers[name]!);
+      this.writeHeaders(headers);
       if (status === 204) this.res.endWithoutBody();
       else this.res.end(body);
     });
@@ -78,7 +83,7 @@ export class Reply {
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       this.res.writeHeader('content-type', contentType);
-      if (headers) for (const name in headers) this.res.writeHeader(name, headers[name]!);
+      this.writeHeaders(headers);
       this.res.endWithoutBody(contentLength);
     });
   }
@@ -122,7 +127,7 @@ export class Reply {
    */
   beginStream(status: number, headers: Readonly<Record<string, string>>): void {
     this.status = status;
-    if (this.recorder !== undefined) this.recorder.streamHead(status, headers);
+    if (this.recorder !== undefined) this.recorder.streamHead(status, this.withRequestId(headers));
     if (this.open) this.pendingHead = headers;
   }
 
@@ -148,7 +153,18 @@ export class Reply {
     const headers = this.pendingHead!;
     this.pendingHead = undefined;
     this.res.writeStatus(statusLine(this.status));
-    for (const name in headers) this.res.writeHeader(name, headers[name]!);
+    this.writeHeaders(headers);
+  }
+
+  /** `headers` as they are sent, `x-request-id` included (what a kept answer replays: the first request's id). */
+  private withRequestId<H extends Readonly<Record<string, string>> | undefined>(headers: H): H | Readonly<Record<string, string>> {
+    return this.requestId === undefined || headers?.['x-request-id'] !== undefined ? headers : { ...headers, 'x-request-id': this.requestId };
+  }
+
+  /** Inside a cork: `headers`, and `x-request-id` when they do not name one. */
+  private writeHeaders(headers: Readonly<Record<string, string>> | undefined): void {
+    if (headers) for (const name in headers) this.res.writeHeader(name, headers[name]!);
+    if (this.requestId !== undefined && headers?.['x-request-id'] === undefined) this.res.writeHeader('x-request-id', this.requestId);
   }
 
   /** Calls `resume` once the client has drained what uWS buffered. */
@@ -186,7 +202,7 @@ export class Reply {
           if (!headSent) {
             this.res.writeStatus(statusLine(status));
             this.res.writeHeader('content-type', contentType);
-            for (const name in headers) this.res.writeHeader(name, headers[name]!);
+            this.writeHeaders(headers);
             headSent = true;
           }
           sentBefore = this.res.getWriteOffset();

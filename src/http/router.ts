@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from './uws.js';
 import { ApiError, anthropicErrorBody, badRequest, internalError, notFound, redisUnavailable } from './errors.js';
 import { isRedisUnreachable } from '../store/redis-connect.js';
@@ -38,6 +39,11 @@ export interface RequestContext {
   readonly headers: RequestHeaders;
   /** The client's address: the socket's peer, or what a trusted proxy says in `X-Forwarded-For`. */
   readonly clientAddress: string;
+  /**
+   * The request's id (UUID), its answer's `x-request-id`, errors included: the id of its request log,
+   * its usage transaction or its task when it is a logged call.
+   */
+  readonly requestId: string;
   readonly reply: Reply;
   readonly startedAt: bigint;
   /** The body, read with the size limit; rejects with 413 or ClientGone. */
@@ -215,6 +221,11 @@ class Context implements RequestContext {
     if (browser) this.headers = { ...this.headers, browser: { cookie: req.getHeader('cookie'), origin: req.getHeader('origin'), secFetchSite: req.getHeader('sec-fetch-site') } };
     if (files) this.headers = { ...this.headers, files: { acceptEncoding: req.getHeader('accept-encoding'), ifNoneMatch: req.getHeader('if-none-match') } };
     this.forwardedFor = req.getHeader('x-forwarded-for');
+    if (this.path.startsWith('/v1/') || this.path.startsWith('/api/v1/')) reply.requestId = randomUUID();
+  }
+
+  get requestId(): string {
+    return (this.reply.requestId ??= randomUUID());
   }
 
   // Read when first asked (most requests never are): the peer address is a system call. uWS

@@ -17,6 +17,11 @@ export interface GuardedFetchOptions {
   readonly maxRedirects?: number;
   /** Aborting it rejects with its reason, as fetch does. */
   readonly signal?: AbortSignal;
+  /**
+   * Request headers (a vendor's credential for its own result URL): sent only to the first URL's
+   * origin, never to a host a redirect leads to.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface FetchedMedia {
@@ -72,9 +77,11 @@ async function fetchGuardedWith<T>(url: string, options: GuardedFetchOptions, co
   const signal = controller.signal;
   try {
     let target = parseUrl(url);
+    const origin = target.origin;
     for (let redirects = 0; ; redirects++) {
       const addresses = await untilAborted(vet(target, allowLoopback), signal);
-      const response = await request(target, addresses, signal);
+      const headers = options.headers !== undefined && target.origin === origin ? options.headers : undefined;
+      const response = await request(target, addresses, signal, headers === undefined ? undefined : { method: 'GET', headers });
       const status = response.statusCode ?? 0;
       const location = response.headers.location;
       if (REDIRECTS.has(status) && location) {

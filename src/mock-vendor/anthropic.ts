@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
 import { directivesFromMessages, type Directives } from './directives.js';
 import type { MockError } from './errors.js';
-import { bearerToken, cutPoint, playFault, retryAfterHeader, type FaultBook } from './faults.js';
+import { bearerToken, cutPoint, playFault, retryAfterHeader, streamFailure, type FaultBook, type StreamFailure } from './faults.js';
 import { randomId } from './ids.js';
 import { recordBody, type MockRequestRecord } from './records.js';
 import type { Frame, FrameKind } from './stream.js';
@@ -24,7 +24,7 @@ export interface MockExchange {
   readonly record: MockRequestRecord;
   after(ms: number, next: () => void): void;
   sendJson(status: number, body: string, headers?: Record<string, string>): void;
-  stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void;
+  stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined, failure?: StreamFailure): void;
   /** Destroys the connection before any byte of the answer (a `reset` fault). */
   reset(): void;
   /** Ends the answer mid-body (a stream that dies after its head). */
@@ -41,6 +41,9 @@ function sendError(exchange: MockExchange, status: number, message: string, head
   const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
   exchange.sendJson(status, JSON.stringify({ type: 'error', error: { type, message } }), headers);
 }
+
+/** Anthropic's mid-stream failure: an `error` event, nothing after it (https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events). */
+const STREAM_ERROR_EVENT = `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n`;
 
 const failureMessage = (status: number): string => (status === 529 ? 'Overloaded' : `Mock failure (${status}).`);
 
@@ -66,7 +69,7 @@ export function anthropicMessages(req: http.IncomingMessage, exchange: MockExcha
       if (directives.fail !== undefined) return sendError(exchange, directives.fail, failureMessage(directives.fail));
       const plan = planMessage(record.id, request, directives, cacheOf(behaviour), Date.now());
       if (!request.stream) exchange.sendJson(200, messageJson(plan), { 'request-id': `req_${record.id}` });
-      else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
+      else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter), streamFailure(fault, STREAM_ERROR_EVENT));
     };
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
   });
@@ -140,7 +143,7 @@ export function anthropicOnVertex(req: http.IncomingMessage, exchange: MockExcha
       if (directives.fail !== undefined) return sendError(exchange, directives.fail, failureMessage(directives.fail));
       const plan = planMessage(record.id, request, directives, cacheOf(behaviour), Date.now());
       if (!record.stream) exchange.sendJson(200, messageJson(plan));
-      else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
+      else exchange.stream(messageFrames(plan), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter), streamFailure(fault, STREAM_ERROR_EVENT));
     });
   });
 }

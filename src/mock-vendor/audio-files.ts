@@ -64,3 +64,17 @@ export function mockMp3(seconds: number, tag: string): Buffer {
   for (let i = 0; i < frames; i++) out.set(MP3_HEADER, id3.length + i * MP3_FRAME_BYTES);
   return out;
 }
+
+/**
+ * Raw 16-bit little-endian mono PCM of `seconds` at `rate` (a quiet 440 Hz tone), as the Gemini API's
+ * speech models answer; the first sample carries a hash of `tag` so every result differs.
+ */
+export function mockPcm16(seconds: number, tag: string, rate = 24_000): Buffer {
+  const samples = Number.isFinite(seconds) ? Math.max(0, Math.round(seconds * rate)) : 0;
+  const pcm = Buffer.alloc(samples * 2);
+  for (let i = 0; i < samples; i++) pcm.writeInt16LE(Math.round(800 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
+  let hash = 0;
+  for (const char of tag) hash = (hash * 31 + char.charCodeAt(0)) | 0;
+  if (samples > 0) pcm.writeInt16LE(hash % 32_768, 0);
+  return pcm;
+}

@@ -133,9 +133,13 @@ function readKeys(text: string): Keys {
 const spoken = (text: string) => text.replace(/\[\[mock(?:\s[\s\S]*?)?\]\]/g, '');
 const characters = (text: string) => [...text].length;
 
-/** Default speech length: 60 ms a character, at least 500 ms, faster speech shorter. */
+/** Default speech length: 60 ms a character of the text without directives, at least 500 ms, faster speech shorter. */
+export function defaultSpeechMs(text: string, speed = 1): number {
+  return Math.round(Math.max(500, 60 * characters(spoken(text))) / speed);
+}
+
 function speechMs(keys: Keys, text: string, speed: number): number {
-  return keys.audioMs ?? Math.round(Math.max(500, 60 * characters(spoken(text))) / speed);
+  return keys.audioMs ?? defaultSpeechMs(text, speed);
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);

@@ -165,7 +165,8 @@ export class MockCloud {
       const fault = faults.meet(record.authorization, directives);
       if (fault !== undefined && playFault(fault, stream, exchange, (status, headers) => fail(status, bedrockErrorType(status), `Mock failure (${status}).`, headers))) return;
       if (directives.fail !== undefined) return fail(directives.fail, bedrockErrorType(directives.fail), `Mock failure (${directives.fail}).`);
-      const cutAfter = cutPoint(fault, undefined);
+      // Bedrock's event stream has no error event here: an `error` fault is played as a cut.
+      const cutAfter = cutPoint(fault?.kind === 'error' ? { ...fault, kind: 'cut' } : fault, undefined);
       const plan = planMessage(record.id, request, directives, cacheOf(behaviour), Date.now());
       if (!stream) return exchange.sendJson(200, messageJson(plan), { 'x-amzn-requestid': record.id });
       record.status = 200;

@@ -10,14 +10,14 @@
 // broken_url) may stand alone, meaning `=1`. The video task APIs and the audio APIs read their own
 // keys (video-tasks.ts, audio.ts, through `directivePairs`).
 //
-// Fault keys (faults.ts; the chat and image routes): fault=429|500|502|503|504|529|reset|hang|cut
+// Fault keys (faults.ts; the chat and image routes): fault=429|500|502|503|504|529|reset|hang|cut|error
 // (any status 400..599 is accepted), fault_rate=0..1 (the chance a request meets it, default 1),
-// retry_after=SECONDS (the Retry-After header of a status fault), cut_after=N (with `cut`: content
-// chunks before the cut, default 1) and fault_key=CREDENTIAL (only requests carrying that credential
+// retry_after=SECONDS (the Retry-After header of a status fault), cut_after=N (with `cut` or `error`:
+// content chunks before the cut or the error event, default 1) and fault_key=CREDENTIAL (only requests carrying that credential
 // meet the fault).
 
-/** An HTTP status (400..599), or a fault that is not an answer: 'reset', 'hang', 'cut' (see faults.ts). */
-export type FaultKind = number | 'reset' | 'hang' | 'cut';
+/** An HTTP status (400..599), or a fault that is not an answer: 'reset', 'hang', 'cut', 'error' (see faults.ts). */
+export type FaultKind = number | 'reset' | 'hang' | 'cut' | 'error';
 
 export interface Directives {
   /** Content tokens per choice. */
@@ -50,7 +50,7 @@ export interface Directives {
   taskStatus?: TaskFailure;
   /** BFL: get_result answers this HTTP status (400..599). */
   pollFail?: number;
-  /** A fault to play (faults.ts): an HTTP status (400..599), 'reset', 'hang' or 'cut'. */
+  /** A fault to play (faults.ts): an HTTP status (400..599), 'reset', 'hang', 'cut' or 'error'. */
   fault?: FaultKind;
   /** The chance in [0, 1] that this request meets `fault` (default 1). */
   faultRate?: number;
@@ -84,7 +84,7 @@ function errorStatus(value: string): number | undefined {
 const flag = (value: string): boolean => value === '1' || value === 'true';
 
 function faultKind(value: string): FaultKind | undefined {
-  if (value === 'reset' || value === 'hang' || value === 'cut') return value;
+  if (value === 'reset' || value === 'hang' || value === 'cut' || value === 'error') return value;
   return errorStatus(value);
 }
 

@@ -9,13 +9,17 @@ import type { Directives, FaultKind } from './directives.js';
 import type { MockRequestRecord } from './records.js';
 
 export interface MockFault {
-  /** 429 | 500 | 502 | 503 | 504 | 529 (an HTTP status), 'reset' (socket destroyed before any byte), 'hang' (no head until the client leaves), 'cut' (stream cut after `afterChunks` content chunks; non-stream: reset). */
+  /**
+   * 429 | 500 | 502 | 503 | 504 | 529 (an HTTP status), 'reset' (socket destroyed before any byte), 'hang' (no head until the
+   * client leaves), 'cut' (stream cut after `afterChunks` content chunks; non-stream: reset), 'error' (stream ended after
+   * `afterChunks` content chunks by the vendor's own error event, as a model failing mid-generation; non-stream: 500).
+   */
   readonly kind: FaultKind;
   /** Probability in [0, 1] that a request meets the fault (default 1). */
   readonly rate?: number;
   /** With 429 (or 503/529): the Retry-After header, seconds. */
   readonly retryAfterSeconds?: number;
-  /** With 'cut': content chunks sent before the cut (default 1). */
+  /** With 'cut' or 'error': content chunks sent before the cut or the error event (default 1). */
   readonly afterChunks?: number;
 }
 
@@ -41,8 +45,8 @@ const whole = (min: number, max: number, what: string) =>
 const faultSchema = v.strictObject(
   {
     kind: v.union(
-      [whole(400, 599, 'an HTTP status from 400 to 599'), v.picklist(['reset', 'hang', 'cut'])],
-      "must be an HTTP status (400 to 599) or 'reset', 'hang' or 'cut'",
+      [whole(400, 599, 'an HTTP status from 400 to 599'), v.picklist(['reset', 'hang', 'cut', 'error'])],
+      "must be an HTTP status (400 to 599) or 'reset', 'hang', 'cut' or 'error'",
     ),
     rate: v.optional(v.pipe(v.number('must be a number from 0 to 1'), v.minValue(0, 'must be a number from 0 to 1'), v.maxValue(1, 'must be a number from 0 to 1'))),
     retryAfterSeconds: v.optional(whole(0, MAX_RETRY_AFTER_SECONDS, `a whole number of seconds from 0 to ${MAX_RETRY_AFTER_SECONDS}`)),
@@ -158,10 +162,25 @@ export function playFault(fault: MockFault, stream: boolean, exchange: FaultExch
       if (stream) return false;
       exchange.reset();
       return true;
+    case 'error':
+      if (stream) return false;
+      sendStatus(500, undefined);
+      return true;
     default:
       sendStatus(fault.kind, retryAfterHeader(fault.kind, fault.retryAfterSeconds));
       return true;
   }
+}
+
+/** Where a stream ends with the vendor's own error event (an `error` fault), and that event's bytes. */
+export interface StreamFailure {
+  readonly afterChunks: number;
+  readonly data: string;
+}
+
+/** The `error` fault's end of a stream: after its chunks (default 1), `data` (the route's vendor's error event). */
+export function streamFailure(fault: MockFault | undefined, data: string): StreamFailure | undefined {
+  return fault?.kind === 'error' ? { afterChunks: fault.afterChunks ?? 1, data } : undefined;
 }
 
 /** Where a stream is cut: after the fault's chunks (a `cut`), or the `disconnect_after` directive's, whichever comes first. */

@@ -2,16 +2,19 @@
 // steered by the same `[[mock ...]]` directives (read from the last user turn's text parts). Like the
 // real API: thoughts count against maxOutputTokens, thought parts only with includeThoughts, and an
 // implicit prefix cache (systemInstruction plus the turns before the last user turn, 1024+ tokens,
-// kept 5 minutes) reported as cachedContentTokenCount.
+// kept 5 minutes) reported as cachedContentTokenCount. A request for IMAGE output is an image model's
+// (gemini-images.ts), one for AUDIO a speech model's and one to a Lyria model a song (gemini-audio.ts).
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import type { MockBehaviour } from './completion.js';
 import { parseDirectives, DIRECTIVE_MARKER, type Directives } from './directives.js';
 import { randomId } from './ids.js';
 import { endMidBody, resetConnection } from './connection.js';
-import { bearerToken, cutPoint, playFault, type FaultBook } from './faults.js';
+import { bearerToken, cutPoint, playFault, streamFailure, type FaultBook, type StreamFailure } from './faults.js';
 import type { MockRequestRecord, RequestLog } from './records.js';
 import { textTokens } from './usage.js';
+import { asksForImages, imageAnswerJson, imageRequestError } from './gemini-images.js';
+import { asksForMusic, asksForSpeech, musicAnswerJson, speechAnswerJson, speechRequestError } from './gemini-audio.js';
 import { CONTENT_WORDS, REASONING_WORDS, TOOL_ARGUMENT_FRAGMENTS, contentText, reasoningText, wordAt } from './words.js';
 
 const PATH = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
@@ -47,7 +50,11 @@ interface Body {
   contents?: Content[];
   systemInstruction?: Content;
   tools?: { functionDeclarations?: unknown[] }[];
-  generationConfig?: { maxOutputTokens?: number; candidateCount?: number; thinkingConfig?: { thinkingBudget?: number; includeThoughts?: boolean } };
+  generationConfig?: {
+    maxOutputTokens?: number; candidateCount?: number; thinkingConfig?: { thinkingBudget?: number; includeThoughts?: boolean };
+    responseModalities?: unknown; imageConfig?: { aspectRatio?: unknown; imageSize?: unknown };
+    speechConfig?: { voiceConfig?: { prebuiltVoiceConfig?: { voiceName?: unknown } } };
+  };
 }
 
 /** Remembered prompt prefixes (hash -> expiry), the implicit cache. */
@@ -245,10 +252,24 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
     const respond = () => {
       if (fault !== undefined && playFault(fault, stream, exchange, (status, headers) => exchange.sendError({ status, message: failureMessage(status), retryDelaySeconds: fault.retryAfterSeconds }, headers))) return;
       if (directives.fail !== undefined) return exchange.sendError({ status: directives.fail, message: failureMessage(directives.fail) });
+      if (asksForImages(body)) {
+        const invalid = imageRequestError(body, model);
+        if (invalid !== undefined) return exchange.sendError({ status: 400, message: invalid });
+        return exchange.sendJson(200, imageAnswerJson(body, model, randomId('', 22), directives, record));
+      }
+      if (asksForMusic(model)) {
+        const song = musicAnswerJson(body, model, randomId('', 22));
+        return song === undefined ? exchange.sendError({ status: 400, message: '* GenerateContentRequest.contents: the prompt is empty.' }) : exchange.sendJson(200, song);
+      }
+      if (asksForSpeech(body)) {
+        const invalid = speechRequestError(body);
+        if (invalid !== undefined) return exchange.sendError({ status: 400, message: invalid });
+        return exchange.sendJson(200, speechAnswerJson(body, model, randomId('', 22)));
+      }
       const p = plan(body, directives, behaviour, cache);
       const responseId = randomId('', 22);
       if (!stream) exchange.sendJson(200, responseJson(p, model, responseId));
-      else exchange.stream(frames(p, model, responseId), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
+      else exchange.stream(frames(p, model, responseId), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter), streamFailure(fault, STREAM_ERROR_EVENT));
     };
     exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
   });
@@ -257,6 +278,9 @@ export function geminiRoute(req: http.IncomingMessage, res: http.ServerResponse,
 const failureMessage = (status: number): string => `Mock failure (${status}).`;
 
 /** One response in progress; stops all work (timers, writes) once the connection closes. */
+/** Google's mid-stream failure: an event carrying only `error`, and the end. */
+const STREAM_ERROR_EVENT = `data: ${JSON.stringify({ error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } })}\n\n`;
+
 class GeminiExchange {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -292,7 +316,7 @@ class GeminiExchange {
     resetConnection(this.res);
   }
 
-  stream(events: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void {
+  stream(events: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined, failure?: StreamFailure): void {
     if (this.closed) return;
     this.record.status = 200;
     this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -303,6 +327,7 @@ class GeminiExchange {
         if (next.done) return void this.res.end();
         const frame = next.value;
         if (disconnectAfter !== undefined && frame.kind !== 'thought' && this.record.contentChunksWritten >= disconnectAfter) return this.cut();
+        if (failure !== undefined && frame.kind !== 'thought' && this.record.contentChunksWritten >= failure.afterChunks) return void this.res.end(failure.data);
         const write = () => {
           this.res.write(frame.data);
           if (frame.kind === 'content') this.record.contentChunksWritten++;

@@ -12,7 +12,7 @@ import { completionJson, parseChatRequest, planCompletion, type MockBehaviour } 
 import { directivesFromMessages } from './directives.js';
 import { geminiRoute, isGeminiPath } from './gemini.js';
 import { endMidBody, resetConnection } from './connection.js';
-import { FaultBook, bearerToken, cutPoint, playFault, retryAfterHeader, type FaultCounts, type MockFault, type MockFaults } from './faults.js';
+import { FaultBook, bearerToken, cutPoint, playFault, retryAfterHeader, streamFailure, type FaultCounts, type MockFault, type MockFaults, type StreamFailure } from './faults.js';
 import { FILES_PREFIX, FileStore, serveFile } from './files.js';
 import { imageEndpoint, openaiImages } from './images.js';
 import { embeddingsEndpoint, geminiEmbeddings, openaiEmbeddings } from './embeddings.js';
@@ -22,6 +22,7 @@ import { randomId } from './ids.js';
 import { RequestLog, recordBody, type MockRequestRecord } from './records.js';
 import { cutsBefore, streamFrames, type Frame } from './stream.js';
 import { VideoTasks } from './video-tasks.js';
+import { VeoOperations } from './veo.js';
 import { StripeMock, type StripeWebhookTarget } from './stripe.js';
 import { localUrl } from '../local-url.js';
 
@@ -37,6 +38,8 @@ export interface MockVendor {
   cloud: MockCloud;
   /** The video vendors' tasks (DashScope, Vidu, Ark, MiniMax Hailuo, Kling, Runway, Luma). */
   videos: VideoTasks;
+  /** Google Veo's long-running operations on the Gemini API. */
+  veo: VeoOperations;
   /** The audio vendors (OpenAI speech, ElevenLabs, MiniMax): MiniMax's speech tasks and the result files. */
   audio: AudioVendors;
   /** Stripe's Checkout Sessions (the SDK reaches them at this URL's root; see stripe.ts). */
@@ -82,10 +85,11 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   const cloud = new MockCloud(opts.cloud);
   const images: BflHost = { url: '', files: new FileStore(), tasks: new BflTasks() };
   const videos = new VideoTasks(opts.videoJobMs ?? 1500);
+  const veo = new VeoOperations(opts.videoJobMs ?? 1500);
   const audio = new AudioVendors(opts.audioJobMs ?? 800);
   const faults = new FaultBook(opts.faults);
   const stripe = new StripeMock(opts.stripeWebhook);
-  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, faults, log, cloud, images, videos, audio, stripe);
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => route(req, res, behaviour, faults, log, cloud, images, videos, veo, audio, stripe);
   const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
   // Clients (the gateway's pool, the bench) keep connections; do not drop them before they do.
   server.keepAliveTimeout = 65_000;
@@ -104,6 +108,7 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   cloud.url = url;
   images.url = url;
   videos.url = url;
+  veo.url = url;
   audio.url = url;
   stripe.url = url;
   return {
@@ -111,6 +116,7 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
     port,
     cloud,
     videos,
+    veo,
     audio,
     stripe,
     requests: () => log.list(),
@@ -128,7 +134,7 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
 
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
-function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, audio: AudioVendors, stripe: StripeMock): void {
+function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, veo: VeoOperations, audio: AudioVendors, stripe: StripeMock): void {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
@@ -157,6 +163,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   if (embeddings === 'openai') return openaiEmbeddings(req, exchange, behaviour, faults, readBody);
   if (embeddings === 'gemini') return geminiEmbeddings(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody);
   if (videos.handles(path, query === -1 ? '' : url.slice(query + 1))) return videos.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
+  if (VeoOperations.handles(path, req.method)) return veo.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;
@@ -256,7 +263,11 @@ function chatCompletion(exchange: Exchange, text: string, behaviour: MockBehavio
     if (fault !== undefined && playFault(fault, request.stream, exchange, (status, headers) => exchange.sendError(simulatedFailure(status, fault.retryAfterSeconds), headers))) return;
     if (plan === undefined) exchange.sendError(simulatedFailure(fail as number));
     else if (!request.stream) exchange.sendJson(200, completionJson(plan));
-    else exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter));
+    else {
+      // OpenAI ends a stream whose model failed mid-generation with an error object, no usage, no [DONE].
+      const failure = streamFailure(fault, `data: ${errorJson(simulatedFailure(500))}\n\n`);
+      exchange.stream(streamFrames(plan, request.includeUsage), directives.delayMs ?? behaviour.chunkDelayMs, cutPoint(fault, directives.disconnectAfter), failure);
+    }
   };
   exchange.after(directives.latencyMs ?? behaviour.latencyMs, respond);
 }
@@ -316,9 +327,10 @@ class Exchange {
   /**
    * Writes each frame with its own res.write. With a delay, one timer per token frame; with none,
    * all frames go out synchronously. `disconnectAfter` cuts the connection once that many content
-   * chunks are out, before anything else is written.
+   * chunks are out, before anything else is written; `failure` instead ends the stream there with its
+   * error event (an `error` fault).
    */
-  stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined): void {
+  stream(frames: Generator<Frame, void, undefined>, delayMs: number, disconnectAfter: number | undefined, failure?: StreamFailure): void {
     if (this.closed) return;
     this.record.status = 200;
     this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -337,6 +349,10 @@ class Exchange {
         const frame = next.value;
         if (disconnectAfter !== undefined && this.record.contentChunksWritten >= disconnectAfter && cutsBefore(frame)) {
           this.cut();
+          return;
+        }
+        if (failure !== undefined && this.record.contentChunksWritten >= failure.afterChunks && cutsBefore(frame)) {
+          this.res.end(failure.data);
           return;
         }
         if (delayMs > 0 && (frame.kind === 'content' || frame.kind === 'reasoning')) {

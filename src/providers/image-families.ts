@@ -1,6 +1,7 @@
 import type { ImageFamily } from './image-family.js';
 import { OPENAI_IMAGES } from './openai-images/family.js';
 import { BFL_IMAGES } from './bfl/family.js';
+import { GEMINI_IMAGES } from './gemini-images/family.js';
 import { RUNWAY_IMAGES } from './runway-images/family.js';
 import { LUMA_IMAGES } from './luma-images/family.js';
 
@@ -8,6 +9,7 @@ import { LUMA_IMAGES } from './luma-images/family.js';
 export const IMAGE_FAMILIES: Readonly<Record<string, ImageFamily | undefined>> = Object.freeze({
   'openai-images': OPENAI_IMAGES,
   bfl: BFL_IMAGES,
+  'gemini-images': GEMINI_IMAGES,
   runway: RUNWAY_IMAGES,
   luma: LUMA_IMAGES,
 });

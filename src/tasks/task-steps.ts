@@ -24,7 +24,7 @@ import type { TaskWorkers } from './task-workers.js';
 import { videoCallOf, type VideoJob } from './video-job.js';
 import { audioCallOf, audioOutcomeOf, type AudioJob } from './audio-job.js';
 import { AUDIO_ADAPTERS } from '../providers/audio/index.js';
-import type { TaskJob } from './task-apis.js';
+import { taskApiOf, type TaskJob } from './task-apis.js';
 import type { GenerateAudioOutput } from '../../workers/generate-audio.js';
 import type { SubmitTaskOutput } from '../../workers/submit-task.js';
 import type { MediaModel } from '../catalog/model.js';
@@ -298,7 +298,7 @@ export class TaskSteps {
       this.stepsOf('poll', 'ok').inc();
       return this.fail(row, lease, { code: state.code, message: state.message, httpStatus: 502, upstreamStatus: state.status });
     }
-    if (state.kind === 'succeeded') return this.download(row, lease, route.target, state.resultUrl, state.seconds, state.status);
+    if (state.kind === 'succeeded') return this.download(row, lease, route, state.resultUrl, state.seconds, state.status);
     if (state.kind === 'unknown') log.warn('vendor reported a status the adapter does not know; polling again', { task: row.id, vendor: row.upstream_vendor, status: state.status });
     if (state.status !== row.upstream_status && !(await recordPoll(this.deps.sql, row.id, lease.token, state.status))) return;
     this.stepsOf('poll', 'ok').inc();
@@ -334,13 +334,15 @@ export class TaskSteps {
   // ---- end ----
 
   /** A vendor task's result: downloaded onto the media host before the task counts as done (vendor URLs expire). */
-  private async download(row: TaskRow, lease: StepLease, target: VendorTarget, vendorUrl: string, seconds: number | undefined, upstreamStatus: string): Promise<void> {
+  private async download(row: TaskRow, lease: StepLease, route: { family: string; target: VendorTarget }, vendorUrl: string, seconds: number | undefined, upstreamStatus: string): Promise<void> {
     const { config, workers } = this.deps;
+    const { target } = route;
     if (config.media.storage === 'off') return this.succeed(row, lease, { url: vendorUrl, seconds }, upstreamStatus);
+    const headers = taskApiOf(route.family)?.resultHeaders?.(vendorUrl, target);
     const hosted = await workers.rehost({
       url: vendorUrl, media: config.media, maxBytes: row.kind === 'video.generation' ? config.tasks.maxMediaBytes : config.tasks.maxAudioBytes,
       timeoutMs: config.fetch.timeoutMs, allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl),
-      expect: row.kind === 'video.generation' ? 'video' : 'audio',
+      expect: row.kind === 'video.generation' ? 'video' : 'audio', ...(headers ? { headers } : {}),
     });
     if (!hosted.ok) return this.unavailable(row, lease, hosted, upstreamStatus);
     // Audio is charged by its measured length; a video by the seconds its vendor reports.

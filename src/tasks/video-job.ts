@@ -1,20 +1,16 @@
 import type { VideoCall } from '../billing/media-pricing.js';
 
-/**
- * The video request profiles; a catalog model names its profile in `capabilities.profile`. The spec's
- * six (R2V-*, I2V-*), then one per vendor model family outside them: the general video table plus
- * the parameters its vendor documents.
- */
-export const SPEC_VIDEO_PROFILES = ['R2V-A', 'R2V-B', 'R2V-C', 'R2V-D', 'I2V-A', 'I2V-B'] as const;
-export const VIDEO_PROFILES = [
-  ...SPEC_VIDEO_PROFILES,
-  'HAILUO',
-  'KLING',
-  'RUNWAY-I2V',
-  'LUMA-RAY',
-] as const;
-export type SpecVideoProfile = (typeof SPEC_VIDEO_PROFILES)[number];
+/** The spec's video model profiles; a catalog model names its profile in `capabilities.profile`. */
+export const VIDEO_PROFILES = ['R2V-A', 'R2V-B', 'R2V-C', 'R2V-D', 'I2V-A', 'I2V-B'] as const;
 export type VideoProfile = (typeof VIDEO_PROFILES)[number];
+
+/**
+ * Request schemas of video models outside the spec's profiles: the spec's general video table mapped
+ * onto what the vendor documents (src/http/schemas/videos.ts). A catalog model names one in
+ * `capabilities.profile` as it names a profile.
+ */
+export const VENDOR_VIDEO_SCHEMAS = ['VEO', 'VEO-LITE', 'HAILUO', 'KLING', 'RUNWAY-I2V', 'LUMA-RAY'] as const;
+export type VideoSchemaName = VideoProfile | (typeof VENDOR_VIDEO_SCHEMAS)[number];
 
 /**
  * A validated video request, normalised across profiles: every default filled in, field names the
@@ -22,7 +18,7 @@ export type VideoProfile = (typeof VIDEO_PROFILES)[number];
  * task row (jsonb) and handed to the worker pool.
  */
 export interface VideoJob {
-  readonly profile: VideoProfile;
+  readonly profile: VideoSchemaName;
   /** The catalog model id the caller named. */
   readonly model: string;
   /** The vendor's own model name (catalog `upstreamModel`). */

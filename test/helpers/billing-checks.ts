@@ -173,3 +173,12 @@ export async function leasesClosed(gateway: Gateway, user: string, timeoutMs = 3
     ((await gateway.redis.hlen(`${gateway.prefix}{u:${user}}:res`)) === 0 ? true : undefined), timeoutMs);
   return moneyView(gateway, user);
 }
+
+/** What `user` was charged for usage in all, once the leases closed and the ledger drained, with the money view. */
+export async function usageSettled(gateway: Gateway, user: string): Promise<MoneyView & { charged: bigint }> {
+  const view = await leasesClosed(gateway, user);
+  await gateway.ledgerSettled(user);
+  const [row] = await gateway.sql<{ sum: bigint }[]>`
+    select coalesce(-sum(credits_nano), 0)::bigint as sum from transactions where user_id = ${user} and payment_method = 'usage'`;
+  return { ...view, charged: row!.sum };
+}

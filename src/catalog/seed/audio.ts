@@ -16,6 +16,12 @@ import type { MediaSeed } from './types.js';
 // tts-1* take the first nine; the last four are gpt-4o-mini-tts only (OpenAI speech reference).
 const OPENAI_VOICES = ['alloy', 'ash', 'coral', 'echo', 'fable', 'onyx', 'nova', 'sage', 'shimmer', 'ballad', 'verse', 'marin', 'cedar'];
 const OPENAI_SPEECH = { formats: ['mp3', 'wav'], maxInputChars: 4_096, speed: [0.25, 4] };
+// The Gemini API's 30 prebuilt voices (speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName).
+const GEMINI_VOICES = [
+  'Zephyr', 'Puck', 'Charon', 'Kore', 'Fenrir', 'Leda', 'Orus', 'Aoede', 'Callirrhoe', 'Autonoe', 'Enceladus', 'Iapetus', 'Umbriel', 'Algieba', 'Despina',
+  'Erinome', 'Algenib', 'Rasalgethi', 'Laomedeia', 'Achernar', 'Alnilam', 'Schedar', 'Gacrux', 'Pulcherrima', 'Achird', 'Zubenelgenubi', 'Vindemiatrix',
+  'Sadachbia', 'Sadaltager', 'Sulafat',
+];
 // ElevenLabs voices are 20-character ids; speed is voice_settings.speed (0.7-1.2).
 const ELEVENLABS_SPEECH = { voicePattern: '^[A-Za-z0-9]{20}$', defaultVoice: 'JBFqnCBsd6RMkjVDRZzb', formats: ['mp3'], instructions: false, speed: [0.7, 1.2] };
 
@@ -84,22 +90,28 @@ export const AUDIO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'google/lyria-3.5', name: 'Lyria 3.5', provider: 'Google', modality: 'audio',
-    description: 'Google Lyria 3.5: full songs from a text prompt, priced per song.',
-    tags: ['audio', 'music'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'lyria-3.5',
-    capabilities: { task: 'music', sync: true },
+    description: 'Google Lyria 3.5: full songs with vocals and lyrics from a text prompt (length and words asked for in the prompt), 44.1 kHz stereo MP3, priced per song.',
+    tags: ['audio', 'music'], family: 'gemini-audio', upstreamVendor: 'gemini', upstreamModel: 'lyria-3.5',
+    // Lyria takes no separate lyrics, instrumental or length fields: the prompt says what to sing and for how long.
+    capabilities: { task: 'music', sync: true, formats: ['mp3'], maxPromptChars: 4_000, lyrics: false, instrumental: false },
     prices: [{ component: 'request', usd: '0.08', confidence: 'A' }],
-    isPopular: true, source: 'Gemini API pricing page',
+    isPopular: true, source: 'Gemini API pricing page; model and wire from the Gemini API music-generation guide (docs/vendors/google-media.md)',
   },
   {
     id: 'google/gemini-2.5-flash-tts', name: 'Gemini 2.5 Flash TTS', provider: 'Google', modality: 'audio',
-    description: 'Google Gemini 2.5 Flash TTS (preview): controllable single- and multi-speaker speech billed by tokens.',
-    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'preview'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'gemini-2.5-flash-preview-tts',
-    capabilities: { task: 'speech', sync: true },
+    description: 'Google Gemini 2.5 Flash TTS (preview): natural speech in 30 prebuilt voices, billed by text and audio tokens. Deprecated upstream: shutdown 2026-12-18.',
+    tags: ['audio', 'text-to-speech', 'tts', 'speech', 'preview', 'deprecated-upstream'], family: 'gemini-audio', upstreamVendor: 'gemini', upstreamModel: 'gemini-2.5-flash-preview-tts',
+    // Google answers 24 kHz 16-bit PCM, stored as WAV; it has no speed or instruction field (style goes in the text itself).
+    capabilities: {
+      task: 'speech', sync: true, voices: GEMINI_VOICES, defaultVoice: 'Kore', formats: ['wav'], maxInputChars: 8_000,
+      instructions: false, speed: false, audioTokensPerSecond: 32,
+    },
     prices: [
       { component: 'input_token', usd: '0.50', per: 1_000_000, confidence: 'B' },
       { component: 'audio_output_token', usd: '10.00', per: 1_000_000, confidence: 'B' },
     ],
-    isPopular: false, status: 'preview', source: 'Portkey google.json',
+    isPopular: false, status: 'deprecated', retiredAt: '2026-12-18',
+    source: 'Portkey google.json; 32 audio tokens a second (Gemini API token counting); shutdown date from the Google_GenerativeAI model table (docs/vendors/google-media.md)',
   },
   {
     id: 'suno/suno-v5.5', name: 'Suno v5.5', provider: 'Suno', modality: 'audio',

@@ -3,6 +3,10 @@ import type { MediaSeed } from './types.js';
 /** FLUX.2 output shapes the gateway asks for (about one megapixel: the price lines are the 1 MP rates). */
 const FLUX2_ASPECT_RATIOS = ['1:1', '16:9', '9:16', '4:3', '3:4'];
 
+/** `imageConfig.aspectRatio` values of the Gemini image models (docs/vendors/google-media.md). */
+const GEMINI_PRO_IMAGE_RATIOS = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
+const GEMINI_FLASH_IMAGE_RATIOS = [...GEMINI_PRO_IMAGE_RATIOS, '1:4', '4:1', '1:8', '8:1'];
+
 /**
  * Image models (shared/reference/model-catalog-facts.md §3). Price lines: component `image`, per image;
  * tiers name the request parameters that set the price (`size`, `quality`, `resolution`, `mode`).
@@ -50,32 +54,44 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'google/gemini-3-pro-image', name: 'Nano Banana Pro (Gemini 3 Pro Image)', provider: 'Google', modality: 'image',
-    description: 'Google Nano Banana Pro (Gemini 3 Pro Image): high-quality generation and multi-image editing up to 4K.',
-    tags: ['image', 'text-to-image', 'edit', 'nano-banana'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'gemini-3-pro-image',
-    capabilities: { maxN: 1, resolutions: ['1K', '2K', '4K'], aspectRatios: ['1:1', '16:9', '9:16', '4:3', '3:4'], imageInput: true, sync: true },
+    description: 'Google Nano Banana Pro (Gemini 3 Pro Image): high-quality generation and multi-image editing at 1K, 2K or 4K, priced per image by resolution.',
+    tags: ['image', 'text-to-image', 'edit', 'nano-banana'], family: 'gemini-images', upstreamVendor: 'gemini', upstreamModel: 'gemini-3-pro-image',
+    capabilities: {
+      maxN: 1, resolutions: ['1K', '2K', '4K'], defaultResolution: '1K', aspectRatios: GEMINI_PRO_IMAGE_RATIOS,
+      imageInput: true, maxReferenceImages: 14, sync: true,
+    },
     prices: [
       { component: 'image', tier: 'resolution=1K', usd: '0.134', confidence: 'A' },
       { component: 'image', tier: 'resolution=2K', usd: '0.134', confidence: 'A' },
       { component: 'image', tier: 'resolution=4K', usd: '0.24', confidence: 'A' },
       { component: 'input_image', usd: '0.0011', confidence: 'A' },
     ],
-    isPopular: true, source: 'Gemini API pricing page; LiteLLM; Portkey',
+    isPopular: true, source: 'Gemini API pricing page; LiteLLM; Portkey (docs/vendors/google-media.md)',
   },
   {
     id: 'google/gemini-3.1-flash-image', name: 'Nano Banana 2 (Gemini 3.1 Flash Image)', provider: 'Google', modality: 'image',
-    description: 'Google Nano Banana 2 (Gemini 3.1 Flash Image): fast, cheap generation and editing.',
-    tags: ['image', 'text-to-image', 'edit', 'nano-banana', 'cheap'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'gemini-3.1-flash-image',
-    capabilities: { maxN: 1, aspectRatios: ['1:1', '16:9', '9:16', '4:3', '3:4'], imageInput: true, sync: true },
-    prices: [{ component: 'image', usd: '0.045', confidence: 'B' }],
-    isPopular: true, source: 'LiteLLM gemini/gemini-3.1-flash-image; Portkey',
+    description: 'Google Nano Banana 2 (Gemini 3.1 Flash Image): fast, cheap generation and editing from 512 px to 4K, priced per image by resolution.',
+    tags: ['image', 'text-to-image', 'edit', 'nano-banana', 'cheap'], family: 'gemini-images', upstreamVendor: 'gemini', upstreamModel: 'gemini-3.1-flash-image',
+    capabilities: {
+      maxN: 1, resolutions: ['512', '1K', '2K', '4K'], defaultResolution: '1K', aspectRatios: GEMINI_FLASH_IMAGE_RATIOS,
+      imageInput: true, maxReferenceImages: 14, sync: true,
+    },
+    // Google bills image output at 60 USD per 1M tokens: 747 / 1,120 / 1,680 / 2,520 tokens per image by size.
+    prices: [
+      { component: 'image', tier: 'resolution=512', usd: '0.045', confidence: 'B' },
+      { component: 'image', tier: 'resolution=1K', usd: '0.067', confidence: 'B' },
+      { component: 'image', tier: 'resolution=2K', usd: '0.101', confidence: 'B' },
+      { component: 'image', tier: 'resolution=4K', usd: '0.151', confidence: 'B' },
+    ],
+    isPopular: true, source: 'LiteLLM gemini/gemini-3.1-flash-image (0.045, the 512 px image); Gemini API pricing page as quoted by xairouter (60 USD per 1M image tokens: 0.067 / 0.101 / 0.151) (docs/vendors/google-media.md)',
   },
   {
     id: 'google/imagen-4', name: 'Imagen 4', provider: 'Google', modality: 'image',
-    description: 'Google Imagen 4 text-to-image (fast and ultra variants). Retired on the Gemini API on 2026-08-17.',
-    tags: ['image', 'text-to-image', 'retired'], family: 'gemini', upstreamVendor: 'gemini', upstreamModel: 'imagen-4.0-generate-001',
+    description: 'Google Imagen 4 text-to-image (fast and ultra variants). Retired: Google shut down every Imagen 4 model on the Gemini API on 2026-08-17; use Nano Banana 2 or Nano Banana Pro.',
+    tags: ['image', 'text-to-image', 'retired'], family: 'imagen', upstreamVendor: 'gemini', upstreamModel: 'imagen-4.0-generate-001',
     capabilities: { maxN: 4, imageInput: false, sync: true },
     prices: [{ component: 'image', usd: '0.04', confidence: 'A' }],
-    isPopular: false, isActive: false, status: 'retired', retiredAt: '2026-08-17', source: 'LiteLLM + Portkey agree; Gemini changelog',
+    isPopular: false, isActive: false, status: 'retired', retiredAt: '2026-08-17', source: 'LiteLLM + Portkey agree; Gemini API deprecations page (shutdown 2026-08-17) (docs/vendors/google-media.md)',
   },
   {
     id: 'black-forest-labs/flux-2-pro', name: 'FLUX.2 [pro]', provider: 'Black Forest Labs', modality: 'image',

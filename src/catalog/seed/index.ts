@@ -36,15 +36,15 @@ const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'
  * test/callable-models.test.ts keeps these lists equal to the adapters.
  */
 export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
-  image: ['openai-images', 'bfl', 'runway', 'luma'],
-  video: ['dashscope', 'vidu', 'modelark', 'minimax-video', 'kling', 'runway', 'luma'],
-  audio: ['openai-audio', 'elevenlabs', 'minimax'],
+  image: ['openai-images', 'bfl', 'gemini-images', 'runway', 'luma'],
+  video: ['dashscope', 'vidu', 'modelark', 'gemini-video', 'minimax-video', 'kling', 'runway', 'luma'],
+  audio: ['openai-audio', 'elevenlabs', 'minimax', 'gemini-audio'],
 });
 
 /** The embeddings API families this gateway speaks (src/providers/embeddings/index.ts; test/embeddings.test.ts keeps them equal). */
 export const SERVED_EMBEDDING_FAMILIES: readonly string[] = ['openai-embeddings', 'openai-compatible-embeddings', 'gemini-embeddings'];
 
-/** Tag of a model listed inactive because no adapter here speaks its vendor's API yet. */
+/** Tag of a model listed inactive because no adapter here speaks its vendor's API yet (a retired model is not tagged: it is gone). */
 export const NOT_SERVED_TAG = 'not-served-yet';
 /** Tag of a model listed inactive because this gateway has no key, base URL or mock for its vendor (config.ts `served`). */
 export const VENDOR_NOT_CONFIGURED_TAG = 'vendor-not-configured';
@@ -104,10 +104,12 @@ const PER_MILLION = { 1: 1_000_000n, 1000: 1_000n, 1000000: 1n } as const;
 
 function mediaRows(seed: MediaSeed): { model: ModelSeedRow; prices: PriceSeedRow[] } {
   const served = servable(seed);
+  // A model its vendor retired is listed for the record, inactive for that reason, not for want of an adapter.
+  const waiting = !served && seed.status !== 'retired';
   return {
     model: {
       id: seed.id, name: seed.name, provider: seed.provider, modality: seed.modality, description: seed.description,
-      tags: served ? [...seed.tags] : [...seed.tags, NOT_SERVED_TAG],
+      tags: waiting ? [...seed.tags, NOT_SERVED_TAG] : [...seed.tags],
       family: seed.family, upstream_vendor: seed.upstreamVendor, upstream_model: seed.upstreamModel, capabilities: { ...seed.capabilities },
       alias_of: null, is_popular: seed.isPopular, is_active: (seed.isActive ?? true) && served, status: seed.status ?? 'active', retired_at: seed.retiredAt ?? null, source: seed.source,
     },

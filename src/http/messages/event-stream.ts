@@ -3,7 +3,6 @@ import type { ChatStreamRelay } from '../../providers/family.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
 import type { OutputRelay } from '../routes/chat-completions.js';
 import { DEFAULT_MAX_GENERATED_CHARS } from '../../providers/pending-event.js';
-import { NO_USAGE } from '../../billing/metered-call.js';
 import { ThinkingSignature, anthropicUsage, stopReasonOf, toolUseIdOf, type MessageMeta } from './message-object.js';
 import { anthropicErrorEvent, anthropicTypeOfChatError } from './errors.js';
 import { ChunkRenderer, chatChunksOf } from '../chat-chunks.js';
@@ -25,7 +24,8 @@ interface OpenBlock {
  * `content_block_start`, its deltas (`thinking_delta` then a `signature_delta` | `text_delta` |
  * `input_json_delta`), `content_block_stop`; once the call is settled (`end`), `message_delta`
  * (stop_reason and the whole usage) and `message_stop`. An error the family reports in the stream
- * becomes an `error` event, and nothing follows it: the call failed, its usage is zero (not charged).
+ * becomes an `error` event carrying the upstream's message, and nothing follows it (the family's relay
+ * marks the call failed: the pipeline then writes no tail, and charges nothing).
  * Nothing is kept but the open block, yet what the blocks carry is bounded as in ResponsesEventRelay
  * (`maxGeneratedChars`): past it the stream breaks.
  */
@@ -39,20 +39,10 @@ export class MessagesEventRelay extends ChunkRenderer implements OutputRelay {
   private toolCalls = 0;
   private finishReason: unknown;
   private emittedChars = 0;
-  /** The upstream reported an error mid-stream: a failed call, settled at zero whatever the family counted. */
-  private upstreamFailed = false;
 
   /** `maxGeneratedChars`: the call's output allowance at MAX_CHARS_PER_TOKEN (AnswerOptions.maxGeneratedChars). */
   constructor(inner: ChatStreamRelay, private readonly meta: MessageMeta, private readonly maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS) {
     super(inner);
-  }
-
-  override get usage(): NormalizedUsage | undefined {
-    return this.upstreamFailed ? NO_USAGE : this.inner.usage;
-  }
-
-  override get failure(): string | undefined {
-    return this.inner.failure ?? (this.upstreamFailed ? 'upstream_error' : undefined);
   }
 
   /** The upstream ended and the call is settled: the open block closes, then `message_delta` and `message_stop`. */
@@ -100,7 +90,6 @@ export class MessagesEventRelay extends ChunkRenderer implements OutputRelay {
         if (chunk.error && typeof chunk.error === 'object') {
           // The family failed mid-stream (sseErrorEvent, or the upstream's own error passed through).
           this.failed = true;
-          this.upstreamFailed = true;
           const message = typeof chunk.error.message === 'string' ? chunk.error.message : 'The upstream failed mid-stream.';
           return Buffer.from(out + anthropicErrorEvent(anthropicTypeOfChatError(chunk.error), message));
         }

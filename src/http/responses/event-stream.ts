@@ -30,6 +30,8 @@ export class ResponsesEventRelay extends ChunkRenderer {
   private finishReason: unknown;
   /** Characters the output items hold (text, arguments, ids and names). */
   private keptChars = 0;
+  /** The message of the error the family reported in its stream, for the `error` event that ends it. */
+  private upstreamError: string | undefined;
 
   /**
    * `keep`: writes the finished output items for `item_reference` (awaited before the closing events).
@@ -60,9 +62,13 @@ export class ResponsesEventRelay extends ChunkRenderer {
     return this.keep(this.output).then(() => Buffer.from(out));
   }
 
-  /** An `error` event for a stream that broke after its headers went out. */
+  /**
+   * An `error` event for a stream that broke after its headers went out, or whose upstream reported an
+   * error (then with the upstream's message).
+   */
   errorEvent(code: string, message: string): string {
-    return this.start() + this.event('error', { code, message, param: null, error: { message, type: 'api_error', code } });
+    const said = this.upstreamError ?? message;
+    return this.start() + this.event('error', { code, message: said, param: null, error: { message: said, type: 'api_error', code } });
   }
 
   private event(type: string, fields: Record<string, unknown>): string {
@@ -81,6 +87,8 @@ export class ResponsesEventRelay extends ChunkRenderer {
     // `[DONE]` is left out: the response completes in `end`.
     if (bytes && bytes.length > 0) {
       for (const chunk of chatChunksOf(bytes)) {
+        // The family's error chunk is not a Responses event: the stream ends with `error` (errorEvent) instead.
+        if (chunk.error && typeof chunk.error === 'object') this.upstreamError ??= typeof chunk.error.message === 'string' ? chunk.error.message : undefined;
         const choice = chunk.choices?.[0];
         if (choice) out += this.choice(choice);
       }

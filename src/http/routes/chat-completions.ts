@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { RequestContext, RequestHeaders } from '../router.js';
 import type { Services } from '../../services.js';
 import type { CatalogModel, Family } from '../../catalog/model.js';
@@ -58,7 +58,10 @@ export interface ChatOutput {
 export interface OutputRelay extends ChatStreamRelay {
   /** The bytes that close the stream, given the settled usage (a promise: written once it resolves). */
   end?(usage: NormalizedUsage): Buffer | Promise<Buffer>;
-  /** The event telling the client the stream broke. */
+  /**
+   * The event telling the client the stream broke, or that the call failed (`failure`): written instead
+   * of `end`. Empty when the relay already ended the stream with an error of its own.
+   */
   errorEvent?(code: string, message: string): string;
 }
 
@@ -245,7 +248,11 @@ export function chatCompletions(services: Services) {
       if (events.failure !== undefined && !call.usage) failedInStream(call, events.failure);
       const usage = events.usage ?? (await countedUsage(request, events.generatedText()));
       call.settle(usage);
-      if (events.end) {
+      if (events.failure !== undefined) {
+        // The call failed (logged 502, charged nothing): a renderer's stream ends with its error event,
+        // never with its success tail. Chat's own stream already carries the upstream's error chunk.
+        if (events.errorEvent) ctx.reply.write(events.errorEvent(events.failure, `The upstream vendor ${model.upstreamVendor} reported an error in its stream; the call failed and is not charged.`));
+      } else if (events.end) {
         const tail = events.end(usage);
         ctx.reply.write(tail instanceof Promise ? await tail : tail);
       }
@@ -389,7 +396,7 @@ export function chatCompletions(services: Services) {
       ? await budgetTokens(key.userId, request, model, legs[0]!.upstreamRequest.addedPromptBytes ?? 0, worsts[0]!)
       : Math.max(...await Promise.all(legs.map((leg, i) => budgetTokens(key.userId, request, leg.model, leg.upstreamRequest.addedPromptBytes ?? 0, worsts[i]!))));
     // The request id is the call id: the key of its request log and of its usage transaction.
-    const callId = randomUUID();
+    const callId = ctx.requestId;
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens };
     const session = new UpstreamSession(ctx.reply, upstream, metrics);
     // A key revoked while this request waited must not reach the upstream, at any attempt.

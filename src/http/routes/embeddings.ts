@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { EmbeddingModel } from '../../catalog/model.js';
@@ -169,7 +168,7 @@ export function embeddings(services: Services) {
     const limits = keyLimitsOf(key.row, Date.now());
     const budgeted = limits.tph !== null || limits.tpd !== null;
     const identity: CallIdentity<EmbeddingModel> = {
-      userId: key.userId, keyId: key.id, model, endpoint: ENDPOINT, stream: false, callId: randomUUID(), reservedNano,
+      userId: key.userId, keyId: key.id, model, endpoint: ENDPOINT, stream: false, callId: ctx.requestId, reservedNano,
       reservedTokens: budgeted ? worstTokens : 0,
     };
     const checkRevoked = () => auth.requireNotRevoked(key);

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { MediaModel } from '../../catalog/model.js';
@@ -165,7 +164,7 @@ export function imageGenerations(services: Services) {
     const imageUrls = request.image_urls ?? [];
     const reservedNano = reservationOf(model.sheet, imageCallOf(asked, imageUrls.length));
     const limits = keyLimitsOf(key.row, Date.now());
-    const identity: CallIdentity<MediaModel> = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: randomUUID(), reservedNano };
+    const identity: CallIdentity<MediaModel> = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: ctx.requestId, reservedNano };
     const checkRevoked = () => auth.requireNotRevoked(key);
     // The caller's images are fetched and hosted once, inside the first admitted call, for every attempt.
     let job: ImageJob | undefined;

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
@@ -78,7 +77,7 @@ export function mediaRoutes(services: Services) {
         keyId: key.id, model: '', endpoint: '/v1/uploads', stream: false, status, errorCode, promptTokens: 0, completionTokens: 0,
         cachedTokens: 0, reasoningTokens: 0, reservedNano: '0', startedAtMs, durationMs: Date.now() - startedAtMs, ttfbMs: null, clientAborted: ctx.reply.aborted,
       };
-      admission.settle(admitted.lease, randomUUID(), 0n, 0, 0n, 0, JSON.stringify(event));
+      admission.settle(admitted.lease, ctx.requestId, 0n, 0, 0n, 0, JSON.stringify(event));
     }
   };
 

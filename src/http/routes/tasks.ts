@@ -3,7 +3,6 @@
  * to the user's actor), reading one task or a page of them, cancelling one. A task is visible only to
  * the user who owns it.
  */
-import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../router.js';
 import type { Services } from '../../services.js';
 import type { AuthenticatedKey } from '../../auth/authenticator.js';
@@ -50,7 +49,7 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
    */
   const accept = async (ctx: RequestContext, key: AuthenticatedKey, submission: TaskSubmission): Promise<void> => {
     const { model, job, costNano, callbackUrl } = submission;
-    const taskId = randomUUID();
+    const taskId = ctx.requestId;
     const holdId = holdIdOf(key.id, taskId);
     const headers = await admission.holdTask(key.userId, key.id, holdId, costNano, keyLimitsOf(key.row, Date.now()));
     ctx.windowKey = undefined; // counted in its window by admission: a refusal from here on is not counted again

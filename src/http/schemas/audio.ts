@@ -79,7 +79,7 @@ function speechSchema(model: MediaModel): v.GenericSchema<unknown, SpeechFields>
 /** The request as a speech job of `model`. Throws `ApiError` 400 naming the field. */
 export function parseSpeechRequest(body: Record<string, unknown>, model: MediaModel): SpeechJob {
   const sent = sentFields(body);
-  refuseUnsupported(sent, model, { instructions: model.capabilities.instructions === true });
+  refuseUnsupported(sent, model, { instructions: model.capabilities.instructions === true, speed: model.capabilities.speed !== false });
   const fields = parseWith(speechSchema(model), sent);
   const voice = fields.voice ?? (model.capabilities.defaultVoice as string);
   return defined<SpeechJob>({

@@ -1,7 +1,9 @@
 /**
  * `POST /v1/videos/generations`: one strict valibot schema per model profile of the spec (R2V-A,
- * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B) and per vendor model family outside them (HAILUO, KLING, RUNWAY-I2V, LUMA-RAY), built once at load from shared field builders and chosen by the
- * model's `capabilities.profile`. A request becomes a `VideoJob` with every default filled in; a wrong
+ * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B), and per vendor schema of a model outside them (VEO, VEO-LITE,
+ * HAILUO, KLING, RUNWAY-I2V, LUMA-RAY: the general video table mapped onto each vendor's parameters),
+ * built once at load from shared field builders and chosen by the model's `capabilities.profile`. A
+ * request becomes a `VideoJob` with every default filled in; a wrong
  * value is a 400 naming the field and what it may be; nothing is clamped.
  *
  * Each profile takes its own fields, `model`, `callback_url`, and the general table's fields it does
@@ -16,7 +18,7 @@ import * as v from 'valibot';
 import type { MediaModel } from '../../catalog/model.js';
 import { ApiError, badRequest } from '../errors.js';
 import { parseWith } from './issues.js';
-import { VIDEO_PROFILES, type VideoJob, type VideoProfile } from '../../tasks/video-job.js';
+import { VENDOR_VIDEO_SCHEMAS, VIDEO_PROFILES, type VideoJob, type VideoSchemaName } from '../../tasks/video-job.js';
 
 // ---- field builders ----
 
@@ -285,7 +287,31 @@ const lumaRules = (fields: Fields): Fields => {
 /** Whole seconds from a short list (Hailuo's 6 or 10), as JSON numbers. */
 const secondsIn = <const T extends readonly [number, ...number[]]>(values: T) => v.picklist(values, `must be one of ${values.join(', ')} (seconds, a number).`);
 
-const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
+/**
+ * Google Veo 3.1 (docs/vendors/google-media.md): text-to-video at 4, 6 or 8 seconds, 16:9 or 9:16;
+ * 1080p and 4K clips are 8 seconds long. Veo makes its audio unasked (the Gemini API has no switch
+ * for it), so `audio` is not taken; neither are images yet (the Gemini API takes a first frame only
+ * as inline bytes, which a task's submit does not carry).
+ */
+const veo = (resolutions: readonly [string, ...string[]]) => profile(v.strictObject({
+  ...COMMON,
+  prompt: text(4000),
+  negative_prompt: opt(text(1000)),
+  image_urls: opt(v.never('this model is offered for text-to-video only through this gateway: leave image_urls out.')),
+  duration: opt(v.picklist([4, 6, 8], `must be one of ${quoted([4, 6, 8])} (seconds).`), 8),
+  resolution: opt(oneOf(resolutions), '720p'),
+  aspect_ratio: opt(oneOf(['16:9', '9:16'] as const), '16:9'),
+  seed: opt(seed),
+}), (fields) => {
+  if (fields.resolution !== '720p' && fields.duration !== 8) {
+    throw badRequest(`Invalid value for 'duration': ${fields.resolution} clips are 8 seconds long; send duration 8, or resolution '720p' for ${fields.duration} seconds.`, 'duration');
+  }
+  return fields;
+});
+
+const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
+  VEO: veo(['720p', '1080p', '4k']),
+  'VEO-LITE': veo(['720p', '1080p']),
   'R2V-A': profile(v.strictObject({
     ...COMMON,
     prompt: text(1500),
@@ -397,7 +423,8 @@ const PROFILES: Readonly<Record<VideoProfile, Profile>> = Object.freeze({
   }), lumaRules),
 });
 
-const isProfile = (value: unknown): value is VideoProfile => typeof value === 'string' && (VIDEO_PROFILES as readonly string[]).includes(value);
+const SCHEMA_NAMES: readonly string[] = [...VIDEO_PROFILES, ...VENDOR_VIDEO_SCHEMAS];
+const isProfile = (value: unknown): value is VideoSchemaName => typeof value === 'string' && SCHEMA_NAMES.includes(value);
 
 /** The job's fields that are set (a job is stored as jsonb: no keys for what the request left open). */
 export const defined = <T extends object>(record: T): T =>

@@ -68,8 +68,9 @@ export class AnthropicPassThroughRelay implements ChatStreamRelay {
     return out === '' ? undefined : Buffer.from(out);
   }
 
+  /** Anthropic's error event; none once the stream has its end (the upstream's error or message_stop, or the one flush added). */
   errorEvent(_code: string, message: string): string {
-    return anthropicErrorEvent('api_error', message);
+    return this.ended ? '' : anthropicErrorEvent('api_error', message);
   }
 
   generatedText(): string {

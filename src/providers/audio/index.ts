@@ -1,5 +1,6 @@
 import type { AudioAdapter } from './adapter.js';
 import { ELEVENLABS_AUDIO } from './elevenlabs.js';
+import { GEMINI_AUDIO } from './gemini.js';
 import { MINIMAX_AUDIO } from './minimax.js';
 import { OPENAI_AUDIO } from './openai.js';
 
@@ -8,4 +9,5 @@ export const AUDIO_ADAPTERS: Readonly<Record<string, AudioAdapter>> = Object.fre
   [OPENAI_AUDIO.family]: OPENAI_AUDIO,
   [ELEVENLABS_AUDIO.family]: ELEVENLABS_AUDIO,
   [MINIMAX_AUDIO.family]: MINIMAX_AUDIO,
+  [GEMINI_AUDIO.family]: GEMINI_AUDIO,
 });

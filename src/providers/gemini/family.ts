@@ -31,6 +31,7 @@ export const geminiFamily: ChatFamily = {
     const relay = new GeminiStreamRelay(model.id, options);
     return {
       get usage() { return relay.usage; },
+      get failure() { return relay.failure; },
       push: (chunk) => relay.push(chunk),
       flush: () => relay.flush(),
       generatedText: () => relay.generatedText(),

@@ -1,4 +1,5 @@
-import { renderUsage, type NormalizedUsage } from '../usage.js';
+import { NO_USAGE, renderUsage, type NormalizedUsage } from '../usage.js';
+import { sseErrorEvent } from '../../http/sse.js';
 import type { AnswerOptions } from '../family.js';
 import { finishReasonOf, generatedOf, readGeminiUsage, readParts } from './response.js';
 import type { GeminiResponse } from './wire.js';
@@ -16,10 +17,13 @@ interface ChoiceState {
  * Translates Gemini's `streamGenerateContent?alt=sse` (each `data:` event a whole GenerateContentResponse)
  * into chat.completion.chunk events. Stateful: events may be split anywhere across upstream chunks.
  * Usage is taken from the last usageMetadata once every candidate has finished; the usage chunk
- * and `data: [DONE]` go out from `flush()`.
+ * and `data: [DONE]` go out from `flush()`. An event carrying `error` (Google's mid-stream failure)
+ * ends the stream with the gateway's error event after what came before it: the call failed.
  */
 export class GeminiStreamRelay {
   usage: NormalizedUsage | undefined;
+  /** Set when Google reported an error in the stream: the call failed (logged 502, charged nothing). */
+  failure: string | undefined;
   private readonly carry: PendingEvent;
   private lastUsage: NormalizedUsage | undefined;
   private readonly choices = new Map<number, ChoiceState>();
@@ -34,6 +38,7 @@ export class GeminiStreamRelay {
   }
 
   push(chunk: Buffer): Buffer | undefined {
+    if (this.failure !== undefined) return undefined;
     const data = this.carry.add(chunk, 'either');
     if (data === undefined) return undefined;
     // Events end at a blank line; cut after the last complete line and parse whole events only.
@@ -55,8 +60,10 @@ export class GeminiStreamRelay {
   }
 
   flush(): Buffer | undefined {
+    if (this.failure !== undefined) return undefined;
     const rest = this.carry.take()?.toString('utf8') ?? '';
     let out = rest.trim() === '' ? '' : this.translate(`${rest}\n\n`);
+    if (this.failure !== undefined) return Buffer.from(out);
     this.usage ??= this.lastUsage;
     if (this.usage) out += `data: ${this.head}"choices":[],"usage":${JSON.stringify(renderUsage(this.usage, this.options.costOf?.(this.usage)))}}\n\n`;
     out += 'data: [DONE]\n\n';
@@ -78,7 +85,11 @@ export class GeminiStreamRelay {
       } catch {
         throw new Error('the upstream sent an event that is not JSON');
       }
-      if (response.error) throw new Error(`the upstream failed mid-stream: ${response.error.message ?? 'unknown error'}`);
+      if (response.error) {
+        this.failure = 'upstream_error';
+        this.usage = NO_USAGE;
+        return out + sseErrorEvent('upstream_error', `The upstream vendor failed mid-stream: ${response.error.message ?? 'unknown error'}`);
+      }
       out += this.translateResponse(response);
     }
     return out;

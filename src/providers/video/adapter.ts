@@ -58,6 +58,11 @@ export interface TaskApi<J> {
   retrieved?(httpStatus: number, body: string, status: string): VendorTaskState | VendorRefusal;
   /** The vendor's own cancel, where it has one. */
   cancel?(upstreamId: string, target: VendorTarget): VendorRequest;
+  /**
+   * Headers the download of a result URL needs, where the vendor serves results only to its key
+   * (Google's Gemini API files); none for a URL off the vendor's own origin.
+   */
+  resultHeaders?(resultUrl: string, target: VendorTarget): Readonly<Record<string, string>> | undefined;
 }
 
 /** A video vendor's task API; `family` is the catalog family it serves (`dashscope`, `vidu`, `modelark`). */

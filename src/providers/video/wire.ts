@@ -4,7 +4,7 @@
  * Pure: no I/O, no logging (answers carry vendor result URLs, which must never reach a log).
  */
 import type { VendorRefusal, VendorRequest, VendorTaskState } from './adapter.js';
-import type { VideoJob, VideoProfile } from '../../tasks/video-job.js';
+import type { VideoJob, VideoSchemaName } from '../../tasks/video-job.js';
 
 export type JsonObject = Readonly<Record<string, unknown>>;
 
@@ -20,14 +20,16 @@ export type ErrorReader = (body: JsonObject) => VendorError;
 /** The step an answer belongs to: a missing task means something else after a submit than during polling. */
 export type Step = 'submit' | 'poll';
 
-/** What a task is asked to do with its images, by the spec's profile (a new profile must be placed here). */
-const PROFILE_TASK: Readonly<Record<VideoProfile, 'reference-to-video' | 'image-to-video'>> = Object.freeze({
+/** What a task is asked to do with its images, by the spec's profile or vendor schema (a new one must be placed here). */
+const PROFILE_TASK: Readonly<Record<VideoSchemaName, 'reference-to-video' | 'image-to-video'>> = Object.freeze({
   'R2V-A': 'reference-to-video',
   'R2V-B': 'reference-to-video',
   'R2V-C': 'reference-to-video',
   'R2V-D': 'reference-to-video',
   'I2V-A': 'image-to-video',
   'I2V-B': 'image-to-video',
+  VEO: 'image-to-video',
+  'VEO-LITE': 'image-to-video',
   HAILUO: 'image-to-video',
   KLING: 'image-to-video',
   'RUNWAY-I2V': 'image-to-video',
@@ -160,6 +162,12 @@ export function missingResult(httpStatus: number, status: string): VendorRefusal
 export function missingTaskId(httpStatus: number): VendorRefusal {
   return garbled(httpStatus, "The vendor's submit answer has no task id.");
 }
+
+/** Google's `{error:{code,message,status}}` (Veo, Gemini speech): the status word (`INVALID_ARGUMENT`) is the code, else the number. */
+export const readGoogleError: ErrorReader = (body) => {
+  const error = objectAt(body, 'error');
+  return { code: textOf(error?.status) ?? codeOf(error?.code), message: textOf(error?.message) };
+};
 
 /** A submit answer whose task id is its top-level `id` (Ark, Runway, Luma), or the refusal it amounts to. */
 export function submittedAtId(httpStatus: number, body: string, readError: ErrorReader): { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal {
