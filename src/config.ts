@@ -10,9 +10,10 @@ import { DEV_JWT_SECRET, DEV_KEY_SECRET, weakSecretReason } from './weak-secrets
 import { RoutingFileError, readRoutingFile } from './routing/file.js';
 import type { RoutingTable } from './routing/targets.js';
 import type { OidcConfig } from './auth/idp-tokens.js';
+import { vendorKeyProblem } from './vendor-keys.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou', 'runway', 'luma'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -31,6 +32,9 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   shengshu: 'https://api.vidu.com',
   bfl: 'https://api.bfl.ai/v1',
   elevenlabs: 'https://api.elevenlabs.io/v1',
+  kuaishou: 'https://api-singapore.klingai.com/v1',
+  runway: 'https://api.dev.runwayml.com/v1',
+  luma: 'https://agents.lumalabs.ai/v1',
 };
 
 const intFrom = (min: number, max: number) =>
@@ -521,6 +525,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, mockVendorUrl?:
     const apiKey = env[`${upper}_API_KEY`] ?? '';
     const baseUrl = env[`${upper}_BASE_URL`] ?? '';
     if (baseUrl && !/^https?:\/\/[^\s]+$/.test(baseUrl)) throw new ConfigError(`invalid ${upper}_BASE_URL: must be an http(s) URL`);
+    const keyProblem = apiKey ? vendorKeyProblem(name, apiKey) : undefined;
+    if (keyProblem) throw new ConfigError(`invalid ${upper}_API_KEY: ${keyProblem}`);
     const mocked = !apiKey && !baseUrl && mockAllowed;
     const mockBase = `${mockVendorUrl ?? `http://127.0.0.1:${e.MOCK_VENDOR_PORT}`}/${name}/v1`;
     vendors[name] = Object.freeze({

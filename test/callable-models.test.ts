@@ -32,6 +32,10 @@ const VIDEO_BODIES: Readonly<Record<string, object>> = {
   'VIDU-Q3-I2V': { prompt: 'x [[mock job_ms=50]]', image_urls: [PNG_URI], duration: 2 },
   'SEEDANCE-1.0-PRO': { prompt: 'x [[mock job_ms=50]]', duration: 2 },
   'SEEDANCE-1.5-PRO': { prompt: 'x [[mock job_ms=50]]', image_urls: [REF], duration: 4 },
+  HAILUO: { prompt: 'x [[mock job_ms=50]]' },
+  KLING: { prompt: 'x [[mock job_ms=50]]' },
+  'RUNWAY-I2V': { prompt: 'x [[mock job_ms=50]]', image_urls: [PNG_URI] },
+  'LUMA-RAY': { prompt: 'x [[mock job_ms=50]]' },
 };
 
 interface ModelRecord { id: string; modality: string; is_active: boolean; alias_of: string | null; capabilities: Record<string, unknown>; tags: string[] }

@@ -126,7 +126,8 @@ export function knownEnvironment(): KnownEnvironment {
   const vendors = new Map<string, { variables: readonly [string, string]; realBaseUrl: string }>();
   for (const vendor of VENDORS) {
     const upper = vendor.toUpperCase();
-    const realBaseUrl = loadConfig({ [`${upper}_API_KEY`]: 'docs-test' }).vendors[vendor].baseUrl;
+    // A key in the form every vendor takes (Kling's is `<access key>:<secret key>`).
+    const realBaseUrl = loadConfig({ [`${upper}_API_KEY`]: 'docs-test:docs-test' }).vendors[vendor].baseUrl;
     vendors.set(vendor, { variables: [`${upper}_API_KEY`, `${upper}_BASE_URL`], realBaseUrl });
   }
   const direct = new Set<string>();

@@ -7,6 +7,11 @@ import type { VendorRefusal, VendorRequest, VendorTarget, VendorTaskState, Video
 import { DASHSCOPE_VIDEO, dashscopeApiBase } from '../src/providers/video/dashscope.js';
 import { VIDU_VIDEO } from '../src/providers/video/vidu.js';
 import { ARK_VIDEO } from '../src/providers/video/ark.js';
+import { MINIMAX_VIDEO } from '../src/providers/video/minimax.js';
+import { KLING_VIDEO, klingToken } from '../src/providers/video/kling.js';
+import { RUNWAY_VIDEO } from '../src/providers/video/runway.js';
+import { LUMA_VIDEO } from '../src/providers/video/luma.js';
+import { createHmac } from 'node:crypto';
 import { VEO_VIDEO } from '../src/providers/video/veo.js';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { entryOf, isImageToVideo, refusalOf } from '../src/providers/video/wire.js';
@@ -503,22 +508,237 @@ t.test('Ark: poll answers', async (t) => {
 t.test('Ark: shared HTTP rules', async (t) => sharedHttpRules(t, ARK_VIDEO, (code, message) => ({ error: { code, message, type: 'BadRequest' } })));
 
 // ---------------------------------------------------------------------------------------------------
+// MiniMax Hailuo (docs/vendors/minimax-hailuo.md)
+
+const MINIMAX: VendorTarget = { baseUrl: 'https://api.minimax.io/v1', apiKey: 'mm-test-secret' };
+const HAILUO: VideoJob = {
+  profile: 'HAILUO', model: 'minimax/hailuo-2.3', upstreamModel: 'MiniMax-Hailuo-2.3', prompt: 'a lighthouse at dawn',
+  imageUrls: ['https://img.example/frame.png'], videoUrls: [], duration: 10, resolution: '768P', promptOptimizer: false,
+};
+
+t.test('MiniMax Hailuo: the submit request, with and without a first frame', async (t) => {
+  const request = (MINIMAX_VIDEO as VideoAdapter).submit(HAILUO, MINIMAX, 'https://gw.example/hooks/vendor-task/x');
+  t.strictSame(requestParts(request), {
+    method: 'POST', url: 'https://api.minimax.io/v1/video_generation',
+    headers: { authorization: 'Bearer mm-test-secret', 'content-type': 'application/json' },
+    body: { model: 'MiniMax-Hailuo-2.3', prompt: 'a lighthouse at dawn', first_frame_image: 'https://img.example/frame.png', duration: 10, resolution: '768P', prompt_optimizer: false },
+  }, 'no callback_url: MiniMax wants a challenge answered first, so the task is polled');
+  keyOnlyInHeader(t, request, MINIMAX.apiKey, 'Bearer');
+  t.strictSame(requestParts(MINIMAX_VIDEO.submit({ ...HAILUO, imageUrls: [], duration: 6, promptOptimizer: true }, MINIMAX)).body,
+    { model: 'MiniMax-Hailuo-2.3', prompt: 'a lighthouse at dawn', duration: 6, resolution: '768P', prompt_optimizer: true }, 'text-to-video: no first_frame_image');
+});
+
+t.test('MiniMax Hailuo: answers, statuses, failures, the file step', async (t) => {
+  t.strictSame(MINIMAX_VIDEO.submitted(200, '{"task_id":"106916112212032","base_resp":{"status_code":0,"status_msg":"success"}}'), { kind: 'submitted', upstreamId: '106916112212032' });
+  t.strictSame(MINIMAX_VIDEO.submitted(200, '{"task_id":106916112212032123,"base_resp":{"status_code":0,"status_msg":"success"}}'), { kind: 'submitted', upstreamId: '106916112212032123' }, 'an int64 id digit for digit');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 1004, status_msg: 'login fail' } })), { retryable: false, code: 'minimax_1004', httpStatus: 200, message: 'login fail' }, 'auth in base_resp');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 1002, status_msg: 'rate limit' } })), { retryable: true, code: 'minimax_1002', httpStatus: 200 }, 'rate limit retries');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 1026, status_msg: 'input sensitive' } })), { retryable: false, code: 'minimax_1026', httpStatus: 200 }, 'input review');
+  isRefusal(t, MINIMAX_VIDEO.submitted(400, json({ base_resp: { status_code: 2013, status_msg: 'invalid params' } })), { retryable: false, code: 'minimax_2013', httpStatus: 400 }, 'an error status carries the same code');
+  isRefusal(t, MINIMAX_VIDEO.submitted(200, json({ base_resp: { status_code: 0, status_msg: 'success' } })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no task id');
+  t.strictSame(requestParts(MINIMAX_VIDEO.poll('106916112212032', MINIMAX)), {
+    method: 'GET', url: 'https://api.minimax.io/v1/query/video_generation?task_id=106916112212032', headers: { authorization: 'Bearer mm-test-secret' }, body: undefined,
+  });
+  const ok = { status_code: 0, status_msg: 'success' };
+  for (const status of ['Preparing', 'Queueing', 'Processing', 'processing']) {
+    isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status, base_resp: ok })), { kind: 'running', status }, status);
+  }
+  t.strictSame(MINIMAX_VIDEO.polled(200, '{"task_id":"1","status":"Success","file_id":205258526306433123,"video_width":1366,"video_height":768,"base_resp":{"status_code":0,"status_msg":"success"}}', MINIMAX), {
+    kind: 'retrieve', status: 'Success',
+    request: { method: 'GET', url: 'https://api.minimax.io/v1/files/retrieve?file_id=205258526306433123', headers: { authorization: 'Bearer mm-test-secret' } },
+  }, 'success asks where the file is, its id digit for digit');
+  isRefusal(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Success', base_resp: ok }), MINIMAX), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'success without a file id');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Fail', base_resp: { status_code: 1027, status_msg: 'output sensitive' } })),
+    { kind: 'failed', status: 'Fail', code: 'minimax_1027', message: 'The generated video did not pass the vendor\'s content review.' }, 'Fail with the reason in base_resp');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Fail', base_resp: { status_code: 1234, status_msg: 'something else' } })),
+    { kind: 'failed', status: 'Fail', code: 'minimax_1234', message: 'something else' }, 'an unlisted code keeps the vendor message');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Fail', base_resp: ok })),
+    { kind: 'failed', status: 'Fail', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'Fail without a reason');
+  isState(t, MINIMAX_VIDEO.polled(200, json({ task_id: '1', status: 'Paused', base_resp: ok })), { kind: 'unknown', status: 'Paused' }, 'a new status is polled again');
+  isRefusal(t, MINIMAX_VIDEO.polled(200, json({ base_resp: { status_code: 1004, status_msg: 'login fail' } })), { retryable: false, code: 'minimax_1004', httpStatus: 200 }, 'a poll refused in base_resp');
+  t.strictSame(MINIMAX_VIDEO.retrieved(200, json({ file: { file_id: 1, download_url: 'https://cdn.minimax.example/v.mp4' }, base_resp: ok }), 'Success'),
+    { kind: 'succeeded', status: 'Success', resultUrl: 'https://cdn.minimax.example/v.mp4' });
+  isRefusal(t, MINIMAX_VIDEO.retrieved(200, json({ file: { file_id: 1 }, base_resp: ok }), 'Success'), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'a file without a URL');
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Kuaishou Kling (docs/vendors/kling.md)
+
+/** The header and claims of an HS256 JWT whose signature `secret` made, else undefined. */
+function verifyHs256(token: string, secret: string) {
+  const [header, claims, signature] = token.split('.');
+  if (createHmac('sha256', secret).update(`${header}.${claims}`).digest('base64url') !== signature) return undefined;
+  const part = (text: string) => JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+  return { header: part(header!), claims: part(claims!) };
+}
+
+const KLING: VendorTarget = { baseUrl: 'https://api-singapore.klingai.com/v1', apiKey: 'ak-test-access:sk-test-secret' };
+const KLING_T2V: VideoJob = {
+  profile: 'KLING', model: 'kuaishou/kling-v3', upstreamModel: 'kling-v3', prompt: 'a red kite over dunes', negativePrompt: 'blur',
+  imageUrls: [], videoUrls: [], duration: 7, mode: 'pro', aspectRatio: '9:16', audio: true,
+};
+
+t.test('Kling: the access token is an HS256 JWT of the access key, signed with the secret key', async (t) => {
+  const token = klingToken(KLING.apiKey, 1_800_000_000);
+  t.strictSame(verifyHs256(token, 'sk-test-secret'), { header: { alg: 'HS256', typ: 'JWT' }, claims: { iss: 'ak-test-access', exp: 1_800_001_800, nbf: 1_799_999_995 } });
+  t.equal(verifyHs256(token, 'ak-test-access'), undefined, 'not signed with the access key');
+  t.notOk(token.includes('sk-test-secret'), 'the secret key is not in the token');
+  const request = KLING_VIDEO.submit(KLING_T2V, KLING);
+  const bearer = request.headers.authorization!.replace(/^Bearer /, '');
+  t.ok(verifyHs256(bearer, 'sk-test-secret'), 'each request carries a fresh signed token');
+  t.notOk(JSON.stringify(request).includes('sk-test-secret'), 'the secret key goes nowhere');
+});
+
+t.test('Kling: text2video and image2video submits; the task id keeps its path', async (t) => {
+  const request = (KLING_VIDEO as VideoAdapter).submit(KLING_T2V, KLING, 'https://gw.example/hooks/vendor-task/1?token=x');
+  t.strictSame({ ...requestParts(request), headers: { ...request.headers, authorization: 'Bearer …' } }, {
+    method: 'POST', url: 'https://api-singapore.klingai.com/v1/videos/text2video', headers: { authorization: 'Bearer …', 'content-type': 'application/json' },
+    body: {
+      model_name: 'kling-v3', prompt: 'a red kite over dunes', negative_prompt: 'blur', mode: 'pro', duration: '7', aspect_ratio: '9:16', sound: 'on',
+      callback_url: 'https://gw.example/hooks/vendor-task/1?token=x',
+    },
+  }, 'duration as a string, sound on/off, the hint address as callback_url');
+  const i2v: VideoJob = { ...KLING_T2V, prompt: undefined, negativePrompt: undefined, aspectRatio: undefined, audio: false, mode: 'std', duration: 5, imageUrls: ['data:image/png;base64,iVBORw0KGgo='] };
+  const sent = requestParts(KLING_VIDEO.submit(i2v, KLING));
+  t.equal(sent.url, 'https://api-singapore.klingai.com/v1/videos/image2video');
+  t.strictSame(sent.body, { model_name: 'kling-v3', image: 'iVBORw0KGgo=', mode: 'std', duration: '5', sound: 'off' }, 'an inline image goes as bare base64');
+  t.equal((requestParts(KLING_VIDEO.submit({ ...i2v, imageUrls: ['https://img.example/f.png'] }, KLING)).body as { image: string }).image, 'https://img.example/f.png', 'a URL as is');
+
+  const answer = json({ code: 0, message: 'SUCCEED', request_id: 'r', data: { task_id: '867283741759111202', task_status: 'submitted' } });
+  t.strictSame(KLING_VIDEO.submitted(200, answer, KLING_T2V), { kind: 'submitted', upstreamId: 'text2video:867283741759111202' });
+  t.strictSame(KLING_VIDEO.submitted(200, answer, i2v), { kind: 'submitted', upstreamId: 'image2video:867283741759111202' });
+  t.strictSame(KLING_VIDEO.submitted(200, '{"code":0,"data":{"task_id":867283741759111202}}', KLING_T2V), { kind: 'submitted', upstreamId: 'text2video:867283741759111202' }, 'a numeric id digit for digit');
+  t.equal(KLING_VIDEO.poll('image2video:867283741759111202', KLING).url, 'https://api-singapore.klingai.com/v1/videos/image2video/867283741759111202', 'polled where it was made');
+  t.equal(KLING_VIDEO.poll('text2video:8', KLING).url, 'https://api-singapore.klingai.com/v1/videos/text2video/8');
+  t.match(KLING_VIDEO.poll('text2video:8', KLING).headers.authorization, /^Bearer ey/);
+});
+
+t.test('Kling: envelope codes, statuses, results, failures', async (t) => {
+  isRefusal(t, KLING_VIDEO.submitted(401, json({ code: 1004, message: 'token expired', request_id: 'r' })), { retryable: false, code: 'kling_1004', httpStatus: 401, message: 'token expired' }, 'auth');
+  isRefusal(t, KLING_VIDEO.submitted(429, json({ code: 1102, message: 'resource pack exhausted', request_id: 'r' })), { retryable: false, code: 'kling_1102', httpStatus: 429 }, 'no funds: final despite 429');
+  isRefusal(t, KLING_VIDEO.submitted(429, json({ code: 1303, message: 'parallel task over resource pack limit', request_id: 'r' })), { retryable: true, code: 'kling_1303', httpStatus: 429 }, 'concurrency: later');
+  isRefusal(t, KLING_VIDEO.submitted(400, json({ code: 1201, message: 'duration invalid', request_id: 'r' })), { retryable: false, code: 'kling_1201', httpStatus: 400 }, 'parameters');
+  isRefusal(t, KLING_VIDEO.submitted(400, json({ code: 1301, message: 'prompt violates policy', request_id: 'r' })), { retryable: false, code: 'kling_1301', httpStatus: 400 }, 'content policy');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 1302, message: 'rate limited', request_id: 'r' })), { retryable: true, code: 'kling_1302', httpStatus: 200 }, 'a code with HTTP 200');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 1200, message: 'bad request', request_id: 'r' })), { retryable: false, code: 'kling_1200', httpStatus: 200 }, 'a final code with HTTP 200');
+  isRefusal(t, KLING_VIDEO.submitted(500, json({ code: 5000, message: 'server error', request_id: 'r' })), { retryable: true, code: 'kling_5000', httpStatus: 500 }, 'server');
+  isRefusal(t, KLING_VIDEO.submitted(502, '<html>bad gateway</html>'), { retryable: true, code: 'http_502', httpStatus: 502 }, 'not JSON');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 0, message: 'SUCCEED' })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no data');
+  isRefusal(t, KLING_VIDEO.submitted(200, json({ code: 0, data: {} })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no task id');
+  isRefusal(t, KLING_VIDEO.polled(404, json({ code: 1203, message: 'task not found' })), { retryable: false, code: 'task_not_found', httpStatus: 404 }, 'poll 404');
+  const data = (extra: object) => json({ code: 0, message: 'SUCCEED', request_id: 'r', data: { task_id: '8', ...extra } });
+  for (const status of ['submitted', 'processing', 'PROCESSING']) isState(t, KLING_VIDEO.polled(200, data({ task_status: status })), { kind: 'running', status }, status);
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'succeed', task_result: { videos: [{ id: 'v', url: 'https://cdn.klingai.example/v.mp4', duration: '5.1' }] } })),
+    { kind: 'succeeded', status: 'succeed', resultUrl: 'https://cdn.klingai.example/v.mp4', seconds: 5.1 }, 'succeed (sic), with the seconds made');
+  isRefusal(t, KLING_VIDEO.polled(200, data({ task_status: 'succeed', task_result: { videos: [] } })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'succeed without a video');
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'failed', task_status_msg: 'Failure to pass the risk control system' })),
+    { kind: 'failed', status: 'failed', code: 'upstream_failed', message: 'Failure to pass the risk control system' }, 'failed, with its reason');
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'failed' })), { kind: 'failed', status: 'failed', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'failed without a reason');
+  isState(t, KLING_VIDEO.polled(200, data({ task_status: 'paused' })), { kind: 'unknown', status: 'paused' }, 'a new status');
+  isRefusal(t, KLING_VIDEO.polled(200, data({})), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no status');
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Runway (docs/vendors/runway.md)
+
+const RUNWAY: VendorTarget = { baseUrl: 'https://api.dev.runwayml.com/v1', apiKey: 'key_test_runway' };
+const RUNWAY_I2V: VideoJob = {
+  profile: 'RUNWAY-I2V', model: 'runway/gen4-turbo', upstreamModel: 'gen4_turbo', prompt: 'the kite rises', imageUrls: ['https://img.example/f.png'], videoUrls: [],
+  duration: 10, aspectRatio: '21:9', seed: 7,
+};
+
+t.test('Runway: the image_to_video request, versioned; poll and cancel', async (t) => {
+  const request = RUNWAY_VIDEO.submit(RUNWAY_I2V, RUNWAY);
+  t.strictSame(requestParts(request), {
+    method: 'POST', url: 'https://api.dev.runwayml.com/v1/image_to_video',
+    headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06', 'content-type': 'application/json' },
+    body: { model: 'gen4_turbo', promptImage: 'https://img.example/f.png', promptText: 'the kite rises', ratio: '1584:672', duration: 10, seed: 7 },
+  });
+  keyOnlyInHeader(t, request, RUNWAY.apiKey, 'Bearer');
+  const ratios = ['16:9', '9:16', '4:3', '3:4', '1:1'].map((aspectRatio) => (requestParts(RUNWAY_VIDEO.submit({ ...RUNWAY_I2V, aspectRatio }, RUNWAY)).body as { ratio: string }).ratio);
+  t.strictSame(ratios, ['1280:720', '720:1280', '1104:832', '832:1104', '960:960'], 'each aspect ratio as its output size');
+  t.strictSame(requestParts(RUNWAY_VIDEO.poll('abc-1', RUNWAY)), { method: 'GET', url: 'https://api.dev.runwayml.com/v1/tasks/abc-1', headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06' }, body: undefined });
+  t.strictSame(requestParts(RUNWAY_VIDEO.cancel('abc-1', RUNWAY)), { method: 'DELETE', url: 'https://api.dev.runwayml.com/v1/tasks/abc-1', headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06' }, body: undefined });
+});
+
+t.test('Runway: answers, statuses, failures', async (t) => {
+  t.strictSame(RUNWAY_VIDEO.submitted(200, json({ id: '17f20503-6c24-4c16-946b-35dbbce2af2f' })), { kind: 'submitted', upstreamId: '17f20503-6c24-4c16-946b-35dbbce2af2f' });
+  isRefusal(t, RUNWAY_VIDEO.submitted(400, json({ error: 'Validation of body failed', issues: [{ path: ['ratio'], message: 'Invalid enum value' }] })), { retryable: false, code: 'http_400', httpStatus: 400, message: 'Validation of body failed' }, 'validation');
+  isRefusal(t, RUNWAY_VIDEO.submitted(429, json({ error: 'You have exceeded the rate limit.' })), { retryable: true, code: 'http_429', httpStatus: 429 }, 'rate limit');
+  isRefusal(t, RUNWAY_VIDEO.submitted(200, '{}'), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'no id');
+  for (const status of ['PENDING', 'THROTTLED', 'RUNNING']) isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status })), { kind: 'running', status }, status);
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'SUCCEEDED', output: ['https://dnznrvs05pmza.cloudfront.net/v.mp4?_jwt=x'] })),
+    { kind: 'succeeded', status: 'SUCCEEDED', resultUrl: 'https://dnznrvs05pmza.cloudfront.net/v.mp4?_jwt=x' }, 'output[0] is the result');
+  isRefusal(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'SUCCEEDED', output: [] })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'success without output');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'FAILED', failure: 'Your input image was flagged.', failureCode: 'SAFETY.INPUT.IMAGE' })),
+    { kind: 'failed', status: 'FAILED', code: 'SAFETY.INPUT.IMAGE', message: 'Your input image was flagged.' }, 'failure with its code');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'FAILED' })), { kind: 'failed', status: 'FAILED', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'failure without a reason');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'CANCELLED' })), { kind: 'failed', status: 'CANCELLED', code: 'cancelled', message: 'The task was cancelled at the vendor.' }, 'cancelled');
+  isState(t, RUNWAY_VIDEO.polled(200, json({ id: '1', status: 'ARCHIVED' })), { kind: 'unknown', status: 'ARCHIVED' }, 'a new status');
+});
+
+t.test('Runway: shared HTTP rules', async (t) => sharedHttpRules(t, RUNWAY_VIDEO, (code, message) => ({ error: message, code })));
+
+// ---------------------------------------------------------------------------------------------------
+// Luma Agents API (docs/vendors/luma.md)
+
+const LUMA: VendorTarget = { baseUrl: 'https://agents.lumalabs.ai/v1', apiKey: 'luma-api-test-key' };
+const LUMA_RAY: VideoJob = {
+  profile: 'LUMA-RAY', model: 'luma/ray-3.2', upstreamModel: 'ray-3.2', prompt: 'a glacier calves', imageUrls: [], videoUrls: [],
+  duration: 10, resolution: '1080p', aspectRatio: '21:9', dynamicRange: 'sdr',
+};
+
+t.test('Luma: the video generation request, text and first frame', async (t) => {
+  const request = LUMA_VIDEO.submit(LUMA_RAY, LUMA);
+  t.strictSame(requestParts(request), {
+    method: 'POST', url: 'https://agents.lumalabs.ai/v1/generations', headers: { authorization: 'Bearer luma-api-test-key', 'content-type': 'application/json' },
+    body: { model: 'ray-3.2', type: 'video', prompt: 'a glacier calves', aspect_ratio: '21:9', video: { resolution: '1080p', duration: '10s', hdr: false } },
+  });
+  keyOnlyInHeader(t, request, LUMA.apiKey, 'Bearer');
+  const frame = (url: string) => (requestParts(LUMA_VIDEO.submit({ ...LUMA_RAY, duration: 5, dynamicRange: 'hdr', imageUrls: [url] }, LUMA)).body as { video: unknown }).video;
+  t.strictSame(frame('https://img.example/f.png'), { resolution: '1080p', duration: '5s', hdr: true, start_frame: { url: 'https://img.example/f.png' } }, 'a URL first frame');
+  t.strictSame(frame('data:image/webp;base64,UklGRg=='), { resolution: '1080p', duration: '5s', hdr: true, start_frame: { data: 'UklGRg==', media_type: 'image/webp' } }, 'an inline one, with its type');
+  t.strictSame(requestParts(LUMA_VIDEO.poll('182bd5e5-6e1a', LUMA)), { method: 'GET', url: 'https://agents.lumalabs.ai/v1/generations/182bd5e5-6e1a', headers: { authorization: 'Bearer luma-api-test-key' }, body: undefined });
+});
+
+t.test('Luma: answers, states, failures', async (t) => {
+  t.strictSame(LUMA_VIDEO.submitted(200, json({ id: '182bd5e5-6e1a', state: 'queued', type: 'video', model: 'ray-3.2', created_at: '2026-11-27T00:00:00Z' })), { kind: 'submitted', upstreamId: '182bd5e5-6e1a' });
+  isRefusal(t, LUMA_VIDEO.submitted(422, json({ detail: [{ loc: ['body', 'video', 'duration'], msg: "Input should be '5s' or '10s'", type: 'enum' }] })), { retryable: false, code: 'http_422', httpStatus: 422, message: "Input should be '5s' or '10s'" }, 'a field error');
+  isRefusal(t, LUMA_VIDEO.submitted(400, json({ detail: 'HDR access is required' })), { retryable: false, code: 'http_400', httpStatus: 400, message: 'HDR access is required' }, 'a refusal');
+  for (const state of ['queued', 'processing']) isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state })), { kind: 'running', status: state }, state);
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'completed', output: [{ type: 'image', url: 'https://cdn.luma.example/thumb.jpg' }, { type: 'video', url: 'https://cdn.luma.example/v.mp4' }] })),
+    { kind: 'succeeded', status: 'completed', resultUrl: 'https://cdn.luma.example/v.mp4' }, 'the video among the outputs');
+  isRefusal(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'completed', output: [] })), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'completed without output');
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'failed', failure_code: 'content_moderated', failure_reason: 'The prompt was moderated.' })),
+    { kind: 'failed', status: 'failed', code: 'content_moderated', message: 'The prompt was moderated.' }, 'a failure with its code');
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'failed' })), { kind: 'failed', status: 'failed', code: 'upstream_failed', message: 'The vendor reported the task failed without a reason.' }, 'without a reason');
+  isState(t, LUMA_VIDEO.polled(200, json({ id: '1', state: 'paused' })), { kind: 'unknown', status: 'paused' }, 'a new state');
+});
+
+t.test('Luma: shared HTTP rules', async (t) => sharedHttpRules(t, LUMA_VIDEO, (code, message) => ({ error: { code, message } })));
+
+// ---------------------------------------------------------------------------------------------------
 // The table, and the shared rules' own edges
 
 t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
-  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'gemini-video', 'modelark', 'vidu']);
+  t.strictSame(Object.keys(VIDEO_ADAPTERS).sort(), ['dashscope', 'gemini-video', 'kling', 'luma', 'minimax-video', 'modelark', 'runway', 'vidu']);
+  t.equal(VIDEO_ADAPTERS['minimax-video'], MINIMAX_VIDEO);
+  t.equal(VIDEO_ADAPTERS.kling, KLING_VIDEO);
+  t.equal(VIDEO_ADAPTERS.runway, RUNWAY_VIDEO);
+  t.equal(VIDEO_ADAPTERS.luma, LUMA_VIDEO);
   t.equal(VIDEO_ADAPTERS.dashscope, DASHSCOPE_VIDEO);
   t.equal(VIDEO_ADAPTERS.vidu, VIDU_VIDEO);
   t.equal(VIDEO_ADAPTERS.modelark, ARK_VIDEO);
   t.equal(VIDEO_ADAPTERS['gemini-video'], VEO_VIDEO);
   for (const [family, adapter] of Object.entries(VIDEO_ADAPTERS)) {
     t.equal(adapter.family, family, `${family}: keyed by its own family`);
-    // Google documents no cancel of a Veo operation.
-    t.type(adapter.cancel, family === 'gemini-video' ? 'undefined' : 'function', `${family}: ${family === 'gemini-video' ? 'has no' : 'has a'} cancel`);
+    // Google (Veo), MiniMax, Kling and Luma's Agents API document no cancel for video tasks.
+    const cancels = !['gemini-video', 'minimax-video', 'kling', 'luma'].includes(family);
+    t.type(adapter.cancel, cancels ? 'function' : 'undefined', `${family}: ${cancels ? 'has a' : 'has no'} cancel`);
     t.ok(Object.isFrozen(adapter), `${family}: frozen`);
   }
   t.ok(Object.isFrozen(VIDEO_ADAPTERS), 'the table is frozen');
-  t.equal(VIDEO_ADAPTERS.kling, undefined, 'an unserved family');
+  t.equal(VIDEO_ADAPTERS['openai-videos'], undefined, 'an unserved family');
   t.equal(VIDEO_ADAPTERS.constructor, undefined, 'an Object method name is no family');
   t.equal(VIDEO_ADAPTERS.toString, undefined);
 });
@@ -526,6 +746,7 @@ t.test('VIDEO_ADAPTERS: one frozen adapter per family', async (t) => {
 t.test('wire: profile task shapes, table lookups, status classes', async (t) => {
   const imageToVideo = VIDEO_PROFILES.filter((profile) => isImageToVideo({ ...I2V_A, profile }));
   t.strictSame(imageToVideo, ['I2V-A', 'I2V-B'], 'only the I2V profiles use the image as the first frame');
+  for (const profile of ['HAILUO', 'KLING', 'RUNWAY-I2V', 'LUMA-RAY'] as const) t.ok(isImageToVideo({ ...I2V_A, profile }), `${profile}: its image is the first frame`);
   t.equal(entryOf({ a: 1 }, 'a'), 1);
   t.equal(entryOf({ a: 1 }, 'hasOwnProperty'), undefined, 'inherited names are not entries');
   const read = () => ({ code: 'C', message: 'm' });

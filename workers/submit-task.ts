@@ -18,5 +18,5 @@ export default async function submitTask(input: SubmitTaskInput): Promise<Submit
   const api = taskApiOf(input.family);
   if (!api) return { kind: 'refused', retryable: false, code: 'family_not_served', message: `No adapter for the ${input.family} task API.`, httpStatus: 0 };
   const answer = await exchange(api.submit(input.job, input.target, input.vendorCallbackUrl), input.timeoutMs);
-  return answer.kind === 'answer' ? api.submitted(answer.status, answer.body) : answer;
+  return answer.kind === 'answer' ? api.submitted(answer.status, answer.body, input.job) : answer;
 }

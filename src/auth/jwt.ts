@@ -7,7 +7,12 @@ export const USER_ID_PATTERN = /^[A-Za-z0-9._@:-]{1,128}$/;
 const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
 
 export function signJwt(secret: string, claims: { sub: string; exp: number; iat?: number; email?: string; email_verified?: boolean; sid?: string }): string {
-  const payload = Buffer.from(JSON.stringify({ iat: Math.floor(Date.now() / 1000), ...claims })).toString('base64url');
+  return signHs256(secret, { iat: Math.floor(Date.now() / 1000), ...claims });
+}
+
+/** An HS256 JWT of exactly `claims` (the gateway's own tokens, and Kling's access tokens). */
+export function signHs256(secret: string, claims: Readonly<Record<string, unknown>>): string {
+  const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
   const signature = createHmac('sha256', secret).update(`${HEADER}.${payload}`).digest('base64url');
   return `${HEADER}.${payload}.${signature}`;
 }

@@ -37,7 +37,7 @@ export interface MockVendor {
   port: number;
   /** The cloud side: tokens issued by the service-account token endpoint, and so on. */
   cloud: MockCloud;
-  /** The video vendors' tasks (DashScope, Vidu, Ark). */
+  /** The video vendors' tasks (DashScope, Vidu, Ark, MiniMax Hailuo, Kling, Runway, Luma). */
   videos: VideoTasks;
   /** Google Veo's long-running operations on the Gemini API. */
   veo: VeoOperations;
@@ -164,7 +164,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   if (embeddings === 'openai') return openaiEmbeddings(req, exchange, behaviour, faults, readBody);
   if (embeddings === 'gemini') return geminiEmbeddings(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody);
   if (req.method === 'POST' && path === QWEN_IMAGE_PATH) return qwenImages(req, exchange, faults, readBody, images);
-  if (VideoTasks.handles(path)) return videos.route(req, res, exchange, faults, path, readBody);
+  if (videos.handles(path, query === -1 ? '' : url.slice(query + 1))) return videos.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (VeoOperations.handles(path, req.method)) return veo.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody, images);

@@ -8,6 +8,7 @@ import { readCloudForm, type ServiceAccount } from '../providers/cloud/forms.js'
 import { GOOGLE_TOKEN_URIS } from '../providers/cloud/known-hosts.js';
 import { offKnownHosts } from '../providers/byok-addresses.js';
 import { MAX_MODELS_PER_CALL } from './limits.js';
+import { vendorKeyProblem } from '../vendor-keys.js';
 import { MAX_TARGETS_PER_ROUTE, byPriority, type RouteTarget, type RoutingTable, type VirtualModel } from './targets.js';
 
 /** The routing file is read whole at start-up: an operator's file, bounded all the same. */
@@ -138,6 +139,8 @@ export function parseRoutingFile(text: string, source: string, vendors: Readonly
       return found;
     };
     const apiKey = secret(target.api_key, target.api_key_env, 'api_key');
+    const keyProblem = apiKey === undefined ? undefined : vendorKeyProblem(vendor, apiKey);
+    if (keyProblem) throw new RoutingFileError(`${at([...path, target.api_key === undefined ? 'api_key_env' : 'api_key'])}: a ${vendor} key ${keyProblem}`);
     const cloudPath = [...path, 'cloud'];
     const vertex = target.cloud?.kind === 'vertex' ? vertexOf(target.cloud, vendor, cloudPath, { env, at, source, allowLoopback: options.allowLoopback === true }) : undefined;
     if (vertex && apiKey !== undefined) throw new RoutingFileError(`${at([...path, target.api_key === undefined ? 'api_key_env' : 'api_key'])}: a vertex target's credential is its service account, not an api_key`);

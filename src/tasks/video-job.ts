@@ -11,6 +11,7 @@ export type VideoProfile = (typeof VIDEO_PROFILES)[number];
  */
 export const VENDOR_VIDEO_SCHEMAS = [
   'VEO', 'VEO-LITE', 'WAN-R2V-FLASH', 'VIDU-Q3-R2V', 'VIDU-Q3-I2V', 'SEEDANCE-1.0-PRO', 'SEEDANCE-1.5-PRO', 'SEEDANCE-2.0',
+  'HAILUO', 'KLING', 'RUNWAY-I2V', 'LUMA-RAY',
 ] as const;
 export type VideoSchemaName = VideoProfile | (typeof VENDOR_VIDEO_SCHEMAS)[number];
 
@@ -48,9 +49,15 @@ export interface VideoJob {
   readonly bgm?: boolean;
   /** Seedance: hold the camera still. */
   readonly cameraFixed?: boolean;
+  /** Let the vendor rewrite the prompt (MiniMax `prompt_optimizer`). */
+  readonly promptOptimizer?: boolean;
+  /** The vendor's quality mode (Kling `std` / `pro`). */
+  readonly mode?: string;
+  /** `sdr` or `hdr` (Luma Ray), a price tier too. */
+  readonly dynamicRange?: 'sdr' | 'hdr';
 }
 
 /** What the price sheet needs of a job (billing/media-pricing.ts). */
 export function videoCallOf(job: VideoJob): VideoCall {
-  return { kind: 'video', seconds: job.duration, resolution: job.size === undefined ? job.resolution : undefined, size: job.size, audio: job.audio };
+  return { kind: 'video', seconds: job.duration, resolution: job.size === undefined ? job.resolution : undefined, size: job.size, audio: job.audio, dynamicRange: job.dynamicRange };
 }

@@ -21,7 +21,7 @@ const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
 const PG_BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-export const VENDOR_ENV_NAMES = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'DEEPSEEK', 'XAI', 'MISTRAL', 'MOONSHOT', 'ZHIPU', 'MINIMAX', 'ALIBABA', 'BYTEDANCE', 'SHENGSHU', 'BFL', 'ELEVENLABS'];
+export const VENDOR_ENV_NAMES = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'DEEPSEEK', 'XAI', 'MISTRAL', 'MOONSHOT', 'ZHIPU', 'MINIMAX', 'ALIBABA', 'BYTEDANCE', 'SHENGSHU', 'BFL', 'ELEVENLABS', 'KUAISHOU', 'RUNWAY', 'LUMA'];
 
 export { freePort };
 
@@ -197,7 +197,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Gatewa
     // loaded machine: the read window is lifted unless a test sets it (window-counts tests it).
     RATE_LIMIT_READS: '1000000/10',
     ...Object.fromEntries(configured.map((name) => [`${name}_BASE_URL`, `${mock.url}/${name.toLowerCase()}/v1`])),
-    ...Object.fromEntries(configured.map((name) => [`${name}_API_KEY`, `test-${name.toLowerCase()}-key`])),
+    // Kling's key is `<access key>:<secret key>`; the mock takes an access key as its own secret key.
+    ...Object.fromEntries(configured.map((name) => [`${name}_API_KEY`, name === 'KUAISHOU' ? 'test-kuaishou-key:test-kuaishou-key' : `test-${name.toLowerCase()}-key`])),
     ...options.env,
   };
   const child = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -157,25 +157,30 @@ export const IMAGE_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'runway/gen4-image', name: 'Runway Gen-4 Image', provider: 'Runway', modality: 'image',
-    description: 'Runway Gen-4 Image: generation guided by reference images, at 720p or 1080p.',
+    description: 'Runway Gen-4 Image: generation guided by up to 3 reference images, at 720p or 1080p in six aspect ratios.',
     tags: ['image', 'text-to-image', 'reference'], family: 'runway', upstreamVendor: 'runway', upstreamModel: 'gen4_image',
-    capabilities: { maxN: 1, resolutions: ['720p', '1080p'], imageInput: true, sync: false },
+    capabilities: {
+      maxN: 1, resolutions: ['720p', '1080p'], aspectRatios: ['16:9', '9:16', '1:1', '4:3', '3:4', '21:9'], imageInput: true, maxReferenceImages: 3, sync: false,
+    },
     prices: [
       { component: 'image', tier: 'resolution=720p', usd: '0.05', confidence: 'B' },
       { component: 'image', tier: 'resolution=1080p', usd: '0.08', confidence: 'B' },
     ],
-    isPopular: false, source: 'LiteLLM (docs.dev.runwayml.com pricing)',
+    isPopular: false, source: 'LiteLLM (docs.dev.runwayml.com pricing: 5 and 8 credits at 0.01); API: docs/vendors/runway.md',
   },
   {
     id: 'luma/uni-1', name: 'Luma UNI-1', provider: 'Luma AI', modality: 'image',
     description: 'Luma UNI-1: 2K image generation and editing with several reference images.',
     tags: ['image', 'text-to-image', 'edit', 'reference'], family: 'luma', upstreamVendor: 'luma', upstreamModel: 'uni-1',
-    capabilities: { maxN: 1, imageInput: true, maxReferenceImages: 7, sync: false },
+    capabilities: {
+      maxN: 1, imageInput: true, maxReferenceImages: 7, sync: false,
+      aspectRatios: ['3:1', '2:1', '21:9', '16:9', '4:3', '3:2', '1:1', '3:4', '2:3', '9:16', '1:2', '1:3'],
+    },
     prices: [
       { component: 'image', tier: 'mode=generate', usd: '0.0404', confidence: 'A' },
       { component: 'image', tier: 'mode=edit', usd: '0.0434', confidence: 'A' },
       { component: 'reference_image', usd: '0.003', confidence: 'A' },
     ],
-    isPopular: false, source: 'docs.agents.lumalabs.ai/guides/pricing (edit price includes one reference; each extra reference adds 0.003)',
+    isPopular: false, source: 'docs.agents.lumalabs.ai/guides/pricing (edit price includes one reference; each extra reference adds 0.003); API: docs/vendors/luma.md',
   },
 ].map((seed) => Object.freeze(seed)) as MediaSeed[]);

@@ -36,8 +36,8 @@ const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'
  * test/callable-models.test.ts keeps these lists equal to the adapters.
  */
 export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
-  image: ['openai-images', 'bfl', 'gemini-images', 'dashscope'],
-  video: ['dashscope', 'vidu', 'modelark', 'gemini-video'],
+  image: ['openai-images', 'bfl', 'gemini-images', 'dashscope', 'runway', 'luma'],
+  video: ['dashscope', 'vidu', 'modelark', 'gemini-video', 'minimax-video', 'kling', 'runway', 'luma'],
   audio: ['openai-audio', 'elevenlabs', 'minimax', 'gemini-audio'],
 });
 

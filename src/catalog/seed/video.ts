@@ -163,22 +163,29 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'kuaishou/kling-v3', name: 'Kling 3.0', provider: 'Kuaishou', modality: 'video',
-    description: 'Kuaishou Kling 3.0 text-to-video, image-to-video and multi-image elements with audio. Not offered: per-second price unknown (billed in units upstream).',
+    description: 'Kuaishou Kling 3.0 text-to-video and image-to-video, 3 to 15 seconds, std or pro mode, optional audio. Not offered: Kling bills API calls in prepaid resource-pack units and publishes no per-second USD price.',
     tags: ['video', 'image-to-video', 'text-to-video', 'kling', 'price-unverified'], family: 'kling', upstreamVendor: 'kuaishou', upstreamModel: 'kling-v3',
-    capabilities: { task: 'image-to-video', durations: { min: 3, max: 15, default: 5 }, audio: true },
+    capabilities: {
+      profile: 'KLING', task: 'text-to-video', durations: { min: 3, max: 15, default: 5 }, modes: ['std', 'pro'], defaultMode: 'std',
+      aspectRatios: ['16:9', '9:16', '1:1'], audio: 'optional', minImages: 0, maxImages: 1, maxPromptChars: 2500,
+    },
     prices: [],
-    isPopular: false, isActive: false, source: 'atlascloud (unit packs, 0.14 per unit); piapi',
+    isPopular: false, isActive: false,
+    source: 'no official USD price (resource-pack units); resellers disagree from 0.075 to 0.26 per second (evolink, krea, shortapi, 2026-11); API: docs/vendors/kling.md',
   },
   {
     id: 'minimax/hailuo-2.3', name: 'MiniMax Hailuo 2.3', provider: 'MiniMax', modality: 'video',
     description: 'MiniMax Hailuo 2.3 text-to-video and image-to-video, 6 or 10 second clips at 768p, priced per clip.',
-    tags: ['video', 'image-to-video', 'text-to-video', 'hailuo'], family: 'minimax', upstreamVendor: 'minimax', upstreamModel: 'MiniMax-Hailuo-2.3',
-    capabilities: { task: 'image-to-video', durations: [6, 10], resolutions: ['768P'] },
+    tags: ['video', 'image-to-video', 'text-to-video', 'hailuo'], family: 'minimax-video', upstreamVendor: 'minimax', upstreamModel: 'MiniMax-Hailuo-2.3',
+    capabilities: {
+      profile: 'HAILUO', task: 'image-to-video', durations: [6, 10], resolutions: ['768P'], defaultResolution: '768P',
+      minImages: 0, maxImages: 1, maxPromptChars: 2000, promptOptimizer: true,
+    },
     prices: [
       { component: 'video', tier: 'duration=6,resolution=768p', usd: '0.28', confidence: 'C' },
       { component: 'video', tier: 'duration=10,resolution=768p', usd: '0.56', confidence: 'C' },
     ],
-    isPopular: false, source: 'eachlabs (2026-05-25); 1080P price unverified, not offered',
+    isPopular: false, source: 'eachlabs (2026-05-25); 1080P price unverified, not offered; API: docs/vendors/minimax-hailuo.md',
   },
   {
     id: 'google/veo-3.1', name: 'Veo 3.1', provider: 'Google', modality: 'video',
@@ -229,11 +236,14 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'runway/gen4-turbo', name: 'Runway Gen-4 Turbo', provider: 'Runway', modality: 'video',
-    description: 'Runway Gen-4 Turbo image-to-video, 5 or 10 seconds.',
+    description: 'Runway Gen-4 Turbo image-to-video: one first frame animated for 2 to 10 seconds in six aspect ratios.',
     tags: ['video', 'image-to-video', 'i2v', 'runway'], family: 'runway', upstreamVendor: 'runway', upstreamModel: 'gen4_turbo',
-    capabilities: { task: 'image-to-video', durations: [5, 10] },
-    prices: perSecond({ '': '0.05' }, 'B'),
-    isPopular: false, source: 'LiteLLM (docs.dev.runwayml.com pricing)',
+    capabilities: {
+      profile: 'RUNWAY-I2V', task: 'image-to-video', durations: { min: 2, max: 10, default: 5 }, aspectRatios: ['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'],
+      minImages: 1, maxImages: 1, maxPromptChars: 1000,
+    },
+    prices: perSecond({ '': '0.05' }, 'A'),
+    isPopular: false, source: 'docs.dev.runwayml.com pricing (5 credits per second, 0.01 USD per credit); LiteLLM agrees; API: docs/vendors/runway.md',
   },
   {
     id: 'runway/gen4-aleph', name: 'Runway Aleph', provider: 'Runway', modality: 'video',
@@ -245,13 +255,16 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'luma/ray-3.2', name: 'Luma Ray 3.2', provider: 'Luma AI', modality: 'video',
-    description: 'Luma Ray 3.2 text-to-video, image-to-video, keyframes and editing, SDR or HDR.',
+    description: 'Luma Ray 3.2 text-to-video and image-to-video from a first frame, 5 or 10 seconds at 540p to 1080p, SDR or HDR.',
     tags: ['video', 'text-to-video', 'image-to-video', 'luma', 'hdr'], family: 'luma', upstreamVendor: 'luma', upstreamModel: 'ray-3.2',
-    capabilities: { task: 'text-to-video', durations: [5, 10], resolutions: ['540p', '720p', '1080p'], dynamicRanges: ['sdr', 'hdr'] },
+    capabilities: {
+      profile: 'LUMA-RAY', task: 'text-to-video', durations: [5, 10], resolutions: ['540p', '720p', '1080p'], defaultResolution: '720p', dynamicRanges: ['sdr', 'hdr'],
+      aspectRatios: ['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'], minImages: 0, maxImages: 1, maxPromptChars: 6000,
+    },
     prices: perSecond({
       'dynamic_range=sdr,resolution=540p': '0.144', 'dynamic_range=sdr,resolution=720p': '0.216', 'dynamic_range=sdr,resolution=1080p': '0.432',
       'dynamic_range=hdr,resolution=720p': '0.432', 'dynamic_range=hdr,resolution=1080p': '0.864',
     }, 'C'),
-    isPopular: false, source: 'fal price text for luma ray v3.2 (HDR 2x)',
+    isPopular: false, source: 'fal price text for luma ray v3.2 (HDR 2x); API: docs/vendors/luma.md',
   },
 ].map((seed) => Object.freeze(seed)) as MediaSeed[]);

@@ -1,8 +1,9 @@
 /**
  * `POST /v1/videos/generations`: one strict valibot schema per model profile of the spec (R2V-A,
- * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B), and per vendor schema of a model outside them (VEO, VEO-LITE:
- * the general video table mapped onto Veo's parameters), built once at load from shared field builders
- * and chosen by the model's `capabilities.profile`. A request becomes a `VideoJob` with every default filled in; a wrong
+ * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B), and per vendor schema of a model outside them (VEO, VEO-LITE,
+ * HAILUO, KLING, RUNWAY-I2V, LUMA-RAY: the general video table mapped onto each vendor's parameters),
+ * built once at load from shared field builders and chosen by the model's `capabilities.profile`. A
+ * request becomes a `VideoJob` with every default filled in; a wrong
  * value is a 400 naming the field and what it may be; nothing is clamped.
  *
  * Each profile takes its own fields, `model`, `callback_url`, and the general table's fields it does
@@ -180,6 +181,9 @@ interface Fields {
   readonly movement_amplitude?: string;
   readonly bgm?: boolean;
   readonly camera_fixed?: boolean;
+  readonly prompt_optimizer?: boolean;
+  readonly mode?: string;
+  readonly dynamic_range?: 'sdr' | 'hdr';
 }
 
 interface Profile {
@@ -249,6 +253,40 @@ const r2vA = (fields: Fields): Fields => {
   }
   return { ...fields, size, resolution: undefined, aspect_ratio: undefined };
 };
+
+/** Text-to-video or image-to-video by what is sent: a prompt, a first frame, or both, never neither. */
+const promptOrImage = (fields: Fields): Fields => {
+  if (fields.prompt === undefined && (fields.image_urls?.length ?? 0) === 0) {
+    throw badRequest("Invalid request: send a 'prompt' (text-to-video), a first frame in 'image_urls' (image-to-video), or both.", 'prompt');
+  }
+  return fields;
+};
+
+/** Kling: `aspect_ratio` shapes a text-to-video clip only (a first frame sets the shape), default 16:9. */
+const klingShape = (fields: Fields): Fields => {
+  const withImage = (fields.image_urls?.length ?? 0) > 0;
+  if (withImage && fields.aspect_ratio !== undefined) {
+    throw badRequest("Invalid value for 'aspect_ratio': with a first frame in 'image_urls' the clip takes the image's shape; leave it out.", 'aspect_ratio');
+  }
+  return promptOrImage({ ...fields, aspect_ratio: withImage ? undefined : (fields.aspect_ratio ?? '16:9') });
+};
+
+/**
+ * Luma Ray: a first frame takes 5 s only; HDR needs 720p or 1080p and 5 s (Luma's rules, refused here
+ * rather than by the vendor after the hold).
+ */
+const lumaRules = (fields: Fields): Fields => {
+  if ((fields.image_urls?.length ?? 0) > 0 && fields.duration !== 5) {
+    throw badRequest("Invalid value for 'duration': with a first frame in 'image_urls' the clip is 5 seconds; leave it out or send 5.", 'duration');
+  }
+  if (fields.dynamic_range === 'hdr' && (fields.resolution === '540p' || fields.duration !== 5)) {
+    throw badRequest("Invalid value for 'dynamic_range': 'hdr' needs resolution '720p' or '1080p' and a 5-second clip.", 'dynamic_range');
+  }
+  return fields;
+};
+
+/** Whole seconds from a short list (Hailuo's 6 or 10), as JSON numbers. */
+const secondsIn = <const T extends readonly [number, ...number[]]>(values: T) => v.picklist(values, `must be one of ${values.join(', ')} (seconds, a number).`);
 
 /**
  * Google Veo 3.1 (docs/vendors/google-media.md): text-to-video at 4, 6 or 8 seconds, 16:9 or 9:16;
@@ -405,6 +443,46 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
     duration: opt(wholeNumber(3, 12), 5),
     seed: opt(seed),
   }), oneRatio('aspect_ratio', '16:9')),
+  // MiniMax Hailuo 2.3 (docs/vendors/minimax-hailuo.md): 768P, 6 or 10 s; the first frame is optional.
+  HAILUO: profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(2000)),
+    image_urls: opt(images(0, 1)),
+    duration: opt(secondsIn([6, 10] as const), 6),
+    resolution: opt(only('768P', '1080P is not offered until its price is verified'), '768P'),
+    aspect_ratio: opt(v.never('this model takes no aspect ratio: a text-to-video clip is 16:9, an image-to-video clip keeps the shape of its image; leave it out.')),
+    prompt_optimizer: opt(flag, true),
+  }), promptOrImage),
+  // Kuaishou Kling 3.0 (docs/vendors/kling.md): text2video, or image2video with one first frame.
+  KLING: profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(2500)),
+    negative_prompt: opt(text(2500)),
+    image_urls: opt(list(reference({ what: `${HTTPS_URL} or a base64 data:image/png or jpeg URI of a PNG or JPEG image`, inline: ['png', 'jpeg'], extensions: ['png', 'jpg', 'jpeg'] }), 0, 1)),
+    duration: opt(wholeNumber(3, 15), 5),
+    mode: opt(oneOf(['std', 'pro'] as const), 'std'),
+    aspect_ratio: opt(oneOf(RATIOS_3)),
+    audio: opt(flag, false),
+  }), klingShape),
+  // Runway gen4_turbo (docs/vendors/runway.md): one first frame; the aspect ratio picks Runway's pixel `ratio`.
+  'RUNWAY-I2V': profile(v.strictObject({
+    ...COMMON,
+    prompt: opt(text(1000)),
+    image_urls: images(1, 1),
+    duration: opt(wholeNumber(2, 10), 5),
+    aspect_ratio: opt(oneOf(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'] as const), '16:9'),
+    seed: opt(wholeNumber(0, 4_294_967_295)),
+  })),
+  // Luma Ray 3.2 on the Agents API (docs/vendors/luma.md): text-to-video, or one first frame.
+  'LUMA-RAY': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(6000),
+    image_urls: opt(list(reference({ what: `${HTTPS_URL} or a base64 data:image/png, jpeg or webp URI`, inline: ['png', 'jpeg', 'webp'], extensions: ['png', 'jpg', 'jpeg', 'webp'] }), 0, 1)),
+    duration: opt(secondsIn([5, 10] as const), 5),
+    resolution: opt(oneOf(TIERS), '720p'),
+    aspect_ratio: opt(oneOf(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'] as const), '16:9'),
+    dynamic_range: opt(oneOf(['sdr', 'hdr'] as const), 'sdr'),
+  }), lumaRules),
 });
 
 const SCHEMA_NAMES: readonly string[] = [...VIDEO_PROFILES, ...VENDOR_VIDEO_SCHEMAS];
@@ -447,5 +525,8 @@ export function parseVideoRequest(body: Record<string, unknown>, model: MediaMod
     movementAmplitude: fields.movement_amplitude,
     bgm: fields.bgm,
     cameraFixed: fields.camera_fixed,
+    promptOptimizer: fields.prompt_optimizer,
+    mode: fields.mode,
+    dynamicRange: fields.dynamic_range,
   });
 }

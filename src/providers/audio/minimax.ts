@@ -19,16 +19,20 @@ const TRANSIENT_CODES = new Set([1000, 1001, 1002, 1024, 1033, 1039]);
 
 const STATUSES: Readonly<Record<string, StatusMeaning>> = Object.freeze({ processing: 'running', success: 'succeeded', failed: 'failed', expired: 'failed' });
 
-const authorization = (target: VendorTarget) => ({ authorization: `Bearer ${target.apiKey}` });
+export const authorization = (target: VendorTarget) => ({ authorization: `Bearer ${target.apiKey}` });
 
 /** A digit-for-digit id field of the raw answer (`"task_id": 95157322514444`, or a quoted one). */
-function rawId(body: string, field: string): string | undefined {
+export function rawId(body: string, field: string): string | undefined {
   return new RegExp(`"${field}"\\s*:\\s*"?(\\d{1,20})"?`).exec(body)?.[1];
 }
 
-/** The answer's JSON when it is a success in both the HTTP status and `base_resp`, else the refusal. */
-function envelope(step: Step, httpStatus: number, body: string): { kind: 'answer'; body: JsonObject } | VendorRefusal {
-  const readError = (parsed: JsonObject) => ({ code: baseCode(parsed)?.toString(), message: textOf(objectAt(parsed, 'base_resp')?.status_msg) });
+/** The answer's JSON when it is a success in both the HTTP status and `base_resp`, else the refusal (MiniMax video reads it too). */
+export function envelope(step: Step, httpStatus: number, body: string): { kind: 'answer'; body: JsonObject } | VendorRefusal {
+  // The same `minimax_<code>` whether the code comes with HTTP 200 (as usual) or with an error status.
+  const readError = (parsed: JsonObject) => {
+    const code = baseCode(parsed);
+    return { code: code === undefined ? undefined : `minimax_${code}`, message: textOf(objectAt(parsed, 'base_resp')?.status_msg) };
+  };
   if (httpStatus < 200 || httpStatus > 299) return refusalOf(step, httpStatus, body, readError);
   const parsed = parseObject(body);
   if (!parsed) return garbled(httpStatus, `The vendor's ${step} answer is not a JSON object.`);
@@ -41,9 +45,24 @@ function envelope(step: Step, httpStatus: number, body: string): { kind: 'answer
   return { kind: 'answer', body: parsed };
 }
 
-function baseCode(body: JsonObject): number | undefined {
+export function baseCode(body: JsonObject): number | undefined {
   const code = objectAt(body, 'base_resp')?.status_code;
   return typeof code === 'number' && Number.isInteger(code) ? code : undefined;
+}
+
+/** A finished task's next step: asking where its `file_id`'s file is (speech and video alike). */
+export function fileRetrieval(httpStatus: number, body: string, status: string, target: VendorTarget | undefined): RetrieveStep | VendorRefusal {
+  const fileId = rawId(body, 'file_id');
+  if (fileId === undefined || target === undefined) return garbled(httpStatus, `The vendor reported ${status} without a file id.`);
+  return { kind: 'retrieve', status, request: { method: 'GET', url: `${trimBase(target.baseUrl)}/files/retrieve?file_id=${fileId}`, headers: authorization(target) } };
+}
+
+/** The answer of `files/retrieve`: the file's download URL is the task's result. */
+export function downloadOf(httpStatus: number, body: string, status: string): VendorTaskState | VendorRefusal {
+  const answer = envelope('poll', httpStatus, body);
+  if (answer.kind === 'refused') return answer;
+  const url = textOf(objectAt(answer.body, 'file')?.download_url);
+  return url === undefined ? garbled(httpStatus, 'The vendor described the file without a download URL.') : { kind: 'succeeded', status, resultUrl: url };
 }
 
 function speechOf(job: AudioJob) {
@@ -84,20 +103,11 @@ const SPEECH_TASKS = Object.freeze({
       const expired = status.toLowerCase() === 'expired';
       return failedState(status, expired ? 'task_expired' : 'upstream_failed', expired ? 'The vendor expired the task before it finished.' : 'The vendor reported the speech task failed.');
     }
-    if (meaning === 'succeeded') {
-      const fileId = rawId(body, 'file_id');
-      if (fileId === undefined || target === undefined) return garbled(httpStatus, `The vendor reported ${status} without a file id.`);
-      return { kind: 'retrieve', status, request: { method: 'GET', url: `${trimBase(target.baseUrl)}/files/retrieve?file_id=${fileId}`, headers: authorization(target) } };
-    }
+    if (meaning === 'succeeded') return fileRetrieval(httpStatus, body, status, target);
     return { kind: 'unknown', status };
   },
 
-  retrieved(httpStatus, body, status) {
-    const answer = envelope('poll', httpStatus, body);
-    if (answer.kind === 'refused') return answer;
-    const url = textOf(objectAt(answer.body, 'file')?.download_url);
-    return url === undefined ? garbled(httpStatus, 'The vendor described the file without a download URL.') : { kind: 'succeeded', status, resultUrl: url };
-  },
+  retrieved: downloadOf,
 } satisfies TaskApi<AudioJob>);
 
 export const MINIMAX_AUDIO = Object.freeze({

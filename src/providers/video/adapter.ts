@@ -49,8 +49,8 @@ export interface RetrieveStep {
 export interface TaskApi<J> {
   /** `vendorCallbackUrl`: where the vendor may POST status hints (only vendors that take one use it). */
   submit(job: J, target: VendorTarget, vendorCallbackUrl?: string): VendorRequest;
-  /** The vendor's task id from the submit answer, or why there is none. */
-  submitted(httpStatus: number, body: string): { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
+  /** The vendor's task id from the submit answer, or why there is none; `job`: the job submitted (Kling polls where it submitted). */
+  submitted(httpStatus: number, body: string, job?: J): { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
   poll(upstreamId: string, target: VendorTarget): VendorRequest;
   /** `target`: for a `RetrieveStep`'s request (always given by the worker). */
   polled(httpStatus: number, body: string, target?: VendorTarget): VendorTaskState | VendorRefusal | RetrieveStep;

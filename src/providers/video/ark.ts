@@ -11,8 +11,8 @@
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
 import {
-  UNNAMED_FAILURE, codeOf, entryOf, failedState, idSegment, isImageToVideo, jsonRequest, meaningOf, missingResult, missingTaskId, objectAt,
-  readAnswer, secondsOf, textOf, trimBase, unreadableStatus, type ErrorReader, type StatusMeaning,
+  UNNAMED_FAILURE, codeOf, entryOf, failedState, idSegment, isImageToVideo, jsonRequest, missingResult, objectAt, polledStatus, secondsOf, submittedAtId,
+  textOf, trimBase, type ErrorReader, type StatusMeaning,
 } from './wire.js';
 
 type ArkContent =
@@ -92,10 +92,7 @@ export const ARK_VIDEO = Object.freeze({
   },
 
   submitted(httpStatus, body) {
-    const answer = readAnswer('submit', httpStatus, body, readError);
-    if (answer.kind === 'refused') return answer;
-    const upstreamId = textOf(answer.body.id);
-    return upstreamId === undefined ? missingTaskId(httpStatus) : { kind: 'submitted', upstreamId };
+    return submittedAtId(httpStatus, body, readError);
   },
 
   poll(upstreamId, target) {
@@ -103,11 +100,9 @@ export const ARK_VIDEO = Object.freeze({
   },
 
   polled(httpStatus, body) {
-    const answer = readAnswer('poll', httpStatus, body, readError);
+    const answer = polledStatus(httpStatus, body, readError, 'status', STATUSES);
     if (answer.kind === 'refused') return answer;
-    const status = textOf(answer.body.status);
-    if (status === undefined) return unreadableStatus(httpStatus);
-    const meaning = meaningOf(STATUSES, status);
+    const { status, meaning } = answer;
     if (meaning === 'running') return { kind: 'running', status };
     if (meaning === 'succeeded') {
       const videoUrl = textOf(objectAt(answer.body, 'content')?.video_url);

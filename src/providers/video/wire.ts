@@ -36,6 +36,10 @@ const PROFILE_TASK: Readonly<Record<VideoSchemaName, 'reference-to-video' | 'ima
   'SEEDANCE-1.0-PRO': 'image-to-video',
   'SEEDANCE-1.5-PRO': 'image-to-video',
   'SEEDANCE-2.0': 'reference-to-video',
+  HAILUO: 'image-to-video',
+  KLING: 'image-to-video',
+  'RUNWAY-I2V': 'image-to-video',
+  'LUMA-RAY': 'image-to-video',
 });
 
 /** Whether the job's image is the video's first frame (image-to-video) rather than a reference to draw from. */
@@ -170,6 +174,24 @@ export const readGoogleError: ErrorReader = (body) => {
   const error = objectAt(body, 'error');
   return { code: textOf(error?.status) ?? codeOf(error?.code), message: textOf(error?.message) };
 };
+
+/** A submit answer whose task id is its top-level `id` (Ark, Runway, Luma), or the refusal it amounts to. */
+export function submittedAtId(httpStatus: number, body: string, readError: ErrorReader): { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal {
+  const answer = readAnswer('submit', httpStatus, body, readError);
+  if (answer.kind === 'refused') return answer;
+  const upstreamId = textOf(answer.body.id);
+  return upstreamId === undefined ? missingTaskId(httpStatus) : { kind: 'submitted', upstreamId };
+}
+
+/** A poll answer's status word (its top-level `field`) and what `table` says it means, or the refusal the answer amounts to. */
+export function polledStatus(httpStatus: number, body: string, readError: ErrorReader, field: string, table: Readonly<Record<string, StatusMeaning>>):
+  { readonly kind: 'status'; readonly body: JsonObject; readonly status: string; readonly meaning: StatusMeaning | undefined } | VendorRefusal {
+  const answer = readAnswer('poll', httpStatus, body, readError);
+  if (answer.kind === 'refused') return answer;
+  const status = textOf(answer.body[field]);
+  if (status === undefined) return unreadableStatus(httpStatus);
+  return { kind: 'status', body: answer.body, status, meaning: meaningOf(table, status) };
+}
 
 /** Failure code when the vendor names none. */
 export const UNNAMED_FAILURE = 'upstream_failed';
