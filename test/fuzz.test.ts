@@ -391,7 +391,7 @@ const modelOf = (ids: readonly string[], catalog: Catalog): fc.Arbitrary<Json> =
 /** The required fields and up to `maxOptional` of the others: a body that is valid as a whole more often than one with every field. */
 function fieldsOf(fields: Record<string, fc.Arbitrary<Json>>, required: readonly string[], maxOptional: number): fc.Arbitrary<Fields> {
   const optional = Object.keys(fields).filter((name) => !required.includes(name));
-  return fc.subarray(optional, { maxLength: maxOptional }).chain((chosen) =>
+  return fc.subarray(optional, { maxLength: Math.min(maxOptional, optional.length) }).chain((chosen) =>
     fc.record(Object.fromEntries([...required, ...chosen].map((name) => [name, fields[name]!]))) as fc.Arbitrary<Fields>);
 }
 
@@ -521,6 +521,9 @@ function templates(catalog: Catalog, ownMedia: readonly string[]) {
     'I2V-A': ['prompt', 'image_urls', 'duration', 'resolution', 'movement_amplitude', 'seed'],
     'I2V-B': ['prompt', 'image_urls', 'resolution', 'ratio', 'aspect_ratio', 'duration', 'seed'],
   };
+  // A model on a vendor's schema (Veo, Hailuo, Kling, Runway, Luma, Seedance, ...): the general video
+  // table and the vendors' own switches; a field its schema does not take is a 400, never a 5xx.
+  const VENDOR_SCHEMA_FIELDS = ['prompt', 'negative_prompt', 'image_urls', 'duration', 'resolution', 'aspect_ratio', 'audio', 'seed', 'mode', 'dynamic_range', 'prompt_optimizer', 'camera_fixed'];
   const videoField: Record<string, fc.Arbitrary<Json>> = {
     prompt: fc.oneof(fc.constantFrom('a fox runs @1', 'waves at dusk'), short),
     negative_prompt: short,
@@ -538,12 +541,18 @@ function templates(catalog: Catalog, ownMedia: readonly string[]) {
     seed: fc.oneof(fc.integer({ min: 0, max: 2_147_483_647 }), fc.constantFrom(-1, 2_147_483_648, 1e300) as fc.Arbitrary<Json>),
     movement_amplitude: fc.constantFrom('auto', 'small', 'medium', 'high', 'large'),
     bgm: fc.boolean(),
+    mode: fc.constantFrom('std', 'pro', 'turbo'),
+    dynamic_range: fc.constantFrom('sdr', 'hdr', 'HDR'),
+    prompt_optimizer: fc.boolean(),
+    camera_fixed: fc.oneof(fc.boolean(), fc.constant('yes') as fc.Arbitrary<Json>),
   };
   const videos = (catalog.video.length > 0 ? fc.constantFrom(...catalog.video) : fc.constant({ id: 'shengshu/viduq3-pro-i2v', profile: 'I2V-A' })).chain(({ id, profile }) => {
-    const fields = [...(VIDEO_FIELDS[profile] ?? ['prompt', 'image_urls']), 'callback_url'];
+    const fields = [...(VIDEO_FIELDS[profile] ?? VENDOR_SCHEMA_FIELDS), 'callback_url'];
     const record: Record<string, fc.Arbitrary<Json>> = { model: modelOf([id], catalog) };
     for (const name of fields) record[name] = videoField[name]!;
-    return fieldsOf(record, ['model', ...fields.filter((name) => name === 'image_urls' || (name === 'prompt' && profile !== 'I2V-A'))], 4);
+    // The profiles take their images as required; a vendor schema may take none (Veo is text-to-video only).
+    const required = fields.filter((name) => (name === 'image_urls' && VIDEO_FIELDS[profile] !== undefined) || (name === 'prompt' && profile !== 'I2V-A'));
+    return fieldsOf(record, ['model', ...required], 4);
   });
 
   const speech = fieldsOf({
