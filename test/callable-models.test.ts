@@ -17,8 +17,8 @@ import { AUDIO_ADAPTERS } from '../src/providers/audio/index.js';
 const PNG_URI = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const REF = 'https://localhost/reference.png';
 
-/** A valid body of each video profile (the mock ends the job quickly). */
-const VIDEO_BODIES: Readonly<Record<string, object>> = {
+/** A valid body of each video profile (the mock ends the job quickly); a video to edit is the mock's sample clip. */
+const VIDEO_BODIES = (mockUrl: string): Readonly<Record<string, object>> => ({
   'R2V-A': { prompt: 'x [[mock job_ms=50]]', video_urls: ['https://localhost/ref.mp4'] },
   'R2V-B': { prompt: 'x [[mock job_ms=50]]', image_urls: [REF] },
   'R2V-C': { prompt: '@1 waves [[mock job_ms=50]]', image_urls: [PNG_URI] },
@@ -35,8 +35,9 @@ const VIDEO_BODIES: Readonly<Record<string, object>> = {
   HAILUO: { prompt: 'x [[mock job_ms=50]]' },
   KLING: { prompt: 'x [[mock job_ms=50]]' },
   'RUNWAY-I2V': { prompt: 'x [[mock job_ms=50]]', image_urls: [PNG_URI] },
+  'RUNWAY-V2V': { prompt: 'x [[mock job_ms=50]]', video_urls: [`${mockUrl}/samples/clip-3.mp4`] },
   'LUMA-RAY': { prompt: 'x [[mock job_ms=50]]' },
-};
+});
 
 interface ModelRecord { id: string; modality: string; is_active: boolean; alias_of: string | null; capabilities: Record<string, unknown>; tags: string[] }
 
@@ -72,7 +73,7 @@ function callOf(model: ModelRecord): { path: string; body: object; poll?: string
     case 'embedding':
       return { path: 'embeddings', body: { model: model.id, input: 'hi' } };
     case 'video':
-      return { path: 'videos/generations', body: { model: model.id, ...VIDEO_BODIES[String(caps.profile)] }, poll: 'videos/generations' };
+      return { path: 'videos/generations', body: { model: model.id, ...VIDEO_BODIES(gateway.mock.url)[String(caps.profile)] }, poll: 'videos/generations' };
     default: {
       if (caps.task === 'speech') {
         const voice = Array.isArray(caps.voices) ? { voice: caps.voices[0] } : {};

@@ -185,6 +185,84 @@ t.test('each invalid parameter is a 400 naming the field and what it may be; not
   t.equal(row!.n, 0, 'no task row');
 });
 
+// ---- Runway Aleph: video-to-video, priced by the input video's length ----
+
+const ALEPH = 'runway/gen4-aleph';
+const sample = (name: string) => `${gateway.mock.url}/samples/${name}`;
+
+t.test('Runway Aleph: the input video measured before the hold, charged whole seconds of it at 0.15 USD', async (t) => {
+  for (const c of [
+    { clip: 'clip-3.4.mp4', usd: '0.60', body: { aspect_ratio: '9:16', seed: 7 }, sent: { ratio: '720:1280', seed: 7 } },
+    { clip: 'clip-2-v1.mp4', usd: '0.30', body: {}, sent: { ratio: '1280:720' } },
+    { clip: 'clip-5.mp4', usd: '0.75', body: { aspect_ratio: '1:1' }, sent: { ratio: '960:960' } },
+  ]) {
+    await t.test(`${c.clip}: ${c.usd} USD`, async (t) => {
+      const { user, key } = await newUser();
+      const client = new OpenAI({ apiKey: key, baseURL: gateway.v1 });
+      const submitted = await client.post('/videos/generations', { body: { model: ALEPH, prompt: 'make it winter [[mock job_ms=150]]', video_urls: [sample(c.clip)], ...c.body } }) as Task;
+      t.match(submitted, { status: 'pending', model: ALEPH });
+      t.equal((await gateway.balanceNano(user)).held, NANO(c.usd), `${c.usd} USD held: the input's seconds rounded up`);
+      const task = await pollToEnd(client, submitted.id);
+      t.equal(task.status, 'success', JSON.stringify(task));
+      const url = task.data![0]!.url;
+      t.ok(url.startsWith(`${gateway.url}/media/`), 'the video is on the media host');
+      const video = Buffer.from(await (await fetch(url)).arrayBuffer());
+      t.ok(mp4DurationSeconds(video)! > 0, 'an MP4 file');
+      t.match(sentTo('/runway/v1/video_to_video').at(-1)?.body, { model: 'gen4_aleph', videoUri: sample(c.clip), promptText: /^make it winter/, ...c.sent }, 'video_to_video got the job in its wire format');
+      t.notOk('duration' in (sentTo('/runway/v1/video_to_video').at(-1)?.body as object), 'no duration sent: the clip follows its input');
+      const money = await usageOf(user);
+      t.equal(money.held, 0n, 'nothing held after it ended');
+      t.same(money.usage.map((u) => [u.id, u.credits_nano]), [[submitted.id, -NANO(c.usd)]], `one charge of ${c.usd} USD`);
+      t.equal(money.credits, NANO('10') - NANO(c.usd), 'credits moved by the charge only');
+    });
+  }
+});
+
+t.test('Runway Aleph: a failed task releases its hold', async (t) => {
+  const { user, key } = await newUser();
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, prompt: 'x [[mock job_ms=50 task_fail=SAFETY.INPUT.VIDEO]]', video_urls: [sample('clip-4.mp4')] });
+  t.equal(submitted.status, 200, 'accepted');
+  t.equal((await gateway.balanceNano(user)).held, NANO('0.60'), 'held while it runs');
+  const task = await pollToEnd(new OpenAI({ apiKey: key, baseURL: gateway.v1 }), submitted.body.id);
+  t.match(task, { status: 'failed', error: { code: 'SAFETY.INPUT.VIDEO', message: /SAFETY/ } });
+  const money = await usageOf(user);
+  t.same(money.usage, [], 'nothing charged');
+  t.equal(money.credits, NANO('10'), 'credits as before');
+});
+
+t.test('Runway Aleph: an input that is not an MP4, has no length, is too long or cannot be fetched is a 400 naming video_urls[0]; nothing is held', async (t) => {
+  const { user, key } = await newUser();
+  for (const [what, url, message] of [
+    ['a PNG', sample('picture'), /not an MP4 video/],
+    ['6 seconds (Aleph takes at most 5)', sample('clip-6.mp4'), /6 seconds long; runway\/gen4-aleph takes an input video of at most 5 seconds/],
+    ['5.001 seconds', sample('clip-5.001.mp4'), /5.001 seconds long/],
+    ['0 seconds', sample('clip-0.mp4'), /no readable length/],
+    ['a missing file', sample('nothing.mp4'), /could not be fetched/],
+  ] as const) {
+    const answer = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, prompt: 'x', video_urls: [url] });
+    t.equal(answer.status, 400, `${what}: 400`);
+    t.match(answer.body.error, { param: 'video_urls[0]', code: 'invalid_video_url', message }, `${what}: ${answer.body.error?.message}`);
+  }
+  for (const [what, body, param, message] of [
+    ['no video', { prompt: 'x' }, 'video_urls', /required|array/],
+    ['two videos', { prompt: 'x', video_urls: [sample('clip-1.mp4'), sample('clip-2.mp4')] }, 'video_urls', /exactly 1 entry/],
+    ['a .mov file', { prompt: 'x', video_urls: ['https://localhost/a.mov'] }, 'video_urls[0]', /MP4 video; this URL names a .mov file/],
+    ['no prompt', { video_urls: [sample('clip-1.mp4')] }, 'prompt', /./],
+    ['a prompt over 1000 characters', { prompt: 'x'.repeat(1001), video_urls: [sample('clip-1.mp4')] }, 'prompt', /at most 1000 characters/],
+    ['a duration', { prompt: 'x', video_urls: [sample('clip-1.mp4')], duration: 5 }, 'duration', /as long as its input video/],
+    ['an aspect ratio it does not make', { prompt: 'x', video_urls: [sample('clip-1.mp4')], aspect_ratio: '2:1' }, 'aspect_ratio', /'16:9', '9:16', '4:3', '3:4', '1:1', '21:9'/],
+    ['a private address', { prompt: 'x', video_urls: ['https://10.0.0.7/a.mp4'] }, 'video_urls[0]', /./],
+  ] as const) {
+    const answer = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, ...body });
+    t.equal(answer.status, 400, `${what}: 400`);
+    t.equal(answer.body.error?.param, param, `${what}: names ${param}`);
+    t.match(answer.body.error?.message, message, `${what}: ${answer.body.error?.message}`);
+  }
+  t.equal((await gateway.balanceNano(user)).held, 0n, 'nothing held');
+  const [row] = await gateway.sql<{ n: number }[]>`select count(*)::int as n from tasks where user_id = ${user}`;
+  t.equal(row!.n, 0, 'no task row');
+});
+
 // ---- Kling: the adapter against the mock vendor (the model is listed inactive until its price is verified) ----
 
 const KLING_JOB: VideoJob = { profile: 'KLING', model: 'kuaishou/kling-v3', upstreamModel: 'kling-v3', prompt: 'a kite', imageUrls: [], videoUrls: [], duration: 4, mode: 'std', aspectRatio: '16:9', audio: false };

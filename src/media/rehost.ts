@@ -1,6 +1,6 @@
 /**
  * Media that crosses the gateway on an image call: the caller's `image_urls` (decoded or fetched,
- * checked to be images, hosted) and the upstream's results (hosted so links do not expire).
+ * checked to be images, hosted), the caller's input video measured for its price, and the upstream's results (hosted so links do not expire).
  */
 import { isIP } from 'node:net';
 import { ApiError, badRequest } from '../http/errors.js';
@@ -10,6 +10,7 @@ import { DataUriError, decodeDataUri } from './data-uri.js';
 import { UrlGuardError, fetchGuarded } from './url-guard.js';
 import { isLoopbackAddress, isPublicAddress } from './public-address.js';
 import { sniffMediaType } from './sniff.js';
+import { isMp4, mp4DurationSeconds } from './mp4-duration.js';
 import { log } from '../log.js';
 
 export interface MediaTransit {
@@ -58,35 +59,42 @@ export function isLoopbackUrl(url: string): boolean {
 
 const dataUriOf = (bytes: Uint8Array, contentType: string) => `data:${contentType};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')}`;
 
+type InputCode = 'invalid_image_url' | 'invalid_video_url';
+
 /**
- * One entry of `image_urls` as the upstream is given it: a `data:` URI decoded in the worker pool, an
- * address on this gateway's media host (an upload) read from storage, any other https URL fetched
- * through the URL guard; the bytes must be an image; hosted on the media host, and
- * passed on as the hosted URL (or, when vendors cannot reach the media host, inline).
+ * The bytes of a caller's input: a `data:` URI decoded in the worker pool, an address on this
+ * gateway's media host (an upload) read from storage, any other http(s) URL fetched through the URL
+ * guard; each within MEDIA_MAX_BYTES (413 beyond), and a fetch within the fetch timeout.
  */
-export async function hostInputImage(entry: string, index: number, transit: MediaTransit): Promise<string> {
-  const param = `image_urls[${index}]`;
-  let bytes: Uint8Array;
-  let sha256: string | undefined;
+async function inputBytes(entry: string, param: string, transit: MediaTransit, code: InputCode): Promise<{ bytes: Uint8Array; sha256?: string }> {
   try {
-    if (/^data:/i.test(entry)) {
-      ({ bytes, sha256 } = await decodeDataUri(entry, transit.maxBytes));
-    } else if (transit.media && entry.startsWith(`${transit.mediaUrl}/`)) {
+    if (/^data:/i.test(entry)) return await decodeDataUri(entry, transit.maxBytes);
+    if (transit.media && entry.startsWith(`${transit.mediaUrl}/`)) {
       const name = entry.slice(transit.mediaUrl.length + 1);
       // The name fixes the bytes, so their size is known before they are read (a video result may be far larger).
       const size = (await transit.media.storage.head(name))?.bytes ?? 0;
       if (size > transit.maxBytes) throw new ApiError(413, 'payload_too_large', `'${param}' is larger than ${transit.maxBytes} bytes.`, param);
       const own = await transit.media.storage.get(name);
-      if (!own?.body) throw badRequest(`'${param}' names media this gateway no longer has (unknown or expired).`, param, 'invalid_image_url');
-      bytes = own.body;
-    } else if (/^https?:\/\//i.test(entry)) {
-      bytes = (await fetchGuarded(entry, { maxBytes: transit.maxBytes, timeoutMs: transit.fetchTimeoutMs, allowLoopback: transit.allowLoopback })).bytes;
-    } else {
-      throw badRequest(`'${param}' must be an https URL or a base64 data: URI.`, param, 'invalid_image_url');
+      if (!own?.body) throw badRequest(`'${param}' names media this gateway no longer has (unknown or expired).`, param, code);
+      return { bytes: own.body };
     }
+    if (/^https?:\/\//i.test(entry)) {
+      return { bytes: (await fetchGuarded(entry, { maxBytes: transit.maxBytes, timeoutMs: transit.fetchTimeoutMs, allowLoopback: transit.allowLoopback })).bytes };
+    }
+    throw badRequest(`'${param}' must be an https URL${code === 'invalid_image_url' ? ' or a base64 data: URI' : ''}.`, param, code);
   } catch (error) {
-    throw inputError(error, param, transit.maxBytes);
+    throw inputError(error, param, transit.maxBytes, code);
   }
+}
+
+/**
+ * One entry of `image_urls` as the upstream is given it: its bytes (`inputBytes`) must be an image;
+ * hosted on the media host, and passed on as the hosted URL (or, when vendors cannot reach the media
+ * host, inline).
+ */
+export async function hostInputImage(entry: string, index: number, transit: MediaTransit): Promise<string> {
+  const param = `image_urls[${index}]`;
+  const { bytes, sha256 } = await inputBytes(entry, param, transit, 'invalid_image_url');
   const type = sniffMediaType(bytes);
   if (!type?.contentType.startsWith('image/')) {
     throw new ApiError(415, 'unsupported_media_type', `'${param}' is not an image (PNG, JPEG, GIF, WEBP or AVIF).`, param);
@@ -96,14 +104,29 @@ export async function hostInputImage(entry: string, index: number, transit: Medi
   return transit.mediaIsPublic ? stored.url : dataUriOf(bytes, stored.contentType);
 }
 
-function inputError(error: unknown, param: string, maxBytes: number): unknown {
+/**
+ * The length in seconds of one entry of `video_urls` (read as `inputBytes` reads it), from its MP4
+ * movie header: a 400 naming the entry when it is not an MP4 or its length cannot be read.
+ */
+export async function inputVideoSeconds(entry: string, index: number, transit: MediaTransit): Promise<number> {
+  const param = `video_urls[${index}]`;
+  const { bytes } = await inputBytes(entry, param, transit, 'invalid_video_url');
+  if (!isMp4(bytes)) throw badRequest(`'${param}' is not an MP4 video.`, param, 'invalid_video_url');
+  const seconds = mp4DurationSeconds(bytes);
+  if (seconds === undefined || seconds <= 0) {
+    throw badRequest(`'${param}' has no readable length: its MP4 movie header (moov/mvhd) is missing, damaged or says 0 seconds.`, param, 'invalid_video_url');
+  }
+  return seconds;
+}
+
+function inputError(error: unknown, param: string, maxBytes: number, code: InputCode): unknown {
   if (error instanceof DataUriError) {
     if (error.reason === 'too_large') return new ApiError(413, 'payload_too_large', `'${param}' decodes to more than ${maxBytes} bytes; upload it with POST /v1/uploads.`, param);
-    return badRequest(`'${param}' is not a valid base64 data: URI: ${error.message}`, param, 'invalid_image_url');
+    return badRequest(`'${param}' is not a valid base64 data: URI: ${error.message}`, param, code);
   }
   if (error instanceof UrlGuardError) {
     if (error.reason === 'too_large') return new ApiError(413, 'payload_too_large', `'${param}' is larger than ${maxBytes} bytes.`, param);
-    return badRequest(`'${param}' could not be fetched: ${error.message}`, param, 'invalid_image_url');
+    return badRequest(`'${param}' could not be fetched: ${error.message}`, param, code);
   }
   return error;
 }

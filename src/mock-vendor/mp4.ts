@@ -2,6 +2,8 @@
 // the clip is, and an `mdat` holding a tag (so every task's file, and its hash, differs). Enough for
 // a media sniffer and a duration parser; no player would show a picture.
 
+import { mockPng } from './png.js';
+
 function box(type: string, ...payload: Buffer[]): Buffer {
   const body = Buffer.concat(payload);
   const head = Buffer.alloc(8);
@@ -31,3 +33,19 @@ export function mockMp4(seconds: number, tag: string, version: 0 | 1 = 0): Buffe
 
 /** Read back with the gateway's own parser. */
 export { mp4DurationSeconds } from '../media/mp4-duration.js';
+
+/** Where the mock serves sample inputs (the caller's video of a video-to-video call, in tests). */
+export const SAMPLES_PREFIX = '/samples/';
+
+/**
+ * A sample input by path: `clip-<seconds>.mp4` an MP4 of that length (at most an hour),
+ * `clip-<seconds>-v1.mp4` the same with a version 1 movie header, `picture` a PNG (no extension:
+ * what a caller's URL may look like).
+ */
+export function sampleMedia(path: string): { bytes: Buffer; contentType: string } | undefined {
+  const name = path.slice(SAMPLES_PREFIX.length);
+  if (name === 'picture') return { bytes: mockPng(name), contentType: 'image/png' };
+  const clip = /^clip-(\d{1,4}(?:\.\d{1,3})?)(-v1)?\.mp4$/.exec(name);
+  if (!clip || Number(clip[1]) > 3600) return undefined;
+  return { bytes: mockMp4(Number(clip[1]), name, clip[2] ? 1 : 0), contentType: 'video/mp4' };
+}

@@ -23,6 +23,7 @@ import { randomId } from './ids.js';
 import { RequestLog, recordBody, type MockRequestRecord } from './records.js';
 import { cutsBefore, streamFrames, type Frame } from './stream.js';
 import { VideoTasks } from './video-tasks.js';
+import { SAMPLES_PREFIX, sampleMedia } from './mp4.js';
 import { VeoOperations } from './veo.js';
 import { StripeMock, type StripeWebhookTarget } from './stripe.js';
 import { localUrl } from '../local-url.js';
@@ -133,6 +134,17 @@ export async function startMockVendor(opts: MockVendorOptions = {}): Promise<Moc
   };
 }
 
+/** A sample input (mp4.ts `sampleMedia`), as a caller's own server would serve it. */
+function serveSample(req: http.IncomingMessage, res: http.ServerResponse, path: string): void {
+  req.resume();
+  const sample = sampleMedia(path);
+  if (!sample) {
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('no such sample');
+    return;
+  }
+  res.writeHead(200, { 'content-type': sample.contentType, 'content-length': sample.bytes.length }).end(sample.bytes);
+}
+
 const AZURE_PATH = /\/openai\/deployments\/([^/]+)\/chat\/completions$/;
 
 function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: MockBehaviour, faults: FaultBook, log: RequestLog, cloud: MockCloud, images: BflHost, videos: VideoTasks, veo: VeoOperations, audio: AudioVendors, stripe: StripeMock): void {
@@ -144,6 +156,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
     return;
   }
   if (path.startsWith(FILES_PREFIX)) return serveFile(req, res, path, images.files);
+  if (path.startsWith(SAMPLES_PREFIX)) return serveSample(req, res, path);
   if (StripeMock.handlesPage(path)) return stripe.page(req, res, path, readBody);
   if (isGeminiPath(path)) return geminiRoute(req, res, behaviour, faults, log, (authorization) => cloud.tokenValid(authorization));
   const record: MockRequestRecord = {

@@ -5,7 +5,7 @@
 // MiniMax Hailuo (`/minimax/v1/video_generation`, `query/video_generation?task_id=`, then
 // `files/retrieve?file_id=` for the download URL; MiniMax's own speech files stay with audio.ts) and
 // Kuaishou Kling (`/kuaishou/v1/videos/text2video`, `image2video`, each polled at `…/{id}`; a JWT
-// checked on every call), Runway (`/runway/v1/image_to_video`, `tasks/{id}`, `X-Runway-Version`) and
+// checked on every call), Runway (`/runway/v1/image_to_video`, `video_to_video`, `tasks/{id}`, `X-Runway-Version`) and
 // Luma's Agents API (`/luma/v1/generations`, `generations/{id}`).
 // One task store and clock: a job is queued, then running, then ends after `job_ms`; polls answer in
 // the vendor's own spellings; results are small MP4s served at `/__mock/videos/…` until their URL
@@ -284,7 +284,7 @@ const RUNWAY: Dialect = {
   prefix: '/runway/v1/',
   authorized: (authorization) => (/^Bearer \S+/.test(authorization ?? '') ? undefined : { status: 401, body: { error: 'Invalid API key.' } }),
   requiredHeader: { name: 'x-runway-version', value: '2024-11-06', status: 400, body: { error: 'API version 2024-11-06 is required in the X-Runway-Version header.' } },
-  submitPath: (path) => path === '/runway/v1/image_to_video' || path === '/runway/v1/text_to_image',
+  submitPath: (path) => path === '/runway/v1/image_to_video' || path === '/runway/v1/video_to_video' || path === '/runway/v1/text_to_image',
   read: (body, path) => {
     if (typeof body.model !== 'string') return 'model is required';
     if (path === '/runway/v1/text_to_image') {
@@ -295,6 +295,13 @@ const RUNWAY: Dialect = {
         return 'referenceImages must be at most 3 objects with a uri';
       }
       return { model: body.model, prompt: body.promptText, seconds: 0, image: true };
+    }
+    if (path === '/runway/v1/video_to_video') {
+      if (typeof body.videoUri !== 'string' || !/^(?:https?:\/\/|data:video\/)/.test(body.videoUri)) return 'videoUri must be an https URL or a data URI of a video';
+      if (typeof body.promptText !== 'string' || body.promptText === '' || body.promptText.length > 1000) return 'promptText is required (at most 1000 characters)';
+      if (typeof body.ratio !== 'string' || !/^\d+:\d+$/.test(body.ratio)) return 'ratio must be one of the output sizes, such as 1280:720';
+      // Aleph edits at most the first 5 seconds of its input: the mock's clip is that long.
+      return { model: body.model, prompt: body.promptText, seconds: 5 };
     }
     if (typeof body.promptImage !== 'string') return 'promptImage is required';
     if (typeof body.ratio !== 'string' || !/^\d+:\d+$/.test(body.ratio)) return 'ratio must be one of the output sizes, such as 1280:720';

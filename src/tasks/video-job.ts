@@ -11,9 +11,16 @@ export type VideoProfile = (typeof VIDEO_PROFILES)[number];
  */
 export const VENDOR_VIDEO_SCHEMAS = [
   'VEO', 'VEO-LITE', 'WAN-R2V-FLASH', 'VIDU-Q3-R2V', 'VIDU-Q3-I2V', 'SEEDANCE-1.0-PRO', 'SEEDANCE-1.5-PRO', 'SEEDANCE-2.0',
-  'HAILUO', 'KLING', 'RUNWAY-I2V', 'LUMA-RAY',
+  'HAILUO', 'KLING', 'RUNWAY-I2V', 'RUNWAY-V2V', 'LUMA-RAY',
 ] as const;
 export type VideoSchemaName = VideoProfile | (typeof VENDOR_VIDEO_SCHEMAS)[number];
+
+/**
+ * Schemas of video-to-video models billed per second of the caller's input video: the request names
+ * no duration; the route measures the input (its MP4 movie header) and sets the job's `duration` to
+ * its seconds rounded up before pricing and holding it.
+ */
+export const PRICED_BY_INPUT_VIDEO: readonly VideoSchemaName[] = ['RUNWAY-V2V'];
 
 /**
  * A validated video request, normalised across profiles: every default filled in, field names the
@@ -31,9 +38,9 @@ export interface VideoJob {
   readonly negativePrompt?: string;
   /** Reference or first-frame images, in the caller's order: https URLs or `data:` URIs. */
   readonly imageUrls: readonly string[];
-  /** Reference videos (R2V-A, Seedance 2.0): https URLs. */
+  /** Reference videos (R2V-A, Seedance 2.0) or the video to edit (RUNWAY-V2V): https URLs. */
   readonly videoUrls: readonly string[];
-  /** Seconds of output. */
+  /** Seconds of output; on a schema PRICED_BY_INPUT_VIDEO, the input video's seconds rounded up. */
   readonly duration: number;
   /** Pixel size `W*H` (R2V-A). */
   readonly size?: string;

@@ -247,11 +247,14 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'runway/gen4-aleph', name: 'Runway Aleph', provider: 'Runway', modality: 'video',
-    description: 'Runway Aleph (Gen-4) video-to-video editing, billed per second of the input video.',
+    description: 'Runway Aleph (Gen-4) video-to-video editing: one input MP4 of up to 5 seconds restyled or changed by a prompt, billed per second of the input video.',
     tags: ['video', 'video-to-video', 'edit', 'runway'], family: 'runway', upstreamVendor: 'runway', upstreamModel: 'gen4_aleph',
-    capabilities: { task: 'video-to-video' },
+    capabilities: {
+      profile: 'RUNWAY-V2V', task: 'video-to-video', aspectRatios: ['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'],
+      minVideos: 1, maxVideos: 1, maxInputSeconds: 5, maxPromptChars: 1000,
+    },
     prices: perSecond({ '': '0.15' }, 'B'),
-    isPopular: false, source: 'LiteLLM',
+    isPopular: false, source: 'LiteLLM (0.15 USD per second of input video); Runway lists 15 credits per second at 0.01 USD a credit, not re-checked here; API: docs/vendors/runway.md',
   },
   {
     id: 'luma/ray-3.2', name: 'Luma Ray 3.2', provider: 'Luma AI', modality: 'video',

@@ -5,10 +5,11 @@ import { parseJsonObject } from '../schemas/issues.js';
 import { parseVideoRequest } from '../schemas/videos.js';
 import { PricingError, worstCaseNano } from '../../billing/media-pricing.js';
 import { VIDEO_ADAPTERS } from '../../providers/video/index.js';
-import { hostInputImage, mediaTransitOf } from '../../media/rehost.js';
+import { hostInputImage, inputVideoSeconds, mediaTransitOf } from '../../media/rehost.js';
 import { mediaModelFor } from './media-model.js';
 import { getTask } from '../../store/tasks.js';
-import { videoCallOf } from '../../tasks/video-job.js';
+import { PRICED_BY_INPUT_VIDEO, videoCallOf, type VideoJob } from '../../tasks/video-job.js';
+import type { MediaModel } from '../../catalog/model.js';
 import { vendorHintValid } from '../../tasks/vendor-hints.js';
 import { parseQuery } from '../router.js';
 import { callbackUrlOf, checkPublicUrl, taskRoutes } from './tasks.js';
@@ -36,16 +37,32 @@ export function videoRoutes(services: Services) {
     isHosted(entry) ? undefined : checkPublicUrl(entry, `image_urls[${index}]`, 'invalid_image_url', config.fetch.allowLoopback);
   const hostImage = (entry: string, index: number) => (isHosted(entry) ? hostInputImage(entry, index, transit) : entry);
 
+  /**
+   * A job billed per second of its input video, with that length as its duration (seconds rounded
+   * up). The input is read before the hold (its price depends on it): fetched through the URL guard,
+   * or read from this media host, within MEDIA_MAX_BYTES and the fetch timeout.
+   */
+  const measuredInput = async (job: VideoJob, model: MediaModel): Promise<VideoJob> => {
+    if (!PRICED_BY_INPUT_VIDEO.includes(job.profile)) return job;
+    const seconds = await inputVideoSeconds(job.videoUrls[0]!, 0, transit);
+    const max = model.capabilities.maxInputSeconds;
+    if (typeof max === 'number' && seconds > max) {
+      throw badRequest(`'video_urls[0]' is ${Number(seconds.toFixed(3))} seconds long; ${model.id} takes an input video of at most ${max} seconds.`, 'video_urls[0]', 'invalid_video_url');
+    }
+    return { ...job, duration: Math.ceil(seconds) };
+  };
+
   const submit = async (ctx: RequestContext): Promise<void> => {
     const key = await auth.apiKey(ctx);
     requireJson(ctx.headers.contentType);
     const body = parseJsonObject(await ctx.body());
     if (typeof body.model !== 'string' || body.model === '') throw badRequest("'model' is required and must be a string.", 'model');
     const model = mediaModelFor(services, body.model, 'video');
-    const job = parseVideoRequest(body, model);
+    const parsed = parseVideoRequest(body, model);
     if (!VIDEO_ADAPTERS[model.family] || !services.routing.mediaTargetsOf(model)) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} task API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
+    const job = await measuredInput(parsed, model);
     const callbackUrl = callbackUrlOf(body);
     let costNano: bigint;
     try {

@@ -1,7 +1,7 @@
 /**
  * `POST /v1/videos/generations`: one strict valibot schema per model profile of the spec (R2V-A,
  * R2V-B, R2V-C, R2V-D, I2V-A, I2V-B), and per vendor schema of a model outside them (VEO, VEO-LITE,
- * HAILUO, KLING, RUNWAY-I2V, LUMA-RAY: the general video table mapped onto each vendor's parameters),
+ * HAILUO, KLING, RUNWAY-I2V, RUNWAY-V2V, LUMA-RAY: the general video table mapped onto each vendor's parameters),
  * built once at load from shared field builders and chosen by the model's `capabilities.profile`. A
  * request becomes a `VideoJob` with every default filled in; a wrong
  * value is a 400 naming the field and what it may be; nothing is clamped.
@@ -470,6 +470,17 @@ const PROFILES: Readonly<Record<VideoSchemaName, Profile>> = Object.freeze({
     prompt: opt(text(1000)),
     image_urls: images(1, 1),
     duration: opt(wholeNumber(2, 10), 5),
+    aspect_ratio: opt(oneOf(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'] as const), '16:9'),
+    seed: opt(wholeNumber(0, 4_294_967_295)),
+  })),
+  // Runway gen4_aleph (docs/vendors/runway.md): edits one input video; the clip is as long as the
+  // input, which the route measures (PRICED_BY_INPUT_VIDEO), so no duration is taken.
+  'RUNWAY-V2V': profile(v.strictObject({
+    ...COMMON,
+    prompt: text(1000),
+    video_urls: list(reference({ what: `${HTTPS_URL} of an MP4 video`, extensions: ['mp4'] }), 1, 1),
+    // Not a number until the route measures the input: NaN, which no JSON body can send (valibot checks a default too).
+    duration: opt(v.custom<number>(Number.isNaN, 'this model makes a clip as long as its input video; leave duration out.'), Number.NaN),
     aspect_ratio: opt(oneOf(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'] as const), '16:9'),
     seed: opt(wholeNumber(0, 4_294_967_295)),
   })),

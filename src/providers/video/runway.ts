@@ -4,7 +4,8 @@
  * (`PENDING`, `THROTTLED`, `RUNNING`, `SUCCEEDED`, `FAILED`, `CANCELLED`), with `output[0]` (a URL
  * that expires within days) on success or `failure` and `failureCode` on failure. Request errors are
  * `{error, issues?}` with a 4xx. `DELETE {base}/tasks/{id}` cancels a task (or deletes a finished
- * one). Serves gen4_turbo image-to-video (profile RUNWAY-I2V).
+ * one). Serves gen4_turbo image-to-video (profile RUNWAY-I2V) and gen4_aleph video-to-video
+ * (`POST {base}/video_to_video`, profile RUNWAY-V2V), polled and cancelled alike.
  */
 import type { VendorTarget, VideoAdapter } from './adapter.js';
 import type { VideoJob } from '../../tasks/video-job.js';
@@ -25,7 +26,15 @@ interface RunwayImageToVideoBody {
   seed?: number;
 }
 
-/** The gateway's aspect ratios as Runway's gen4_turbo output sizes (`ratio` is in pixels there). */
+interface RunwayVideoToVideoBody {
+  model: string;
+  videoUri: string;
+  promptText: string;
+  ratio: string;
+  seed?: number;
+}
+
+/** The gateway's aspect ratios as Runway's gen4_turbo (and gen4_aleph) output sizes (`ratio` is in pixels there). */
 export const RUNWAY_RATIOS: Readonly<Record<string, string>> = Object.freeze({
   '16:9': '1280:720', '9:16': '720:1280', '4:3': '1104:832', '3:4': '832:1104', '1:1': '960:960', '21:9': '1584:672',
 });
@@ -51,6 +60,16 @@ export function runwayImageToVideoBody(job: VideoJob): RunwayImageToVideoBody {
   };
 }
 
+export function runwayVideoToVideoBody(job: VideoJob): RunwayVideoToVideoBody {
+  return {
+    model: job.upstreamModel,
+    videoUri: job.videoUrls[0]!,
+    promptText: job.prompt ?? '',
+    ratio: entryOf(RUNWAY_RATIOS, job.aspectRatio ?? '16:9') ?? RUNWAY_RATIOS['16:9']!,
+    seed: job.seed,
+  };
+}
+
 /** Every Runway call's headers (its image calls too). */
 export const runwayHeaders = (target: { readonly apiKey: string }) => ({ authorization: `Bearer ${target.apiKey}`, 'x-runway-version': RUNWAY_API_VERSION });
 const headers = runwayHeaders;
@@ -62,6 +81,7 @@ export const RUNWAY_VIDEO = Object.freeze({
   family: 'runway',
 
   submit(job, target) {
+    if (job.profile === 'RUNWAY-V2V') return jsonRequest('POST', `${trimBase(target.baseUrl)}/video_to_video`, headers(target), runwayVideoToVideoBody(job));
     return jsonRequest('POST', `${trimBase(target.baseUrl)}/image_to_video`, headers(target), runwayImageToVideoBody(job));
   },
 

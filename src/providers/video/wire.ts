@@ -20,8 +20,8 @@ export type ErrorReader = (body: JsonObject) => VendorError;
 /** The step an answer belongs to: a missing task means something else after a submit than during polling. */
 export type Step = 'submit' | 'poll';
 
-/** What a task is asked to do with its images, by the spec's profile or vendor schema (a new one must be placed here). */
-const PROFILE_TASK: Readonly<Record<VideoSchemaName, 'reference-to-video' | 'image-to-video'>> = Object.freeze({
+/** What a task is asked to do with its images (or its video), by the spec's profile or vendor schema (a new one must be placed here). */
+const PROFILE_TASK: Readonly<Record<VideoSchemaName, 'reference-to-video' | 'image-to-video' | 'video-to-video'>> = Object.freeze({
   'R2V-A': 'reference-to-video',
   'R2V-B': 'reference-to-video',
   'R2V-C': 'reference-to-video',
@@ -39,6 +39,7 @@ const PROFILE_TASK: Readonly<Record<VideoSchemaName, 'reference-to-video' | 'ima
   HAILUO: 'image-to-video',
   KLING: 'image-to-video',
   'RUNWAY-I2V': 'image-to-video',
+  'RUNWAY-V2V': 'video-to-video',
   'LUMA-RAY': 'image-to-video',
 });
 
