@@ -661,6 +661,20 @@ t.test('Runway: the image_to_video request, versioned; poll and cancel', async (
   t.strictSame(requestParts(RUNWAY_VIDEO.cancel('abc-1', RUNWAY)), { method: 'DELETE', url: 'https://api.dev.runwayml.com/v1/tasks/abc-1', headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06' }, body: undefined });
 });
 
+t.test('Runway: the video_to_video request (Aleph): the video, the prompt, the ratio, no duration', async (t) => {
+  const aleph: VideoJob = {
+    profile: 'RUNWAY-V2V', model: 'runway/gen4-aleph', upstreamModel: 'gen4_aleph', prompt: 'make it winter', imageUrls: [], videoUrls: ['https://media.example/in.mp4'],
+    duration: 4, aspectRatio: '9:16', seed: 11,
+  };
+  const request = RUNWAY_VIDEO.submit(aleph, RUNWAY);
+  t.strictSame(requestParts(request), {
+    method: 'POST', url: 'https://api.dev.runwayml.com/v1/video_to_video',
+    headers: { authorization: 'Bearer key_test_runway', 'x-runway-version': '2024-11-06', 'content-type': 'application/json' },
+    body: { model: 'gen4_aleph', videoUri: 'https://media.example/in.mp4', promptText: 'make it winter', ratio: '720:1280', seed: 11 },
+  });
+  keyOnlyInHeader(t, request, RUNWAY.apiKey, 'Bearer');
+});
+
 t.test('Runway: answers, statuses, failures', async (t) => {
   t.strictSame(RUNWAY_VIDEO.submitted(200, json({ id: '17f20503-6c24-4c16-946b-35dbbce2af2f' })), { kind: 'submitted', upstreamId: '17f20503-6c24-4c16-946b-35dbbce2af2f' });
   isRefusal(t, RUNWAY_VIDEO.submitted(400, json({ error: 'Validation of body failed', issues: [{ path: ['ratio'], message: 'Invalid enum value' }] })), { retryable: false, code: 'http_400', httpStatus: 400, message: 'Validation of body failed' }, 'validation');
