@@ -34,7 +34,7 @@ let users = 0;
 t.before(async () => {
   mediaDir = await mkdtemp(join(tmpdir(), 'video-vendors-'));
   gateway = await startGateway({
-    env: { JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, RATE_LIMIT_DEFAULT: '1000/10', FETCH_ALLOW_LOOPBACK: 'true', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', TASK_RETRY_MS: '50' },
+    env: { JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, MEDIA_MAX_BYTES: String(1024 * 1024), RATE_LIMIT_DEFAULT: '1000/10', FETCH_ALLOW_LOOPBACK: 'true', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', TASK_RETRY_MS: '50' },
   });
 });
 t.teardown(async () => {
@@ -230,7 +230,7 @@ t.test('Runway Aleph: a failed task releases its hold', async (t) => {
   t.equal(money.credits, NANO('10'), 'credits as before');
 });
 
-t.test('Runway Aleph: an input that is not an MP4, has no length, is too long or cannot be fetched is a 400 naming video_urls[0]; nothing is held', async (t) => {
+t.test('Runway Aleph: an input that is not an MP4, has no length, is too long or cannot be fetched is a 400 naming video_urls[0] (over MEDIA_MAX_BYTES a 413); nothing is held', async (t) => {
   const { user, key } = await newUser();
   for (const [what, url, message] of [
     ['a PNG', sample('picture'), /not an MP4 video/],
@@ -258,6 +258,9 @@ t.test('Runway Aleph: an input that is not an MP4, has no length, is too long or
     t.equal(answer.body.error?.param, param, `${what}: names ${param}`);
     t.match(answer.body.error?.message, message, `${what}: ${answer.body.error?.message}`);
   }
+  const big = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, prompt: 'x', video_urls: [sample('big-clip.mp4')] });
+  t.equal(big.status, 413, 'an input over MEDIA_MAX_BYTES (1 MiB here): 413');
+  t.match(big.body.error, { code: 'payload_too_large', param: 'video_urls[0]' });
   t.equal((await gateway.balanceNano(user)).held, 0n, 'nothing held');
   const [row] = await gateway.sql<{ n: number }[]>`select count(*)::int as n from tasks where user_id = ${user}`;
   t.equal(row!.n, 0, 'no task row');
