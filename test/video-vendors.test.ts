@@ -2,7 +2,8 @@
 // client submits a task and polls it to success through the mock vendor playing each vendor's own task
 // API (MiniMax Hailuo: submit, query, then files/retrieve for the download URL); the video lands on
 // the media host; success is charged exactly the model's price, a failed task releases its hold; each
-// invalid parameter is a 400 naming the field and what it may be. Kling, listed but not offered (no
+// invalid parameter is a 400 naming the field and what it may be. Runway Aleph (video-to-video) is
+// priced by its input video's length, read before the hold. Kling, listed but not offered (no
 // verified price), is played adapter to mock: its signed token, its paths, success and failure.
 import t from 'tap';
 import OpenAI from 'openai';
@@ -10,8 +11,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
-import { TEST_JWT_SECRET, eventually, fastUser } from './helpers/http-tools.js';
-import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
+import { TEST_JWT_SECRET, eventually, fastUser, rawRequest } from './helpers/http-tools.js';
+import { mockMp4, mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
 import { KLING_VIDEO } from '../src/providers/video/kling.js';
 import { exchange } from '../src/tasks/vendor-exchange.js';
 import type { VendorTarget } from '../src/providers/video/adapter.js';
@@ -216,6 +217,21 @@ t.test('Runway Aleph: the input video measured before the hold, charged whole se
       t.equal(money.credits, NANO('10') - NANO(c.usd), 'credits moved by the charge only');
     });
   }
+});
+
+t.test('Runway Aleph: an upload on this media host is read from storage and priced by its length', async (t) => {
+  const { user, key } = await newUser();
+  const upload = await rawRequest(`${gateway.url}/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'video/mp4' }, body: mockMp4(2.5, 'my clip') });
+  t.equal(upload.status, 201, upload.text);
+  const videoUrl = upload.body.url as string;
+  t.ok(videoUrl.startsWith(`${gateway.url}/media/`), 'an address on the media host');
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, prompt: 'x [[mock job_ms=50]]', video_urls: [videoUrl] });
+  t.equal(submitted.status, 200, JSON.stringify(submitted.body));
+  t.equal((await gateway.balanceNano(user)).held, NANO('0.45'), '2.5 s: 3 seconds held, 0.45 USD');
+  const task = await pollToEnd(new OpenAI({ apiKey: key, baseURL: gateway.v1 }), submitted.body.id);
+  t.equal(task.status, 'success');
+  t.equal((sentTo('/runway/v1/video_to_video').at(-1)?.body as { videoUri: string }).videoUri, videoUrl, 'Runway is given the hosted address');
+  t.same((await usageOf(user)).usage.map((u) => u.credits_nano), [-NANO('0.45')], 'charged 0.45 USD');
 });
 
 t.test('Runway Aleph: a failed task releases its hold', async (t) => {
