@@ -191,7 +191,7 @@ t.test('each invalid parameter is a 400 naming the field and what it may be; not
 const ALEPH = 'runway/gen4-aleph';
 const sample = (name: string) => `${gateway.mock.url}/samples/${name}`;
 
-t.test('Runway Aleph: the input video measured before the hold, charged whole seconds of it at 0.15 USD', async (t) => {
+t.test('Runway Aleph: the longest input held, the input video measured, charged whole seconds of it at 0.15 USD', async (t) => {
   for (const c of [
     { clip: 'clip-3.4.mp4', usd: '0.60', body: { aspect_ratio: '9:16', seed: 7 }, sent: { ratio: '720:1280', seed: 7 } },
     { clip: 'clip-2-v1.mp4', usd: '0.30', body: {}, sent: { ratio: '1280:720' } },
@@ -202,7 +202,7 @@ t.test('Runway Aleph: the input video measured before the hold, charged whole se
       const client = new OpenAI({ apiKey: key, baseURL: gateway.v1 });
       const submitted = await client.post('/videos/generations', { body: { model: ALEPH, prompt: 'make it winter [[mock job_ms=150]]', video_urls: [sample(c.clip)], ...c.body } }) as Task;
       t.match(submitted, { status: 'pending', model: ALEPH });
-      t.equal((await gateway.balanceNano(user)).held, NANO(c.usd), `${c.usd} USD held: the input's seconds rounded up`);
+      t.equal((await gateway.balanceNano(user)).held, NANO('0.75'), 'the longest input\'s price held while it runs (5 s, 0.75 USD)');
       const task = await pollToEnd(client, submitted.id);
       t.equal(task.status, 'success', JSON.stringify(task));
       const url = task.data![0]!.url;
@@ -227,18 +227,33 @@ t.test('Runway Aleph: an upload on this media host is read from storage and pric
   t.ok(videoUrl.startsWith(`${gateway.url}/media/`), 'an address on the media host');
   const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, prompt: 'x [[mock job_ms=50]]', video_urls: [videoUrl] });
   t.equal(submitted.status, 200, JSON.stringify(submitted.body));
-  t.equal((await gateway.balanceNano(user)).held, NANO('0.45'), '2.5 s: 3 seconds held, 0.45 USD');
+  t.equal((await gateway.balanceNano(user)).held, NANO('0.75'), 'the longest input\'s price held while it runs');
   const task = await pollToEnd(new OpenAI({ apiKey: key, baseURL: gateway.v1 }), submitted.body.id);
   t.equal(task.status, 'success');
   t.equal((sentTo('/runway/v1/video_to_video').at(-1)?.body as { videoUri: string }).videoUri, videoUrl, 'Runway is given the hosted address');
   t.same((await usageOf(user)).usage.map((u) => u.credits_nano), [-NANO('0.45')], 'charged 0.45 USD');
 });
 
+t.test('Runway Aleph: a submit refused for credit fetches nothing (the input is read only once the hold is taken)', async (t) => {
+  const { user, key } = await newUser('0.50');
+  const clip = sample('clip-1.mp4');
+  const fetches = () => gateway.mock.requests().filter((r) => r.path === '/samples/clip-1.mp4').length;
+  const fetchedBefore = fetches();
+  const answer = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, prompt: 'x', video_urls: [clip] });
+  t.equal(answer.status, 402, 'less credit than the longest input costs: 402');
+  t.equal(fetches(), fetchedBefore, 'the input was never fetched');
+  t.equal((await gateway.balanceNano(user)).held, 0n, 'nothing held');
+  const { key: richer } = await newUser();
+  const accepted = await postJson(`${gateway.v1}/videos/generations`, richer, { model: ALEPH, prompt: 'x [[mock job_ms=50]]', video_urls: [clip] });
+  t.equal(accepted.status, 200, 'with the credit: accepted');
+  t.equal(fetches(), fetchedBefore + 1, 'and its input fetched once');
+});
+
 t.test('Runway Aleph: a failed task releases its hold', async (t) => {
   const { user, key } = await newUser();
   const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: ALEPH, prompt: 'x [[mock job_ms=50 task_fail=SAFETY.INPUT.VIDEO]]', video_urls: [sample('clip-4.mp4')] });
   t.equal(submitted.status, 200, 'accepted');
-  t.equal((await gateway.balanceNano(user)).held, NANO('0.60'), 'held while it runs');
+  t.equal((await gateway.balanceNano(user)).held, NANO('0.75'), 'held while it runs');
   const task = await pollToEnd(new OpenAI({ apiKey: key, baseURL: gateway.v1 }), submitted.body.id);
   t.match(task, { status: 'failed', error: { code: 'SAFETY.INPUT.VIDEO', message: /SAFETY/ } });
   const money = await usageOf(user);

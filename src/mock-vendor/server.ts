@@ -156,7 +156,6 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
     return;
   }
   if (path.startsWith(FILES_PREFIX)) return serveFile(req, res, path, images.files);
-  if (path.startsWith(SAMPLES_PREFIX)) return serveSample(req, res, path);
   if (StripeMock.handlesPage(path)) return stripe.page(req, res, path, readBody);
   if (isGeminiPath(path)) return geminiRoute(req, res, behaviour, faults, log, (authorization) => cloud.tokenValid(authorization));
   const record: MockRequestRecord = {
@@ -172,6 +171,8 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   };
   log.add(record);
   const exchange = new Exchange(res, record);
+  // Recorded, so a test can tell whether the gateway fetched an input.
+  if (path.startsWith(SAMPLES_PREFIX)) return serveSample(req, res, path);
   if (StripeMock.handles(path)) return stripe.route(req, (status, body, headers) => exchange.sendJson(status, body, headers), path, readBody);
   const embeddings = req.method === 'POST' ? embeddingsEndpoint(path) : undefined;
   if (embeddings === 'openai') return openaiEmbeddings(req, exchange, behaviour, faults, readBody);

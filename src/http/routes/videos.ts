@@ -39,14 +39,13 @@ export function videoRoutes(services: Services) {
 
   /**
    * A job billed per second of its input video, with that length as its duration (seconds rounded
-   * up). The input is read before the hold (its price depends on it): fetched through the URL guard,
-   * or read from this media host, within MEDIA_MAX_BYTES and the fetch timeout.
+   * up): fetched through the URL guard, or read from this media host, within MEDIA_MAX_BYTES and the
+   * fetch timeout. Read only once the longest input's price is held (see submit), so a refused submit
+   * fetches nothing; the task is then charged the measured seconds and the rest of the hold released.
    */
-  const measuredInput = async (job: VideoJob, model: MediaModel): Promise<VideoJob> => {
-    if (!PRICED_BY_INPUT_VIDEO.includes(job.profile)) return job;
+  const measuredInput = async (job: VideoJob, model: MediaModel, max: number): Promise<VideoJob> => {
     const seconds = await inputVideoSeconds(job.videoUrls[0]!, 0, transit);
-    const max = model.capabilities.maxInputSeconds;
-    if (typeof max === 'number' && seconds > max) {
+    if (seconds > max) {
       throw badRequest(`'video_urls[0]' is ${Number(seconds.toFixed(3))} seconds long; ${model.id} takes an input video of at most ${max} seconds.`, 'video_urls[0]', 'invalid_video_url');
     }
     return { ...job, duration: Math.ceil(seconds) };
@@ -62,7 +61,13 @@ export function videoRoutes(services: Services) {
     if (!VIDEO_ADAPTERS[model.family] || !services.routing.mediaTargetsOf(model)) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} task API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
-    const job = await measuredInput(parsed, model);
+    const inputPriced = PRICED_BY_INPUT_VIDEO.includes(parsed.profile);
+    const maxInputSeconds = model.capabilities.maxInputSeconds;
+    if (inputPriced && typeof maxInputSeconds !== 'number') {
+      throw badRequest(`The model '${model.id}' is billed by its input video's length and names no longest input to hold for.`, 'model', 'model_not_supported');
+    }
+    // Priced by its input's length: the longest input it takes is held first, the input measured after.
+    const job = inputPriced ? { ...parsed, duration: maxInputSeconds as number } : parsed;
     const callbackUrl = callbackUrlOf(body);
     let costNano: bigint;
     try {
@@ -76,7 +81,8 @@ export function videoRoutes(services: Services) {
     const vettedWithHostedImages = async () => {
       await Promise.all(job.imageUrls.map(checkImageUrl));
       await Promise.all(job.videoUrls.map((entry, index) => (isOwnMedia(entry) ? undefined : checkPublicUrl(entry, `video_urls[${index}]`, 'invalid_video_url', config.fetch.allowLoopback))));
-      return { ...job, imageUrls: await Promise.all(job.imageUrls.map(hostImage)) };
+      const measured = inputPriced ? await measuredInput(job, model, maxInputSeconds as number) : job;
+      return { ...measured, imageUrls: await Promise.all(job.imageUrls.map(hostImage)) };
     };
     await tasks.accept(ctx, key, { model, job: vettedWithHostedImages, costNano, callbackUrl });
   };
