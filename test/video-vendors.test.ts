@@ -94,6 +94,16 @@ const SUCCESSES = [
     submitPath: '/luma/v1/generations', sent: { model: 'ray-3.2', type: 'video', video: { resolution: '720p', duration: '5s', hdr: true, start_frame: { media_type: 'image/png', data: /^iVBOR/ } } },
     alsoCalled: [],
   },
+  {
+    what: 'Kling 3.0 text-to-video, std, 4 s', model: 'kuaishou/kling-v3', body: { prompt: 'a kite over dunes', duration: 4 }, usd: '0.336', seconds: 4,
+    submitPath: '/kuaishou/v1/videos/text2video', sent: { model_name: 'kling-v3', prompt: /^a kite over dunes/, mode: 'std', duration: '4', aspect_ratio: '16:9', sound: 'off' },
+    alsoCalled: [],
+  },
+  {
+    what: 'Kling 3.0 image-to-video, pro with audio, 5 s', model: 'kuaishou/kling-v3', body: { prompt: 'the kite dives', image_urls: [PNG_URI], mode: 'pro', audio: true }, usd: '0.84', seconds: 5,
+    submitPath: '/kuaishou/v1/videos/image2video', sent: { model_name: 'kling-v3', image: /^iVBOR/, mode: 'pro', duration: '5', sound: 'on' },
+    alsoCalled: [],
+  },
 ] as const;
 
 t.test('each model: the OpenAI client submits and polls to success, the video on the media host, charged exactly its price', async (t) => {
@@ -128,6 +138,7 @@ const FAILURES = [
   { what: 'Hailuo: the submit is refused (base_resp 2013)', body: { model: 'minimax/hailuo-2.3', prompt: 'x [[mock submit_fail=400]]' }, code: 'minimax_2013', message: /./ },
   { what: 'Runway: the task fails its input review', body: { model: 'runway/gen4-turbo', prompt: 'x [[mock job_ms=50 task_fail=SAFETY.INPUT.IMAGE]]', image_urls: [REF] }, code: 'SAFETY.INPUT.IMAGE', message: /SAFETY/ },
   { what: 'Runway: the submit is refused', body: { model: 'runway/gen4-turbo', prompt: 'x [[mock submit_fail=400]]', image_urls: [REF] }, code: 'http_400', message: /Mock failure/ },
+  { what: 'Kling: the task fails (task_status_msg)', body: { model: 'kuaishou/kling-v3', prompt: 'x [[mock job_ms=50 task_fail=risk]]' }, code: 'upstream_failed', message: /risk/ },
   { what: 'Luma: the generation is moderated', body: { model: 'luma/ray-3.2', prompt: 'x [[mock job_ms=50 task_fail=content_moderated]]' }, code: 'content_moderated', message: /content_moderated/ },
 ];
 
@@ -297,7 +308,7 @@ t.test('Runway Aleph: an input that is not an MP4, has no length, is too long or
   t.equal(row!.n, 0, 'no task row');
 });
 
-// ---- Kling: the adapter against the mock vendor (the model is listed inactive until its price is verified) ----
+// ---- Kling: the adapter against the mock vendor ----
 
 const KLING_JOB: VideoJob = { profile: 'KLING', model: 'kuaishou/kling-v3', upstreamModel: 'kling-v3', prompt: 'a kite', imageUrls: [], videoUrls: [], duration: 4, mode: 'std', aspectRatio: '16:9', audio: false };
 
@@ -334,18 +345,18 @@ t.test('Kling: the adapter and the mock vendor agree on the wire (token, paths, 
   t.match(await klingRun(KLING_JOB, { ...target, apiKey: 'ak-test:sk-other' }), { kind: 'refused', retryable: false, code: 'kling_1002', httpStatus: 401 }, 'a token signed with the wrong secret key is refused');
 });
 
-t.test('Kling is listed with its profile, inactive for want of a verified price (not for want of an adapter)', async (t) => {
+t.test('Kling is active with its profile, priced per second by mode and audio', async (t) => {
   const { token } = await newUser();
-  const response = await fetch(`${gateway.url}/api/v1/models/kuaishou/kling-v3`, { headers: { authorization: `Bearer ${token}` } });
-  const model = await response.json() as { is_active: boolean; tags: string[]; capabilities: { profile: string } };
+  const response = await fetch(`${gateway.url}/api/v1/models/kuaishou/kling-v3/pricing`, { headers: { authorization: `Bearer ${token}` } });
   t.equal(response.status, 200);
-  t.equal(model.is_active, false, 'inactive');
-  t.ok(model.tags.includes('price-unverified'), 'tagged price-unverified');
-  t.notOk(model.tags.includes('not-served-yet'), 'not tagged not-served-yet: an adapter serves its vendor');
-  t.equal(model.capabilities.profile, 'KLING');
-  const { key } = await newUser();
-  const refused = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'kuaishou/kling-v3', prompt: 'x' });
-  t.equal(refused.status, 404, 'a call is refused as for any inactive model');
+  const pricing = await response.json() as { prices: { tier: string; usd_per_unit: string }[] };
+  t.same(Object.fromEntries(pricing.prices.map((p) => [p.tier, p.usd_per_unit])), {
+    'audio=false,mode=std': '0.084', 'audio=false,mode=pro': '0.112', 'audio=true,mode=std': '0.126', 'audio=true,mode=pro': '0.168',
+  }, 'four per-second tiers');
+  const { user, key } = await newUser();
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'kuaishou/kling-v3', prompt: 'x [[mock job_ms=3000]]', duration: 15, mode: 'pro' });
+  t.equal(submitted.status, 200);
+  t.equal((await gateway.balanceNano(user)).held, NANO('1.68'), 'pro without audio, 15 s: 15 × 0.112 USD held');
 });
 
 t.test('Runway: a cancel reaches the vendor (DELETE of its task) and is free when it confirms', async (t) => {
@@ -437,7 +448,7 @@ t.test('Luma UNI-1 through images.generate: text to image, and an edit with refe
   t.equal(moderated.body.error?.code, 'content_policy_violation');
 });
 
-t.test("Kling's request profile (the model is inactive, so its schema is checked directly)", async (t) => {
+t.test("Kling's request profile, checked directly", async (t) => {
   const rows = catalogRows();
   const row = rows.models.find((m) => m.id === 'kuaishou/kling-v3')!;
   const model = {

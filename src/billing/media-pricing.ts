@@ -35,7 +35,7 @@ export interface ImageCall {
 /**
  * A clip of `seconds`; `resolution`, or a `size` that the model's `capabilities.sizes` map turns into one
  * (or that is itself the tier when the sizes are a list); `audio` chooses an audio tier or adds the
- * `audio` add-on; `dynamicRange` (`sdr`/`hdr`) picks a tier where priced so.
+ * `audio` add-on; `dynamicRange` (`sdr`/`hdr`) and `mode` pick a tier where priced so.
  */
 export interface VideoCall {
   readonly kind: 'video';
@@ -44,6 +44,8 @@ export interface VideoCall {
   readonly size?: string;
   readonly audio?: boolean;
   readonly dynamicRange?: string;
+  /** The vendor's quality mode (Kling `std`/`pro`), a price tier where priced so. */
+  readonly mode?: string;
 }
 
 /**
@@ -290,6 +292,7 @@ function videoParams(sheet: PriceSheet, call: VideoCall): Params {
   }
   if (call.audio !== undefined) set(params, 'audio', String(call.audio), 'audio');
   set(params, 'dynamic_range', call.dynamicRange, 'dynamicRange');
+  set(params, 'mode', call.mode, 'mode');
   return params;
 }
 

@@ -66,5 +66,5 @@ export interface VideoJob {
 
 /** What the price sheet needs of a job (billing/media-pricing.ts). */
 export function videoCallOf(job: VideoJob): VideoCall {
-  return { kind: 'video', seconds: job.duration, resolution: job.size === undefined ? job.resolution : undefined, size: job.size, audio: job.audio, dynamicRange: job.dynamicRange };
+  return { kind: 'video', seconds: job.duration, resolution: job.size === undefined ? job.resolution : undefined, size: job.size, audio: job.audio, dynamicRange: job.dynamicRange, mode: job.mode };
 }

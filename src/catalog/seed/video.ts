@@ -163,15 +163,21 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'kuaishou/kling-v3', name: 'Kling 3.0', provider: 'Kuaishou', modality: 'video',
-    description: 'Kuaishou Kling 3.0 text-to-video and image-to-video, 3 to 15 seconds, std or pro mode, optional audio. Not offered: Kling bills API calls in prepaid resource-pack units and publishes no per-second USD price.',
-    tags: ['video', 'image-to-video', 'text-to-video', 'kling', 'price-unverified'], family: 'kling', upstreamVendor: 'kuaishou', upstreamModel: 'kling-v3',
+    description: 'Kuaishou Kling 3.0 text-to-video and image-to-video, 3 to 15 seconds, std (720p) or pro (1080p) mode, optional audio.',
+    tags: ['video', 'image-to-video', 'text-to-video', 'kling', 'audio'], family: 'kling', upstreamVendor: 'kuaishou', upstreamModel: 'kling-v3',
     capabilities: {
       profile: 'KLING', task: 'text-to-video', durations: { min: 3, max: 15, default: 5 }, modes: ['std', 'pro'], defaultMode: 'std',
       aspectRatios: ['16:9', '9:16', '1:1'], audio: 'optional', minImages: 0, maxImages: 1, maxPromptChars: 2500,
     },
-    prices: [],
-    isPopular: false, isActive: false,
-    source: 'no official USD price (resource-pack units); resellers disagree from 0.075 to 0.26 per second (evolink, krea, shortapi, 2026-11); API: docs/vendors/kling.md',
+    // Kling bills the API in prepaid resource-pack units, not USD: these are the per-clip costs a pricing
+    // guide gives at pack rates (std 5 s 0.42, pro 5 s 0.56, pro 10 s with audio 1.68), std with audio
+    // by the 1.5 audio ratio that reseller tables share (docs/vendors/kling.md).
+    prices: perSecond({
+      'audio=false,mode=std': '0.084', 'audio=false,mode=pro': '0.112',
+      'audio=true,mode=std': '0.126', 'audio=true,mode=pro': '0.168',
+    }, 'C'),
+    isPopular: false,
+    source: 'derived: atlascloud Kling API pricing guide (2026, per-clip costs at resource-pack rates); std with audio by krea\'s Kling 3.0 audio ratio (2026-11); API: docs/vendors/kling.md',
   },
   {
     id: 'minimax/hailuo-2.3', name: 'MiniMax Hailuo 2.3', provider: 'MiniMax', modality: 'video',
