@@ -196,3 +196,31 @@ t.test('upstream failures release everything and charge nothing', async (t) => {
     t.ok(logs.every((l) => l.cost_nano === 0n && l.status === 502), 'logged as 502 with no cost');
   });
 });
+
+t.test('a client that stops reading a long stream: the gateway stops reading the upstream, and the whole stream arrives once the client reads again', async (t) => {
+  const { key } = await gateway.user('slow-reader-user', '5');
+  const marker = `slow-${randomBytes(4).toString('hex')}`;
+  const chunks = 200_000; // some 30 MB of events: far more than the sockets between the three can hold
+  const body = chatBody(`stream to a slow reader ${marker} [[mock chunks=${chunks}]]`, { stream: true });
+  const { connect } = await import('node:net');
+  const url = new URL(`${gateway.v1}/chat/completions`);
+  const socket = connect(Number(url.port), url.hostname);
+  const received: Buffer[] = [];
+  socket.on('data', (part: Buffer) => received.push(part));
+  socket.write(`POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  await eventually('the stream to start', () => received.length > 0 || undefined);
+  socket.pause();
+  // Whatever the sockets hold, the upstream is held back once they are full: it has not written it all.
+  await sleep(1500);
+  const writtenWhilePaused = mockRecord(marker)?.contentChunksWritten ?? 0;
+  await sleep(500);
+  t.equal(mockRecord(marker)?.contentChunksWritten, writtenWhilePaused, `the upstream stopped at ${writtenWhilePaused} of ${chunks} chunks while the client read nothing`);
+  t.ok(writtenWhilePaused < chunks, 'and had not written the whole answer');
+  const ended = new Promise<void>((resolve) => socket.on('end', resolve));
+  socket.resume();
+  await ended;
+  const text = Buffer.concat(received).toString('utf8');
+  t.equal(contentEvents(text.slice(text.indexOf('\r\n\r\n') + 4)), chunks, 'every content chunk arrived');
+  t.ok(text.includes('data: [DONE]'), 'the stream ended');
+  t.equal(mockRecord(marker)?.completed, true, 'the upstream finished once the client read again');
+});

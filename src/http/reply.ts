@@ -32,6 +32,12 @@ export class Reply {
   private readonly abortHandlers: (() => void)[] = [];
   /** A streamed response's headers, until the first write sends them (see beginStream). */
   private pendingHead: Readonly<Record<string, string>> | undefined;
+  /** Chunks written in this turn, sent together at its end (see write). */
+  private unsent: (Uint8Array | string)[] = [];
+  private flushQueued = false;
+  /** A send found the client slow (uWS buffered it) and it has not drained since. */
+  private congested = false;
+  private resumeWhenDrained: (() => void) | undefined;
   /** Set only for a request whose answer is kept (Idempotency-Key); the hot path checks it and nothing more. */
   recorder: ReplyRecorder | undefined = undefined;
   /**
@@ -131,21 +137,54 @@ export class Reply {
     if (this.open) this.pendingHead = headers;
   }
 
-  /** Sends a streamed response's status and headers if no `write` took them yet. */
+  /** Sends a streamed response's status and headers if no `write` took them yet (with the turn's writes). */
   sendHead(): void {
-    if (this.pendingHead && this.open) this.res.cork(() => this.writeHead());
+    if (this.pendingHead && this.open) this.queueFlush();
   }
 
-  /** Writes a chunk; false means the client is slow (uWS buffered it) and the caller should pause. */
+  /**
+   * Writes a chunk: it leaves with the other writes and the end of this turn (one corked send, so one
+   * system call where a stream's relay writes twice and ends in one turn). False means the client is
+   * slow (uWS buffered the last send) and the caller should pause; a caller learns it one write late,
+   * so a slow client costs at most one more chunk here.
+   */
   write(chunk: Uint8Array | string): boolean {
     if (!this.open) return true;
     if (this.recorder !== undefined) this.recorder.streamChunk(chunk);
+    this.unsent.push(chunk);
+    this.queueFlush();
+    return !this.congested;
+  }
+
+  private queueFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    queueMicrotask(this.flushTurn);
+  }
+
+  private readonly flushTurn = () => {
+    this.flushQueued = false;
+    if (this.open && (this.pendingHead || this.unsent.length > 0)) this.res.cork(() => this.writeUnsent());
+  };
+
+  /** Inside a cork: the pending head and the turn's chunks. */
+  private writeUnsent(): void {
+    if (this.pendingHead) this.writeHead();
+    const chunks = this.unsent;
+    if (chunks.length === 0) return;
+    this.unsent = [];
     let ok = true;
-    this.res.cork(() => {
-      if (this.pendingHead) this.writeHead();
-      ok = this.res.write(chunk);
+    for (const chunk of chunks) ok = this.res.write(chunk) && ok;
+    if (ok || this.congested) return;
+    // Watched from the send that found the client slow, so a drain before anyone waits is not missed.
+    this.congested = true;
+    this.res.onWritable(() => {
+      this.congested = false;
+      const resume = this.resumeWhenDrained;
+      this.resumeWhenDrained = undefined;
+      resume?.();
+      return true;
     });
-    return ok;
   }
 
   /** Inside a cork: the status and headers `beginStream` left pending. */
@@ -167,13 +206,11 @@ export class Reply {
     if (this.requestId !== undefined && headers?.['x-request-id'] === undefined) this.res.writeHeader('x-request-id', this.requestId);
   }
 
-  /** Calls `resume` once the client has drained what uWS buffered. */
+  /** Calls `resume` once the client has drained what uWS buffered (at once if it has). */
   whenWritable(resume: () => void): void {
     if (!this.open) return;
-    this.res.onWritable(() => {
-      resume();
-      return true;
-    });
+    if (this.congested) this.resumeWhenDrained = resume;
+    else queueMicrotask(resume);
   }
 
   /**
@@ -246,6 +283,7 @@ export class Reply {
   /** Drops the connection at once (a stalled or broken response); abort handlers run. */
   close(): void {
     if (!this.open) return;
+    this.unsent = [];
     this.res.close();
     this.abort(); // in case uWS did not report it: the response must not be touched again
   }
@@ -258,7 +296,7 @@ export class Reply {
     }
     this.finished = true;
     this.res.cork(() => {
-      if (this.pendingHead) this.writeHead();
+      this.writeUnsent();
       this.res.end(chunk ?? '');
     });
   }

@@ -341,8 +341,9 @@ class Exchange {
   }
 
   /**
-   * Writes each frame with its own res.write. With a delay, one timer per token frame; with none,
-   * all frames go out synchronously. `disconnectAfter` cuts the connection once that many content
+   * Writes each frame with its own res.write, and waits for the socket to drain when one is refused,
+   * as a real server's back-pressure holds it. With a delay, one timer per token frame; with none,
+   * frames go out synchronously until the socket is full. `disconnectAfter` cuts the connection once that many content
    * chunks are out, before anything else is written; `failure` instead ends the stream there with its
    * error event (an `error` fault).
    */
@@ -350,9 +351,12 @@ class Exchange {
     if (this.closed) return;
     this.record.status = 200;
     this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const write = (frame: Frame): void => {
-      this.res.write(frame.data);
+    /** False when the client is slow: the pump resumes once it drained. */
+    const write = (frame: Frame): boolean => {
+      const taken = this.res.write(frame.data);
       if (frame.kind === 'content') this.record.contentChunksWritten++;
+      if (!taken) this.res.once('drain', pump);
+      return taken;
     };
     const pump = (): void => {
       for (;;) {
@@ -375,12 +379,11 @@ class Exchange {
           this.timer = setTimeout(() => {
             this.timer = undefined;
             if (this.closed) return;
-            write(frame);
-            pump();
+            if (write(frame)) pump();
           }, delayMs);
           return;
         }
-        write(frame);
+        if (!write(frame)) return;
       }
     };
     pump();
