@@ -13,7 +13,7 @@ import type { OidcConfig } from './auth/idp-tokens.js';
 import { vendorKeyProblem } from './vendor-keys.js';
 
 /** Upstream vendors whose credentials and base URLs come from the environment. */
-export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou', 'runway', 'luma'] as const;
+export const VENDORS = ['openai', 'anthropic', 'gemini', 'deepseek', 'xai', 'mistral', 'moonshot', 'zhipu', 'minimax', 'alibaba', 'bytedance', 'shengshu', 'bfl', 'elevenlabs', 'kuaishou', 'runway', 'luma', 'stability'] as const;
 export type VendorName = (typeof VENDORS)[number];
 
 /** Real base URLs, used when `<VENDOR>_API_KEY` is set and `<VENDOR>_BASE_URL` is not. */
@@ -35,6 +35,8 @@ const REAL_BASE_URLS: Record<VendorName, string> = {
   kuaishou: 'https://api-singapore.klingai.com/v1',
   runway: 'https://api.dev.runwayml.com/v1',
   luma: 'https://agents.lumalabs.ai/v1',
+  // Stability versions each API in its path (`/v2beta/audio/...`): the base ends at the version, as Gemini's does.
+  stability: 'https://api.stability.ai/v2beta',
 };
 
 const intFrom = (min: number, max: number) =>

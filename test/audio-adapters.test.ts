@@ -6,6 +6,8 @@ import { ELEVENLABS_AUDIO as ELEVENLABS } from '../src/providers/audio/elevenlab
 import type { AudioAdapter } from '../src/providers/audio/adapter.js';
 import { MINIMAX_AUDIO } from '../src/providers/audio/minimax.js';
 import { GEMINI_AUDIO, pcmFormatOf } from '../src/providers/audio/gemini.js';
+import { STABILITY_AUDIO } from '../src/providers/audio/stability.js';
+import { formParts, multipartBoundary } from '../src/media/multipart.js';
 import { audioInfo } from '../src/media/audio-duration.js';
 import type { SpeechJob, MusicJob } from '../src/tasks/audio-job.js';
 import type { VendorTarget } from '../src/providers/video/adapter.js';
@@ -123,4 +125,32 @@ t.test('Gemini music (Lyria): the prompt as the one part; the MP3 part of the an
   const answer = json({ candidates: [{ content: { parts: [{ text: '[Verse] rain' }, { inlineData: { mimeType: 'audio/mpeg', data: mp3.toString('base64') } }] } }] });
   t.same(gemini.generated(200, 'application/json', answer), { kind: 'bytes', bytes: mp3 });
   t.match(gemini.generated(200, 'application/json', json({ candidates: [{ content: { parts: [{ text: 'lyrics only' }] } }] })), { kind: 'refused', retryable: true });
+});
+
+t.test('Stable Audio: one multipart/form-data POST answering the file; Stability\'s error body', async (t) => {
+  const stability: AudioAdapter = STABILITY_AUDIO;
+  const prompt = 'Ambient drone, then a "bell"\r\n--gateway- in the text';
+  const request = stability.generate(music({ upstreamModel: 'stable-audio-2.5', prompt, duration: 42, format: 'wav' }), target('stability'));
+  t.match(request, { method: 'POST', url: 'https://api.example.com/stability/v1/audio/stable-audio-2/text-to-audio', headers: { authorization: 'Bearer secret', accept: 'audio/*' } });
+  const boundary = multipartBoundary(request.headers['content-type']!);
+  t.ok(boundary && !prompt.includes(boundary), 'a multipart boundary the prompt does not contain');
+  const fields = Object.fromEntries(formParts(Buffer.from(request.body!), boundary!).map((part) => [part.name, part.bytes.toString('utf8')]));
+  t.same(fields, { prompt, model: 'stable-audio-2.5', duration: '42', output_format: 'wav' }, 'the fields, the prompt byte for byte');
+  const plain = stability.generate(music(), target('stability'));
+  const noLength = formParts(Buffer.from(plain.body!), multipartBoundary(plain.headers['content-type']!)!);
+  t.notOk(noLength.some((part) => part.name === 'duration'), 'no duration: none sent');
+  t.throws(() => stability.generate(speech(), target('stability')), /not speech/, 'speech is not its job');
+  t.notOk(stability.runsAsTask(music()), 'made in one call');
+
+  t.same(stability.generated(200, 'audio/wav', Buffer.from('RIFF…')), { kind: 'bytes', bytes: Buffer.from('RIFF…') });
+  const error = (name: string, ...errors: string[]) => json({ id: 'a1b2', name, errors });
+  t.match(stability.generated(403, 'application/json', error('content_moderation', 'Your request was flagged')),
+    { kind: 'refused', retryable: false, code: 'content_policy_violation', message: 'Your request was flagged', httpStatus: 403 });
+  t.match(stability.generated(400, 'application/json', error('bad_request', 'duration: must be an integer', 'seed: too large')),
+    { kind: 'refused', retryable: false, code: 'bad_request', message: 'duration: must be an integer; seed: too large' });
+  t.match(stability.generated(413, 'application/json', error('payload_too_large')), { kind: 'refused', retryable: false, code: 'payload_too_large', message: 'The vendor answered HTTP 413.' });
+  t.match(stability.generated(422, 'application/json', error('invalid_language', 'English only')), { kind: 'refused', retryable: false, code: 'invalid_language' });
+  t.match(stability.generated(429, 'application/json', error('rate_limit_exceeded', 'slow down')), { kind: 'refused', retryable: true });
+  t.match(stability.generated(500, 'application/json', error('internal_error', 'oops')), { kind: 'refused', retryable: true, code: 'internal_error' });
+  t.match(stability.generated(502, 'text/html', Buffer.from('<html>')), { kind: 'refused', retryable: true, code: 'http_502' });
 });

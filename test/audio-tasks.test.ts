@@ -1,8 +1,8 @@
 // Speech and music as async tasks, end to end over real HTTP: the official OpenAI client submits a
 // task of each served audio model and polls it to success through the mock vendor's OpenAI,
-// ElevenLabs and MiniMax APIs; the audio is downloaded from the media host and timed from its bytes;
-// one charge at the catalog price (per character, per measured second, per request, by tokens);
-// failures release; every model's accepted and refused bodies.
+// ElevenLabs, MiniMax and Stability APIs; the audio is downloaded from the media host and timed from
+// its bytes; one charge at the catalog price (per character, per measured second, per request, by tokens);
+// failures release; every model's accepted and refused bodies; the form Stable Audio is sent.
 import t from 'tap';
 import OpenAI from 'openai';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -106,6 +106,12 @@ const MODELS = [
     body: { prompt: 'Indie folk, warm [[mock latency_ms=500 audio_ms=4000]]', lyrics: '[Verse]\nWalking home', format: 'wav' },
     price: () => 150_000_000n,
   },
+  {
+    model: 'stability/stable-audio-2.5', kind: 'music', vendor: '/stability/v1/audio/stable-audio-2/text-to-audio', format: 'wav',
+    body: { prompt: 'Rain on a tin roof [[mock latency_ms=500 audio_ms=3000]]', duration: 20, format: 'wav' },
+    // 20 credits a generation, whatever its length.
+    price: () => 200_000_000n,
+  },
 ] as const;
 
 t.test('each audio model: the OpenAI client submits, polls to success, downloads audio of the measured length; one charge at the catalog price', async (t) => {
@@ -177,6 +183,8 @@ t.test('vendor failures fail the task and release its hold (each adapter)', asyn
     { name: 'MiniMax music base_resp 2013', path: PATHS.music, body: { model: 'minimax/music-2.5', prompt: 'x [[mock base_fail=2013]]', instrumental: true }, code: /minimax_2013/ },
     { name: 'a result URL that 404s', path: PATHS.speech, body: { model: 'minimax/speech-2.6-hd', input: 'x [[mock job_ms=30 broken_url=1]]' }, code: /result_unavailable/ },
     { name: 'bytes that are not audio', path: PATHS.speech, body: { model: 'elevenlabs/eleven-v3', input: 'x [[mock not_audio=1]]' }, code: /./ },
+    { name: 'Stability 403 content_moderation', path: PATHS.music, body: { model: 'stability/stable-audio-2.5', prompt: 'x [[mock fail=403]]' }, code: /^content_policy_violation$/ },
+    { name: 'Stability 400 bad_request', path: PATHS.music, body: { model: 'stability/stable-audio-2.5', prompt: 'x [[mock fail=400]]' }, code: /^bad_request$/ },
   ];
   for (const c of cases) {
     const { user, key } = await newUser();
@@ -190,6 +198,45 @@ t.test('vendor failures fail the task and release its hold (each adapter)', asyn
     t.same(await usageOf(user), [], `${c.name}: nothing charged`);
     t.equal((await gateway.balanceNano(user)).credits, 10_000_000_000n, `${c.name}: credits as before`);
   }
+});
+
+t.test('Stable Audio: the form Stability receives, one exchange answering the file, charged 0.20', async (t) => {
+  const { user, key } = await newUser();
+  const prompt = 'Füße on gravel, then a bell: "ding" [[mock audio_ms=1500]]';
+  const submitted = await postJson(`${gateway.v1}/${PATHS.music}`, key, { model: 'stability/stable-audio-2.5', prompt, duration: 7 });
+  t.equal(submitted.status, 200, JSON.stringify(submitted.body));
+  const task = await finished(key, PATHS.music, submitted.body.id);
+  t.equal(task.status, 'success', JSON.stringify(task));
+  t.equal(task.data?.[0]?.format, 'mp3', 'mp3 by default');
+  const calls = gateway.mock.requests().filter((r) => r.path === '/stability/v1/audio/stable-audio-2/text-to-audio' && JSON.stringify(r.body ?? null).includes('gravel'));
+  t.equal(calls.length, 1, 'one call to Stability');
+  t.same(calls[0]!.body, { prompt, model: 'stable-audio-2.5', duration: '7', output_format: 'mp3' }, 'multipart fields as Stability takes them, the prompt byte for byte');
+  t.equal(calls[0]!.authorization, 'Bearer test-stability-key', 'the platform key as a Bearer token');
+  await eventually(async () => (await gateway.balanceNano(user)).held === 0n);
+  t.same((await usageOf(user)).map((row) => row.credits_nano), [-200_000_000n], 'charged exactly 0.20');
+
+  const defaulted = await postJson(`${gateway.v1}/${PATHS.music}`, key, { model: 'stability/stable-audio-2.5', prompt: 'surf [[mock audio_ms=500]]' });
+  t.equal((await finished(key, PATHS.music, defaulted.body.id)).status, 'success');
+  const sent = gateway.mock.requests().find((r) => JSON.stringify(r.body ?? null).includes('surf'));
+  t.match(sent?.body, { duration: '190' }, "no duration: Stability's default, 190 s, asked for in so many words");
+});
+
+t.test('Stable Audio: a vendor 5xx is retried until the task deadline, then the task fails and its hold is released', async (t) => {
+  const short = await startGateway({ mock: gateway.mock, env: { JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: mediaDir, RATE_LIMIT_DEFAULT: '1000/10', TASK_TIMEOUT_MS: '1000', TASK_RETRY_MS: '50', TASK_TIMER_TICK_MS: '20' } });
+  t.teardown(() => short.close());
+  const { key } = await fastUser(short, 'stability-5xx', '10');
+  const submitted = await postJson(`${short.v1}/${PATHS.music}`, key, { model: 'stability/stable-audio-2.5', prompt: 'x [[mock fail=503]] storm' });
+  t.equal(submitted.status, 200);
+  let task: Task | undefined;
+  await eventually(async () => {
+    task = await (await fetch(`${short.v1}/${PATHS.music}/${submitted.body.id}`, { headers: { authorization: `Bearer ${key}` } })).json() as Task;
+    return task.status !== 'pending';
+  }, 15_000, 50);
+  t.match(task, { status: 'failed', error: { code: 'upstream_timeout' } }, JSON.stringify(task));
+  const tries = gateway.mock.requests().filter((r) => JSON.stringify(r.body ?? null).includes('storm')).length;
+  t.ok(tries >= 2, `tried again before failing (${tries} calls)`);
+  await eventually(async () => (await short.balanceNano('stability-5xx')).held === 0n);
+  t.equal((await short.balanceNano('stability-5xx')).credits, 10_000_000_000n, 'nothing charged');
 });
 
 t.test('a transient vendor failure is retried, not a failed task', async (t) => {
@@ -221,7 +268,16 @@ t.test('each model validates its body from its catalog capabilities: 400 naming 
     ['a speech model on the music endpoint', music({ model: 'openai/tts-1-hd', prompt: 'x' }), 400, 'model'],
     ['a video model', speech({ model: 'alibaba/wan2.6-r2v', input: 'x' }), 400, 'model'],
     ['an unknown model', speech({ model: 'nobody/nothing', input: 'x' }), 404, 'model'],
-    ['a model listed inactive (Suno: no official API)', music({ model: 'suno/suno-v5.5', prompt: 'x' }), 404, 'model'],
+    ['a model removed from the catalog (Suno: no official API)', music({ model: 'suno/suno-v5.5', prompt: 'x' }), 404, 'model'],
+    ['Stable Audio: a prompt past 10,000 characters', music({ model: 'stability/stable-audio-2.5', prompt: 'x'.repeat(10_001) }), 400, 'prompt'],
+    ['Stable Audio: duration 0 (1 to 190)', music({ model: 'stability/stable-audio-2.5', prompt: 'x', duration: 0 }), 400, 'duration'],
+    ['Stable Audio: duration 191', music({ model: 'stability/stable-audio-2.5', prompt: 'x', duration: 191 }), 400, 'duration'],
+    ['Stable Audio: duration 12.5 (whole seconds only)', music({ model: 'stability/stable-audio-2.5', prompt: 'x', duration: 12.5 }), 400, 'duration'],
+    ['Stable Audio: format ogg', music({ model: 'stability/stable-audio-2.5', prompt: 'x', format: 'ogg' }), 400, 'format'],
+    ['Stable Audio: lyrics', music({ model: 'stability/stable-audio-2.5', prompt: 'x', lyrics: 'la' }), 400, 'lyrics'],
+    ['Stable Audio: instrumental', music({ model: 'stability/stable-audio-2.5', prompt: 'x', instrumental: true }), 400, 'instrumental'],
+    ['Stable Audio: a vendor field the gateway does not take', music({ model: 'stability/stable-audio-2.5', prompt: 'x', cfg_scale: 7 }), 400, 'cfg_scale'],
+    ['Stable Audio: speech', speech({ model: 'stability/stable-audio-2.5', input: 'x' }), 400, 'model'],
     ['lyrics on Eleven Music', music({ model: 'elevenlabs/eleven-music', prompt: 'x', lyrics: 'la la' }), 400, 'lyrics'],
     ['duration 2 (3 to 600)', music({ model: 'elevenlabs/eleven-music', prompt: 'x', duration: 2 }), 400, 'duration'],
     ['duration as a string', music({ model: 'elevenlabs/eleven-music', prompt: 'x', duration: '10' }), 400, 'duration'],
@@ -248,6 +304,8 @@ t.test('each model validates its body from its catalog capabilities: 400 naming 
     ['stream_format audio', { model: 'openai/gpt-4o-mini-tts', input: 'x', voice: 'alloy', stream_format: 'audio' }, 'speech'],
     ['an instrumental with no lyrics', { model: 'minimax/music-2.5', prompt: 'lofi beat', instrumental: true }, 'music'],
     ['duration with milliseconds', { model: 'elevenlabs/eleven-music', prompt: 'x', duration: 3.5 }, 'music'],
+    ['Stable Audio at its bounds', { model: 'stability/stable-audio-2.5', prompt: 'x'.repeat(10_000), duration: 190, format: 'wav' }, 'music'],
+    ['Stable Audio, 1 s', { model: 'stability/stable-audio-2.5', prompt: 'x', duration: 1 }, 'music'],
   ];
   for (const [name, body, kind] of accepted) {
     const response = await (kind === 'speech' ? speech : music)(body);

@@ -9,6 +9,8 @@ import { PROVIDER_NAMES } from '../src/catalog/vendors.js';
 import { CHAT_MODELS } from '../src/catalog/seed/chat.js';
 import { catalogRows } from '../src/catalog/seed/index.js';
 import { VENDORS } from '../src/config.js';
+import { databaseBefore } from './helpers/migrations.js';
+import { migrate } from '../src/store/migrate.js';
 
 let gateway: Gateway;
 let key: string;
@@ -37,6 +39,35 @@ t.test('the seed: 18 providers, every active chat model servable, every modality
   t.ok(new Set(models.map((m) => m.provider)).size >= 17, 'providers are spread across the catalog');
 });
 
+t.test('every vendor the catalog names has an active model (Suno gave way to Stability AI)', async (t) => {
+  const active = new Set<string>();
+  for (let page = 1; ; page++) {
+    const res = await get(`/api/v1/models?per_page=100&page=${page}&include_inactive=true`);
+    for (const model of res.body.data) {
+      if (model.is_active) active.add(model.provider);
+    }
+    if (page >= res.body.total_pages) break;
+  }
+  t.same(PROVIDER_NAMES.filter((name) => !active.has(name)), [], 'no vendor the gateway cannot serve');
+  t.notOk(PROVIDER_NAMES.includes('Suno'), 'Suno is not a catalog vendor');
+  const stability = await get('/api/v1/models?provider=Stability%20AI');
+  t.same(ids(stability.body), ['stability/stable-audio-2.5']);
+  t.match(stability.body.data[0], { modality: 'audio', is_active: true, capabilities: { task: 'music', duration_seconds: [1, 190] } });
+  const suno = await get('/api/v1/models/suno/suno-v5.5');
+  assertEnvelope(t, suno, 404, 'not_found', 'the Suno model is gone from the catalog');
+});
+
+t.test('a database that listed Suno loses its row (and price) when migrated; nothing else changes', async (t) => {
+  const sql = await databaseBefore(t, '0015');
+  await sql`insert into models (id, name, provider, modality, family, upstream_vendor, upstream_model, is_active, status)
+            values ('suno/suno-v5.5', 'Suno v5.5', 'Suno', 'audio', 'suno-wrapper', 'suno', 'v5.5', false, 'retired'),
+                   ('openai/kept', 'Kept', 'OpenAI', 'chat', 'openai', 'openai', 'kept', true, 'active')`;
+  await sql`insert into model_prices (model_id, component, nano_usd_per_million) values ('suno/suno-v5.5', 'request', 111000000000000)`;
+  await migrate(sql);
+  t.same((await sql<{ id: string }[]>`select id from models order by id`).map((row) => row.id), ['openai/kept'], 'only the Suno row is gone');
+  t.same(await sql`select * from model_prices`, [], 'its price went with it');
+});
+
 t.test('list: envelope, default order (popular first), only active by default', async (t) => {
   const res = await get('/api/v1/models');
   t.equal(res.status, 200);
@@ -58,7 +89,7 @@ t.test('list: envelope, default order (popular first), only active by default', 
   t.match(seedance2, { is_active: false, capabilities: { profile: 'SEEDANCE-2.0' } }, 'Seedance 2.0: servable, inactive for want of a price');
   t.ok(seedance2.tags.includes('price-unverified') && !seedance2.tags.includes('not-served-yet'), 'Seedance 2.0: tagged price-unverified only');
   // Gone upstream, so listed for the record as retired, never as waiting for an adapter.
-  for (const [id, date] of [['openai/sora-2', '2026-09-24'], ['openai/sora-2-pro', '2026-09-24'], ['suno/suno-v5.5', null]] as const) {
+  for (const [id, date] of [['openai/sora-2', '2026-09-24'], ['openai/sora-2-pro', '2026-09-24']] as const) {
     const model = all.body.data.find((m: any) => m.id === id);
     t.match(model, { is_active: false, status: 'retired', retirement_date: date }, `${id} retired`);
     t.notOk(model.tags.includes('not-served-yet'), `${id} is not tagged as waiting for an adapter`);
@@ -140,7 +171,7 @@ t.test('bad queries are 400s naming the parameter', async (t) => {
   const cases: [string, string, RegExp][] = [
     ['task=music', 'task', /'music'.*chat, image, video, audio, embedding/],
     ['task=video&task=Video', 'task', /'Video'/],
-    ['provider=Acme', 'provider', /'Acme'.*OpenAI.*Suno/],
+    ['provider=Acme', 'provider', /'Acme'.*OpenAI.*Stability AI/],
     ['provider=openai', 'provider', /'openai'/],
     ['page=0', 'page', /page/],
     ['page=abc', 'page', /page/],

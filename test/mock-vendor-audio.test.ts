@@ -1,5 +1,6 @@
 // The mock vendor's audio APIs over real HTTP: OpenAI speech, ElevenLabs text-to-speech and music,
-// MiniMax async speech (submit → Processing → Success → retrieve → download) and music. Every success
+// MiniMax async speech (submit → Processing → Success → retrieve → download) and music, Stability's
+// Stable Audio (multipart/form-data in, the file or base64 JSON out). Every success
 // is real audio of the expected length (audioInfo); every refusal is in the vendor's own shape.
 import t, { type Test } from 'tap';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
@@ -268,6 +269,57 @@ t.test('MiniMax music: hex by default, or a URL; lyrics unless instrumental', as
   const started = Date.now();
   await call('POST', MM_MUSIC, MM, { model: 'music-2.6', prompt: 'x [[mock latency_ms=200 audio_ms=3000]]', is_instrumental: true });
   t.ok(Date.now() - started >= 190, 'latency_ms');
+});
+
+const STABLE_AUDIO = '/stability/v1/audio/stable-audio-2/text-to-audio';
+
+/** A Stable Audio call: the fields as multipart/form-data (fetch writes the boundary). */
+async function stableAudio(fields: Record<string, string>, headers: Record<string, string> = { authorization: 'Bearer sk-stability', accept: 'audio/*' }): Promise<Answer> {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  const response = await fetch(`${mock.url}${STABLE_AUDIO}`, { method: 'POST', headers, body: form });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const type = response.headers.get('content-type') ?? '';
+  return { status: response.status, type, bytes, body: type.startsWith('application/json') ? JSON.parse(bytes.toString()) : undefined, headers: response.headers };
+}
+
+t.test('Stable Audio: the file of the asked length, mp3 or wav; base64 JSON for application/json; the fields recorded', async (t) => {
+  const mp3 = await stableAudio({ prompt: 'rain on leaves', model: 'stable-audio-2.5', duration: '4' });
+  t.equal(mp3.status, 200);
+  t.equal(mp3.type, 'audio/mpeg');
+  t.equal(mp3.headers.get('finish-reason'), 'SUCCESS');
+  near(t, mp3.bytes, 'mp3', 4, 'duration 4');
+  const record = mock.requests().findLast((r) => r.path === STABLE_AUDIO);
+  t.same(record?.body, { prompt: 'rain on leaves', model: 'stable-audio-2.5', duration: '4' }, 'the form fields as received');
+  const wav = await stableAudio({ prompt: 'a gong [[mock audio_ms=1250]]', model: 'stable-audio-2.5', output_format: 'wav', steps: '8', cfg_scale: '2.5', seed: '7' });
+  t.equal(wav.type, 'audio/wav');
+  near(t, wav.bytes, 'wav', 1.25, 'audio_ms wins');
+  near(t, (await stableAudio({ prompt: 'drone', model: 'stable-audio-2.5' })).bytes, 'mp3', 190, 'no duration: 190 s');
+  const json = await stableAudio({ prompt: 'bells', model: 'stable-audio-2.5', duration: '2' }, { authorization: 'Bearer sk-stability', accept: 'application/json' });
+  t.match(json.body, { finish_reason: 'SUCCESS', seed: Number, audio: String });
+  near(t, Buffer.from(json.body.audio, 'base64'), 'mp3', 2, 'base64 in JSON');
+});
+
+t.test('Stable Audio: refusals in its {id, name, errors} shape', async (t) => {
+  const refused = async (fields: Record<string, string>, status: number, name: string, error: RegExp, headers?: Record<string, string>) => {
+    const answer = await stableAudio(fields, headers);
+    t.equal(answer.status, status, `${JSON.stringify(fields)}: ${status}`);
+    t.match(answer.body, { id: /^[0-9a-f]{32}$/, name, errors: [error] }, `${JSON.stringify(fields)}: ${name}`);
+  };
+  await refused({ prompt: 'x' }, 401, 'unauthorized', /authorization/, { accept: 'audio/*' });
+  await refused({ model: 'stable-audio-2.5' }, 400, 'bad_request', /^prompt: /);
+  await refused({ prompt: 'x'.repeat(10_001) }, 400, 'bad_request', /^prompt: /);
+  for (const duration of ['0', '191', '12.5', 'long']) await refused({ prompt: 'x', duration }, 400, 'bad_request', /^duration: /);
+  await refused({ prompt: 'x', model: 'stable-audio-9' }, 400, 'bad_request', /^model: /);
+  await refused({ prompt: 'x', model: 'stable-audio-2.5', steps: '50' }, 400, 'bad_request', /^steps: /);
+  await refused({ prompt: 'x', cfg_scale: '30' }, 400, 'bad_request', /^cfg_scale: /);
+  await refused({ prompt: 'x', output_format: 'ogg' }, 400, 'bad_request', /^output_format: /);
+  await refused({ prompt: 'x' }, 400, 'bad_request', /^accept: /, { authorization: 'Bearer k', accept: 'image/*' });
+  await refused({ prompt: 'a song [[mock fail=403]]' }, 403, 'content_moderation', /content moderation/);
+  await refused({ prompt: 'x [[mock fail=429]]' }, 429, 'rate_limit_exceeded', /rate limit/);
+  await refused({ prompt: 'x [[mock fail=500]]' }, 500, 'internal_error', /server error/);
+  const json = await fetch(`${mock.url}${STABLE_AUDIO}`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: '{"prompt":"x"}' });
+  t.match({ status: json.status, body: await json.json() }, { status: 400, body: { name: 'bad_request', errors: [/multipart\/form-data/] } }, 'JSON is not taken');
 });
 
 t.test('audio files: unknown names 404', async (t) => {

@@ -1,6 +1,6 @@
 /**
  * piscina task: makes a job's audio at a vendor that answers with it at once (OpenAI speech,
- * ElevenLabs, MiniMax music), downloads it where the answer is a link, times it and stores it on the
+ * ElevenLabs, MiniMax music, Stable Audio), downloads it where the answer is a link, times it and stores it on the
  * media host. Plain data in and out; the storage is opened once per worker thread.
  */
 import type { MediaConfig } from '../src/config.js';

@@ -27,7 +27,7 @@ export const CATALOG_VENDORS: readonly Vendor[] = Object.freeze([
   { name: 'Luma AI', slug: 'luma', baseUrl: 'https://agents.lumalabs.ai/v1' },
   { name: 'Black Forest Labs', slug: 'black-forest-labs', baseUrl: 'https://api.bfl.ai/v1' },
   { name: 'ElevenLabs', slug: 'elevenlabs', baseUrl: 'https://api.elevenlabs.io/v1' },
-  { name: 'Suno', slug: 'suno', baseUrl: '' },
+  { name: 'Stability AI', slug: 'stability', baseUrl: 'https://api.stability.ai' },
 ].map((vendor) => Object.freeze(vendor)));
 
 export const PROVIDER_NAMES: readonly string[] = Object.freeze(CATALOG_VENDORS.map((vendor) => vendor.name));

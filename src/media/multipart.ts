@@ -1,6 +1,6 @@
 /**
- * A small `multipart/form-data` reader for one file field, over a body already read (and bounded)
- * in full. Pure; every malformation is a MultipartError (the upload route answers 400 with it).
+ * A small `multipart/form-data` reader (one file field, or every part), over a body already read
+ * (and bounded) in full. Pure; every malformation is a MultipartError (the upload route answers 400 with it).
  */
 
 export class MultipartError extends Error {
@@ -44,18 +44,20 @@ function dispositionParam(value: string, name: string): string | undefined {
   return match[1] !== undefined ? match[1].replace(/\\(.)/g, '$1') : match[2];
 }
 
-/**
- * The bytes of the form field `field` (exactly one such field must be present; other fields are
- * ignored). The body must hold a closing delimiter.
- */
-export function readFilePart(body: Buffer, boundary: string, field = 'file'): FilePart {
+/** One part of a form: its field name, and its bytes (a slice of the body). */
+export interface FormPart extends FilePart {
+  readonly name: string | undefined;
+}
+
+/** Every part of a form, in order. The body must hold a closing delimiter. */
+export function formParts(body: Buffer, boundary: string): FormPart[] {
   const delimiter = Buffer.from(`--${boundary}`);
   // The first delimiter may follow a preamble; later ones always follow CRLF.
   let at = body.subarray(0, delimiter.length).equals(delimiter) ? 0 : body.indexOf(Buffer.concat([CRLF, delimiter]));
   if (at < 0) throw new MultipartError('the body holds no multipart delimiter');
   if (at > 0) at += CRLF.length;
   const next = Buffer.concat([CRLF, delimiter]);
-  let found: FilePart | undefined;
+  const parts: FormPart[] = [];
   for (;;) {
     let cursor = at + delimiter.length;
     if (body[cursor] === 0x2d && body[cursor + 1] === 0x2d) break; // `--`: the closing delimiter
@@ -77,12 +79,23 @@ export function readFilePart(body: Buffer, boundary: string, field = 'file'): Fi
     if (end < 0) throw new MultipartError('the multipart body is not closed by its final delimiter');
     const disposition = headers.get('content-disposition') ?? '';
     if (!/^form-data\s*(;|$)/i.test(disposition)) throw new MultipartError('a multipart part lacks Content-Disposition: form-data');
-    if (dispositionParam(disposition, 'name') === field) {
-      if (found) throw new MultipartError(`more than one '${field}' field`);
-      found = { bytes: body.subarray(contentStart, end), filename: dispositionParam(disposition, 'filename'), contentType: headers.get('content-type') };
-    }
+    parts.push({
+      name: dispositionParam(disposition, 'name'), bytes: body.subarray(contentStart, end),
+      filename: dispositionParam(disposition, 'filename'), contentType: headers.get('content-type'),
+    });
     at = end + CRLF.length;
   }
-  if (!found) throw new MultipartError(`the form has no '${field}' field`);
-  return found;
+  return parts;
+}
+
+/**
+ * The bytes of the form field `field` (exactly one such field must be present; other fields are
+ * ignored). The body must hold a closing delimiter.
+ */
+export function readFilePart(body: Buffer, boundary: string, field = 'file'): FilePart {
+  const found = formParts(body, boundary).filter((part) => part.name === field);
+  if (found.length > 1) throw new MultipartError(`more than one '${field}' field`);
+  if (found.length === 0) throw new MultipartError(`the form has no '${field}' field`);
+  const { bytes, filename, contentType } = found[0]!;
+  return { bytes, filename, contentType };
 }

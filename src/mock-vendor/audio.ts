@@ -3,7 +3,9 @@
 // (`POST /elevenlabs/v1/text-to-speech/{voice_id}`, `POST /elevenlabs/v1/music`; binary answers),
 // MiniMax async speech (`POST /minimax/v1/t2a_async_v2`, `GET /minimax/v1/query/t2a_async_query_v2`,
 // `GET /minimax/v1/files/retrieve`) and MiniMax music (`POST /minimax/v1/music_generation`, one long
-// synchronous request answering hex or a URL). Results are real MP3/WAV bytes of a chosen length
+// synchronous request answering hex or a URL) and Stability's Stable Audio
+// (`POST /stability/v1/audio/stable-audio-2/text-to-audio`: multipart/form-data in, the file or
+// base64 JSON out; stability-audio.ts). Results are real MP3/WAV bytes of a chosen length
 // (audio-files.ts); files handed out by URL are served at `/__mock/audio/…` until the URL expires.
 //
 // Steered by `[[mock …]]` keys in the speech text (`input`, `text`) or the music `prompt`:
@@ -17,9 +19,9 @@
 // not_audio (200 with the audio content type but HTML bytes), fail_times=K (MiniMax: only the first K
 // requests with the same text fail). A lone key means `=1`.
 //
-// Every POST (OpenAI and ElevenLabs speech, ElevenLabs music, the MiniMax speech submit and MiniMax
-// music) also meets the mock's faults (faults.ts): by its credential from the settings, or `fault=…`
-// in the text or prompt; a status fault answers in the vendor's error shape (elevenFailure, minimaxFailure). The
+// Every POST (OpenAI and ElevenLabs speech, ElevenLabs music, the MiniMax speech submit, MiniMax
+// music and Stable Audio) also meets the mock's faults (faults.ts): by its credential from the settings, or `fault=…`
+// in the text or prompt; a status fault answers in the vendor's error shape (elevenFailure, minimaxFailure, stabilityFailure). The
 // MiniMax query and file retrieval and the audio files are never faulted: a poll is not a new call upstream.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type http from 'node:http';
@@ -29,6 +31,7 @@ import { directivePairs, parseDirectives } from './directives.js';
 import { badJson, errorJson, hasBearerToken, isRevokedCredential, missingApiKey, notFound, simulatedFailure, type MockError } from './errors.js';
 import { bearerToken, playFault, retryAfterHeader, type FaultBook, type MockFault } from './faults.js';
 import { recordBody, type MockRequestRecord } from './records.js';
+import { STABILITY_TEXT_TO_AUDIO, readStabilityAudio, stabilityError, stabilityFailure } from './stability-audio.js';
 
 export const AUDIO_FILES_PREFIX = '/__mock/audio/';
 const LIMIT = 5000;
@@ -41,7 +44,7 @@ const MINIMAX_SUBMIT = '/minimax/v1/t2a_async_v2';
 const MINIMAX_QUERY = '/minimax/v1/query/t2a_async_query_v2';
 const MINIMAX_RETRIEVE = '/minimax/v1/files/retrieve';
 const MINIMAX_MUSIC = '/minimax/v1/music_generation';
-const EXACT_PATHS: ReadonlySet<string> = new Set([OPENAI_SPEECH, ELEVEN_MUSIC, MINIMAX_SUBMIT, MINIMAX_QUERY, MINIMAX_RETRIEVE, MINIMAX_MUSIC]);
+const EXACT_PATHS: ReadonlySet<string> = new Set([OPENAI_SPEECH, ELEVEN_MUSIC, MINIMAX_SUBMIT, MINIMAX_QUERY, MINIMAX_RETRIEVE, MINIMAX_MUSIC, STABILITY_TEXT_TO_AUDIO]);
 
 const OPENAI_MODELS = ['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts', 'gpt-4o-mini-tts-2025-12-15'];
 const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'onyx', 'nova', 'sage', 'shimmer', 'verse', 'marin', 'cedar'];
@@ -177,6 +180,8 @@ export class AudioVendors {
       if (post) return readBody(req, (err, text) => this.eleven(res, exchange, faults, err, text, params.get('output_format'), voice ? voice[1]! : undefined));
       req.resume();
       return exchange.sendJson(405, JSON.stringify({ detail: 'Method Not Allowed' }));
+    } else if (path === STABILITY_TEXT_TO_AUDIO) {
+      if (post) return readBody(req, (err, text) => this.stability(res, exchange, faults, err, text, req.headers['content-type'], req.headers.accept));
     } else {
       if (post && path === MINIMAX_SUBMIT) return readBody(req, (err, text) => this.minimaxSubmit(exchange, faults, err, text));
       if (post && path === MINIMAX_MUSIC) return readBody(req, (err, text) => this.minimaxMusic(exchange, faults, err, text));
@@ -393,6 +398,30 @@ export class AudioVendors {
         trace_id: randomBytes(16).toString('hex'),
         base_resp: { status_code: 0, status_msg: 'success' },
       }));
+    });
+  }
+
+  // --- Stability AI --------------------------------------------------------------------------------
+
+  /** Stable Audio text-to-audio: the form is checked, then the file (or base64 JSON) of the asked length. */
+  private stability(res: http.ServerResponse, exchange: AudioExchange, faults: FaultBook, err: MockError | undefined, text: string, contentType: string | undefined, accept: string | undefined): void {
+    if (err) return exchange.sendJson(err.status, err.status === 413 ? stabilityFailure(413) : stabilityError('bad_request', `body: ${err.message}`));
+    const authorization = exchange.record.authorization;
+    if (!hasBearerToken(authorization)) return exchange.sendJson(401, stabilityFailure(401));
+    const read = readStabilityAudio(text, contentType, accept);
+    if (typeof read === 'string') return exchange.sendJson(400, stabilityError('bad_request', read));
+    exchange.record.body = read.fields;
+    const request = read.request;
+    if (typeof request === 'string') return exchange.sendJson(400, stabilityError('bad_request', request));
+    const keys = readKeys(request.prompt);
+    const sendFailure = (status: number, headers: Record<string, string> | undefined) => exchange.sendJson(status, stabilityFailure(status), headers);
+    const fault = faults.meet(bearerToken(authorization), parseDirectives(request.prompt));
+    exchange.after(keys.latencyMs, () => {
+      if (played(fault, exchange, sendFailure)) return;
+      if (keys.fail !== undefined) return sendFailure(keys.fail, retryAfterHeader(keys.fail, undefined));
+      const recipe: Recipe = { format: request.format, ms: keys.audioMs ?? request.seconds * 1000, tag: exchange.record.id, notAudio: keys.notAudio };
+      if (request.json) return exchange.sendJson(200, JSON.stringify({ audio: render(recipe).toString('base64'), finish_reason: 'SUCCESS', seed: request.seed }));
+      sendAudio(res, exchange, recipe, { 'finish-reason': 'SUCCESS', seed: String(request.seed), 'x-request-id': randomBytes(16).toString('hex') });
     });
   }
 

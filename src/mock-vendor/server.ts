@@ -42,7 +42,7 @@ export interface MockVendor {
   videos: VideoTasks;
   /** Google Veo's long-running operations on the Gemini API. */
   veo: VeoOperations;
-  /** The audio vendors (OpenAI speech, ElevenLabs, MiniMax): MiniMax's speech tasks and the result files. */
+  /** The audio vendors (OpenAI speech, ElevenLabs, MiniMax, Stability): MiniMax's speech tasks and the result files. */
   audio: AudioVendors;
   /** Stripe's Checkout Sessions (the SDK reaches them at this URL's root; see stripe.ts). */
   stripe: StripeMock;

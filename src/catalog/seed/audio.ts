@@ -11,7 +11,7 @@ import type { MediaSeed } from './types.js';
  * `voicePattern` (vendor voice ids), `formats` the gateway can store and time (mp3, wav), the longest
  * `input` in characters, whether `instructions` steer it, and the `speed` range. A music model: its
  * `formats`, `maxPromptChars`, whether it takes `lyrics` and `instrumental`, and the `duration` range
- * in seconds where the caller sets it.
+ * in seconds where the caller sets it (`wholeSeconds`: only whole numbers of them).
  */
 // tts-1* take the first nine; the last four are gpt-4o-mini-tts only (OpenAI speech reference).
 const OPENAI_VOICES = ['alloy', 'ash', 'coral', 'echo', 'fable', 'onyx', 'nova', 'sage', 'shimmer', 'ballad', 'verse', 'marin', 'cedar'];
@@ -114,13 +114,16 @@ export const AUDIO_MODELS: readonly MediaSeed[] = Object.freeze([
     source: 'Portkey google.json; 32 audio tokens a second (Gemini API token counting); shutdown date from the Google_GenerativeAI model table (docs/vendors/google-media.md)',
   },
   {
-    id: 'suno/suno-v5.5', name: 'Suno v5.5', provider: 'Suno', modality: 'audio',
-    description: 'Suno v5.5 music generation (two tracks per generation). Retired from the catalog: Suno publishes no official developer API (only its apps; the APIs sold for it are third-party wrappers of its web session), so the gateway cannot serve it; for music use Eleven Music, MiniMax Music 2.5 or Lyria 3.5.',
-    tags: ['audio', 'music', 'no-official-api', 'retired'], family: 'suno-wrapper', upstreamVendor: 'suno', upstreamModel: 'v5.5',
-    capabilities: { task: 'music', sync: false },
-    prices: [{ component: 'request', usd: '0.111', confidence: 'unverified' }],
-    // No retirement date: there never was an official API to shut down.
-    isPopular: false, isActive: false, status: 'retired',
-    source: 'evolink; aivideoapi; apiframe (wrapper prices); hivebook Suno page (May 2026: no official developer API)',
+    id: 'stability/stable-audio-2.5', name: 'Stable Audio 2.5', provider: 'Stability AI', modality: 'audio',
+    description: 'Stability AI Stable Audio 2.5: music and sound effects from a text prompt, up to 190 seconds of 44.1 kHz stereo, priced per generation whatever its length.',
+    tags: ['audio', 'music', 'sound-effects'], family: 'stability', upstreamVendor: 'stability', upstreamModel: 'stable-audio-2.5',
+    // Stability takes whole seconds (1-190, its default 190) and no lyrics or instrumental switch: the prompt says what to play.
+    capabilities: {
+      task: 'music', sync: true, formats: ['mp3', 'wav'], maxPromptChars: 10_000, lyrics: false, instrumental: false,
+      durationSeconds: [1, 190], defaultDurationSeconds: 190, wholeSeconds: true,
+    },
+    prices: [{ component: 'request', usd: '0.20', confidence: 'C' }],
+    isPopular: false,
+    source: '20 credits a generation at 0.01 USD a credit (platform.stability.ai/pricing as the APIs.io Stability Audio FinOps profile reports it, 2026-05; fal.ai resells at 0.20); API: docs/vendors/stability.md',
   },
 ].map((seed) => Object.freeze(seed)) as MediaSeed[]);

@@ -38,7 +38,7 @@ const SERVED_CHAT_FAMILIES: readonly string[] = ['openai', 'anthropic', 'gemini'
 export const SERVED_MEDIA_FAMILIES: Readonly<Record<Exclude<Modality, 'chat'>, readonly string[]>> = Object.freeze({
   image: ['openai-images', 'bfl', 'gemini-images', 'dashscope', 'runway', 'luma'],
   video: ['dashscope', 'vidu', 'modelark', 'gemini-video', 'minimax-video', 'kling', 'runway', 'luma'],
-  audio: ['openai-audio', 'elevenlabs', 'minimax', 'gemini-audio'],
+  audio: ['openai-audio', 'elevenlabs', 'minimax', 'gemini-audio', 'stability'],
 });
 
 /** The embeddings API families this gateway speaks (src/providers/embeddings/index.ts; test/embeddings.test.ts keeps them equal). */

@@ -103,8 +103,10 @@ function musicSchema(model: MediaModel): v.GenericSchema<unknown, MusicFields> {
     model: v.string(),
     prompt: text(typeof caps.maxPromptChars === 'number' ? caps.maxPromptChars : 2000),
     lyrics: v.optional(text(typeof caps.maxLyricsChars === 'number' ? caps.maxLyricsChars : 3500)),
-    // Seconds to the millisecond (the vendors take milliseconds).
-    duration: v.optional(v.pipe(range(durations ?? [0, 0], ' seconds'), v.transform((seconds) => Math.round(seconds * 1000) / 1000))),
+    // Seconds to the millisecond (the vendors take milliseconds), or whole ones where the vendor takes only those.
+    duration: v.optional(caps.wholeSeconds === true
+      ? v.pipe(range(durations ?? [0, 0], ' seconds'), v.integer(`must be a whole number of seconds from ${durations?.[0]} to ${durations?.[1]}.`))
+      : v.pipe(range(durations ?? [0, 0], ' seconds'), v.transform((seconds) => Math.round(seconds * 1000) / 1000))),
     instrumental: v.optional(flag),
     format: v.optional(v.picklist(formats, `must be one of ${quoted(formats)} (the formats this gateway stores for this model).`), formats[0]),
     callback_url: v.optional(callbackUrl),

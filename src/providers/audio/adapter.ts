@@ -8,12 +8,12 @@ export type GeneratedAudio =
 
 /**
  * An audio vendor's wire format, pure: a job is either made in one exchange whose answer is the audio
- * (OpenAI speech, ElevenLabs, MiniMax music) or run as the vendor's task, submitted and polled like a
+ * (OpenAI speech, ElevenLabs, MiniMax music, Stable Audio) or run as the vendor's task, submitted and polled like a
  * video (MiniMax async speech). The worker pool does the I/O (workers/generate-audio.ts, submit-task,
  * poll-task).
  */
 export interface AudioAdapter {
-  /** The catalog `family` it serves (`openai-audio`, `elevenlabs`, `minimax`). */
+  /** The catalog `family` it serves (`openai-audio`, `elevenlabs`, `minimax`, `gemini-audio`, `stability`). */
   readonly family: string;
   /** The vendor's task API, where jobs run as vendor tasks (every such job: `runsAsTask`). */
   readonly tasks?: TaskApi<AudioJob>;

@@ -3,6 +3,7 @@
  * HTTP answer becomes a body or a refusal, how a status word is read, how a request is written.
  * Pure: no I/O, no logging (answers carry vendor result URLs, which must never reach a log).
  */
+import { randomBytes } from 'node:crypto';
 import type { VendorRefusal, VendorRequest, VendorTaskState } from './adapter.js';
 import type { VideoJob, VideoSchemaName } from '../../tasks/video-job.js';
 
@@ -63,6 +64,18 @@ export function idSegment(upstreamId: string): string {
 
 export function jsonRequest(method: 'POST', url: string, headers: Readonly<Record<string, string>>, body: unknown): VendorRequest {
   return { method, url, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+/**
+ * A `multipart/form-data` request of text fields (Stability's APIs take no JSON); undefined fields are
+ * left out. The boundary is random and, to be certain, appears in no value.
+ */
+export function formRequest(method: 'POST', url: string, headers: Readonly<Record<string, string>>, fields: Readonly<Record<string, string | number | undefined>>): VendorRequest {
+  const entries = Object.entries(fields).flatMap(([name, value]) => (value === undefined ? [] : [[name, String(value)] as const]));
+  let boundary: string;
+  do boundary = `gateway-${randomBytes(12).toString('hex')}`; while (entries.some(([, value]) => value.includes(boundary)));
+  const parts = entries.map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
+  return { method, url, headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: `${parts.join('')}--${boundary}--\r\n` };
 }
 
 /** The body as a JSON object, or undefined when it is not one (not JSON, an array, null). */
