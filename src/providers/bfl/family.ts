@@ -1,11 +1,13 @@
 /**
  * Black Forest Labs' FLUX API, submit and poll: `POST {base}/<model>` (header `x-key`) answers a task
  * id and its `polling_url`; `GET` on it answers `Pending` until `Ready` with `result.sample`, a signed
- * address that expires after minutes (so the gateway rehosts it). The caller sees one synchronous call.
+ * address that expires after minutes (so the gateway rehosts it). The caller sees one synchronous call
+ * (runImageTask).
  */
 import type { ImageFamily, ImageJob, ImageResult, ImageIo } from '../image-family.js';
 import type { UpstreamTarget } from '../family.js';
 import { ApiError } from '../../http/errors.js';
+import { invalidImageTask, runImageTask } from '../image-task.js';
 
 /** FLUX.2 takes pixel dimensions (multiples of 32); these are about one megapixel, the size the catalog prices. */
 export const FLUX2_DIMENSIONS: Readonly<Record<string, readonly [number, number]>> = Object.freeze({
@@ -41,41 +43,26 @@ export function pollingUrl(target: UpstreamTarget, id: string, offered: unknown)
   }
 }
 
-const invalid = () => new ApiError(502, 'upstream_invalid_response', 'The upstream vendor bfl answered with a body that is not a FLUX task.');
-
-function parse(text: string): Record<string, unknown> {
-  try {
-    const value = JSON.parse(text) as unknown;
-    if (typeof value === 'object' && value !== null) return value as Record<string, unknown>;
-  } catch { /* not JSON: below */ }
-  throw invalid();
-}
-
 export const BFL_IMAGES: ImageFamily = Object.freeze({
-  async generate(job: ImageJob, target: UpstreamTarget, io: ImageIo): Promise<ImageResult> {
-    const headers = { 'x-key': target.apiKey, 'content-type': 'application/json', accept: 'application/json' };
-    const submitted = await io.post(`${target.baseUrl}/${job.model.upstreamModel}`, headers, JSON.stringify(submitBody(job)));
-    if (submitted.status !== 200) throw await io.refused(submitted);
-    const task = parse(await submitted.text());
-    if (typeof task.id !== 'string' || !task.id) throw invalid();
-    const poll = pollingUrl(target, task.id, task.polling_url);
-    const pollHeaders = { 'x-key': target.apiKey, accept: 'application/json' };
-    for (;;) {
-      await io.wait();
-      const answer = await io.get(poll, pollHeaders);
-      if (answer.status !== 200) throw await io.refused(answer);
-      const state = parse(await answer.text());
-      const status = String(state.status);
-      if (status === 'Ready') {
-        const sample = (state.result as { sample?: unknown } | null)?.sample;
-        if (typeof sample !== 'string' || !sample) throw invalid();
-        return { images: [{ url: sample }] };
-      }
-      if (MODERATED.has(status)) {
-        throw new ApiError(400, 'content_policy_violation', `The upstream vendor bfl refused the request: ${status}.`, 'prompt');
-      }
-      if (FAILED.has(status)) throw new ApiError(502, 'upstream_error', `The upstream vendor bfl failed the task: ${status}.`);
-      // Pending (or any in-progress state): ask again after the poll interval.
-    }
+  generate(job: ImageJob, target: UpstreamTarget, io: ImageIo): Promise<ImageResult> {
+    return runImageTask({
+      vendor: 'bfl',
+      submitUrl: `${target.baseUrl}/${job.model.upstreamModel}`,
+      headers: { 'x-key': target.apiKey },
+      body: submitBody(job),
+      submitStatuses: [200],
+      pollUrl: (id, submitted) => pollingUrl(target, id, submitted.polling_url),
+      outcome: (state) => {
+        const status = String(state.status);
+        if (status === 'Ready') {
+          const sample = (state.result as { sample?: unknown } | null)?.sample;
+          if (typeof sample !== 'string' || !sample) return invalidImageTask('bfl');
+          return { images: [{ url: sample }] };
+        }
+        if (MODERATED.has(status)) return new ApiError(400, 'content_policy_violation', `The upstream vendor bfl refused the request: ${status}.`, 'prompt');
+        if (FAILED.has(status)) return new ApiError(502, 'upstream_error', `The upstream vendor bfl failed the task: ${status}.`);
+        return undefined; // Pending (or any in-progress state): ask again after the poll interval.
+      },
+    }, io);
   },
 });
