@@ -555,6 +555,8 @@ class Exchange implements UpstreamResponse {
   private framing: Framing = 'close';
   private remaining = 0;
   private chunkState: ChunkState = 'size';
+  /** The body bytes of the read being de-chunked, as offsets (see dechunkInto). */
+  private readonly pieces: number[] = [];
   private line = '';
   private early: Buffer[] = [];
   private earlyBytes = 0;
@@ -673,14 +675,19 @@ class Exchange implements UpstreamResponse {
    * once per upstream chunk (a vendor that flushes each token as its own chunk sends dozens per read).
    */
   private dechunk(chunk: Buffer): void {
-    const pieces: Buffer[] = [];
+    const pieces = this.pieces;
+    pieces.length = 0;
     const ended = this.dechunkInto(chunk, pieces);
-    if (pieces.length > 0) this.deliver(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
+    if (pieces.length > 0) this.deliver(joinPieces(chunk, pieces));
     if (ended) this.complete();
   }
 
-  /** Appends the body bytes of `chunk` to `pieces`; true once the last chunk and the trailers have arrived. */
-  private dechunkInto(chunk: Buffer, pieces: Buffer[]): boolean {
+  /**
+   * Appends the offsets of `chunk`'s body bytes to `pieces` (start and end of each, flat: numbers, not
+   * views, as a stream of small chunks makes hundreds a second); true once the last chunk and the
+   * trailers have arrived.
+   */
+  private dechunkInto(chunk: Buffer, pieces: number[]): boolean {
     let at = 0;
     while (at < chunk.length && !this.done) {
       switch (this.chunkState) {
@@ -713,7 +720,7 @@ class Exchange implements UpstreamResponse {
         }
         case 'data': {
           const take = Math.min(this.remaining, chunk.length - at);
-          pieces.push(chunk.subarray(at, at + take));
+          if (take > 0) pieces.push(at, at + take);
           at += take;
           this.remaining -= take;
           if (this.remaining === 0) {
@@ -869,4 +876,15 @@ class Exchange implements UpstreamResponse {
   resume(): void {
     this.connection.resume();
   }
+}
+
+/** The body bytes of `chunk` at `pieces` (flat start and end offsets): a view when they are one run, else one copy. */
+function joinPieces(chunk: Buffer, pieces: readonly number[]): Buffer {
+  if (pieces.length === 2) return chunk.subarray(pieces[0], pieces[1]);
+  let size = 0;
+  for (let i = 0; i < pieces.length; i += 2) size += pieces[i + 1]! - pieces[i]!;
+  const joined = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let i = 0; i < pieces.length; i += 2) at += chunk.copy(joined, at, pieces[i], pieces[i + 1]);
+  return joined;
 }

@@ -26,6 +26,8 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
   private readonly framing: CompleteEvents;
   private modelNeedle: Buffer | undefined;
   private readonly modelReplacement: Buffer;
+  /** Where the model name is in the events being rewritten (reused: one array per stream, not per chunk). */
+  private readonly found: number[] = [];
   failure: string | undefined;
   /** The complete events of the last two pushes: where a vendor's error object, which ends its stream, is. */
   private previousEvents: Buffer | undefined;
@@ -109,20 +111,25 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     this.modelNeedle = Buffer.from(events.subarray(start, end + 1));
   }
 
+  /** `events` with each of the upstream's model names swapped for the gateway's id: one new buffer, no views. */
   private replaceModel(events: Buffer): Buffer {
     const needle = this.modelNeedle;
     if (!needle) return events;
-    let at = events.indexOf(needle);
-    if (at === -1) return events;
-    const parts: Buffer[] = [];
+    const found = this.found;
+    found.length = 0;
+    for (let at = events.indexOf(needle); at !== -1; at = events.indexOf(needle, at + needle.length)) found.push(at);
+    if (found.length === 0) return events;
+    const replacement = this.modelReplacement;
+    const out = Buffer.allocUnsafe(events.length + found.length * (replacement.length - needle.length));
     let from = 0;
-    while (at !== -1) {
-      parts.push(events.subarray(from, at), this.modelReplacement);
+    let to = 0;
+    for (const at of found) {
+      to += events.copy(out, to, from, at);
+      to += replacement.copy(out, to);
       from = at + needle.length;
-      at = events.indexOf(needle, from);
     }
-    parts.push(events.subarray(from));
-    return Buffer.concat(parts);
+    events.copy(out, to, from);
+    return out;
   }
 
   /** The slow path, for the few events that need parsing. */
