@@ -58,7 +58,8 @@ export function videoRoutes(services: Services) {
     if (typeof body.model !== 'string' || body.model === '') throw badRequest("'model' is required and must be a string.", 'model');
     const model = mediaModelFor(services, body.model, 'video');
     const parsed = parseVideoRequest(body, model);
-    if (!VIDEO_ADAPTERS[model.family] || !services.routing.mediaTargetsOf(model)) {
+    const adapter = Object.hasOwn(VIDEO_ADAPTERS, model.family) ? VIDEO_ADAPTERS[model.family] : undefined;
+    if (!adapter || !services.routing.mediaTargetsOf(model, adapter.cloudForms)) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} task API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
     const inputPriced = PRICED_BY_INPUT_VIDEO.includes(parsed.profile);

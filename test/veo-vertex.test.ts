@@ -1,0 +1,145 @@
+// Veo through Vertex AI: a routing-file target with `cloud: vertex` (the platform's service account)
+// takes Veo tasks. The mock vendor plays Google's token endpoint and Vertex AI's Veo endpoints over
+// TLS: the submit goes to the project's publisher model with the access token, the operation is polled
+// with fetchPredictOperation, and the finished operation's base64 MP4 is stored on the media host
+// before the task succeeds, charged exactly its price; a failed or filtered operation releases the
+// hold; the access token never shows in a task object or the logs.
+import t, { type Test } from 'tap';
+import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startGateway, postJson, type Gateway } from './helpers/harness.js';
+import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
+import { TEST_JWT_SECRET, fastUser } from './helpers/http-tools.js';
+import { usageSettled } from './helpers/billing-checks.js';
+import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
+import { MEDIA_KEY } from '../src/media/storage.js';
+
+const account = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+const CLIENT_EMAIL = 'gateway-veo@proj-1.iam.gserviceaccount.com';
+const NANO = (usd: string) => BigInt(Math.round(Number(usd) * 1e9));
+const VERTEX_MODEL_PATH = '/v1/projects/proj-1/locations/us-central1/publishers/google/models';
+
+const dir = mkdtempSync(join(tmpdir(), 'veo-vertex-'));
+execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+  '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+
+let mock: MockVendor;
+let gateway: Gateway;
+let users = 0;
+
+t.before(async () => {
+  mock = await startMockVendor({
+    tls: { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
+    cloud: { serviceAccounts: { [CLIENT_EMAIL]: account.publicKey } },
+  });
+  const file = join(dir, 'routing.yaml');
+  const vertex = (name: string, model: string) => `
+    targets:
+      - name: ${name}
+        vendor: gemini
+        model: ${model}
+        base_url: ${mock.url}
+        cloud: { kind: vertex, region: us-central1, service_account_json_env: VERTEX_SA }`;
+  writeFileSync(file, `
+models:
+  google/veo-3.1:${vertex('veo-vertex', 'veo-3.1-generate-001')}
+  google/veo-3.1-fast:${vertex('veo-fast-vertex', 'veo-3.1-fast-generate-001')}
+`);
+  const serviceAccount = {
+    type: 'service_account', project_id: 'proj-1', private_key_id: 'key-1', private_key: account.privateKey,
+    client_email: CLIENT_EMAIL, client_id: '1', token_uri: `${mock.url}/token`,
+  };
+  gateway = await startGateway({
+    mock,
+    env: {
+      ROUTING_FILE: file, VERTEX_SA: JSON.stringify(serviceAccount), NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem'), FETCH_ALLOW_LOOPBACK: 'true',
+      JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: join(dir, 'media'), RATE_LIMIT_DEFAULT: '1000/10', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', LOG_LEVEL: 'info',
+    },
+  });
+});
+t.teardown(async () => {
+  await gateway?.close();
+  await mock?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Task { id: string; status: string; data?: { url: string }[]; error?: { code: string; message: string } }
+
+async function newUser(usd = '10'): Promise<{ user: string; key: string }> {
+  const user = `veo-vertex-${++users}`;
+  return { user, key: (await fastUser(gateway, user, usd)).key };
+}
+
+async function polled(key: string, id: string): Promise<Task> {
+  const read = async () => (await (await fetch(`${gateway.v1}/videos/generations/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as Task;
+  let task = await read();
+  for (let i = 0; i < 400 && task.status === 'pending'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    task = await read();
+  }
+  return task;
+}
+
+/** The access tokens the mock's Vertex AI endpoints were sent (Bearer values). */
+const tokensSent = () => mock.requests().filter((r) => r.path.startsWith('/v1/projects/')).map((r) => r.authorization?.replace(/^Bearer /, '') ?? '');
+
+async function nothingCharged(t: Test, user: string): Promise<void> {
+  const money = await usageSettled(gateway, user);
+  t.equal(money.charged, 0n, 'nothing charged');
+  t.equal(money.held, 0n, 'every hold released');
+}
+
+t.test('a Veo task through a Vertex AI target: submitted and polled with the access token, the base64 video stored on the media host, charged its price', async (t) => {
+  const { user, key } = await newUser();
+  const mark = mock.requests().length;
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'google/veo-3.1', prompt: 'waves at dusk [[mock job_ms=150]]', duration: 8, aspect_ratio: '9:16' });
+  t.equal(submitted.status, 200, JSON.stringify(submitted.body));
+  t.equal((await gateway.balanceNano(user)).held, NANO('3.20'), 'the price of 8 seconds at 720p is held');
+  const task = await polled(key, (submitted.body as Task).id);
+  t.equal(task.status, 'success', JSON.stringify(task));
+  const url = task.data?.[0]?.url ?? '';
+  t.ok(url.startsWith(`${gateway.url}/media/`), 'the video is on the media host');
+  t.match(url.slice(url.lastIndexOf('/') + 1), MEDIA_KEY);
+  const video = Buffer.from(await (await fetch(url)).arrayBuffer());
+  t.equal(video.subarray(4, 8).toString('latin1'), 'ftyp', 'an MP4 file');
+  t.equal(mp4DurationSeconds(video), 8, 'of the requested length');
+
+  const calls = mock.requests().slice(mark);
+  const submit = calls.find((r) => r.path === `${VERTEX_MODEL_PATH}/veo-3.1-generate-001:predictLongRunning`);
+  t.ok(submit, 'submitted to the project\'s publisher model, by its Vertex AI id');
+  t.match(submit?.authorization, /^Bearer ya29\.mock-/, 'with the service account\'s access token');
+  t.same(submit?.body, { instances: [{ prompt: 'waves at dusk [[mock job_ms=150]]' }], parameters: { aspectRatio: '9:16', durationSeconds: 8, resolution: '720p' } });
+  const poll = calls.find((r) => r.path === `${VERTEX_MODEL_PATH}/veo-3.1-generate-001:fetchPredictOperation`);
+  t.match(poll?.body, { operationName: new RegExp(`^${VERTEX_MODEL_PATH.slice(4)}/veo-3.1-generate-001/operations/[0-9a-f]+$`) }, 'polled with fetchPredictOperation and the operation\'s name');
+  t.notOk(calls.some((r) => r.path.includes('/gemini/')), 'the Gemini API never called');
+
+  const money = await usageSettled(gateway, user);
+  t.equal(money.charged, NANO('3.20'), 'charged 3.20 USD');
+  t.equal(money.held, 0n, 'nothing left held');
+  const shown = JSON.stringify(task) + JSON.stringify(await (await fetch(`${gateway.v1}/videos/generations`, { headers: { authorization: `Bearer ${key}` } })).json());
+  for (const token of new Set(tokensSent())) {
+    t.notOk(shown.includes(token), 'the access token is in no task object');
+    t.notOk(gateway.output.includes(token), 'nor in the logs');
+  }
+});
+
+t.test('a failed or filtered Vertex AI operation, or a refused submit, fails the task and releases the hold', async (t) => {
+  const { user, key } = await newUser();
+  const cases = [
+    { directive: 'task_fail=13', code: '13', message: /failed \(mock\)/ },
+    { directive: 'filtered', code: 'content_filtered', message: /safety filters withheld/ },
+    { directive: 'submit_fail=400', code: 'INVALID_ARGUMENT', message: /Mock failure/ },
+  ];
+  for (const c of cases) {
+    const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'google/veo-3.1-fast', prompt: `x [[mock job_ms=50 ${c.directive}]]`, duration: 4 });
+    t.equal(submitted.status, 200);
+    const task = await polled(key, (submitted.body as Task).id);
+    t.equal(task.status, 'failed', `${c.directive}: failed`);
+    t.equal(task.error?.code, c.code, `${c.directive}: code ${c.code}`);
+    t.match(task.error?.message, c.message);
+  }
+  await nothingCharged(t, user);
+});
