@@ -3,7 +3,10 @@
 // TLS: the submit goes to the project's publisher model with the access token, the operation is polled
 // with fetchPredictOperation, and the finished operation's base64 MP4 is stored on the media host
 // before the task succeeds, charged exactly its price; a failed or filtered operation releases the
-// hold; the access token never shows in a task object or the logs.
+// hold; the access token never shows in a task object or the logs. Image-to-video: the first frame
+// (a data: URI, or an https URL the gateway fetches through the URL guard) goes to Google as bytes;
+// an input that is not a PNG or JPEG, or is larger than MEDIA_MAX_BYTES, is a 4xx naming the field
+// (the gateway reads it when it takes the request), with the hold released.
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
@@ -15,12 +18,15 @@ import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { TEST_JWT_SECRET, fastUser } from './helpers/http-tools.js';
 import { usageSettled } from './helpers/billing-checks.js';
 import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
+import { mockPng } from '../src/mock-vendor/png.js';
 import { MEDIA_KEY } from '../src/media/storage.js';
 
 const account = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
 const CLIENT_EMAIL = 'gateway-veo@proj-1.iam.gserviceaccount.com';
 const NANO = (usd: string) => BigInt(Math.round(Number(usd) * 1e9));
 const VERTEX_MODEL_PATH = '/v1/projects/proj-1/locations/us-central1/publishers/google/models';
+const MEDIA_MAX_BYTES = 64 * 1024;
+const PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 const dir = mkdtempSync(join(tmpdir(), 'veo-vertex-'));
 execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
@@ -56,7 +62,7 @@ models:
     mock,
     env: {
       ROUTING_FILE: file, VERTEX_SA: JSON.stringify(serviceAccount), NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem'), FETCH_ALLOW_LOOPBACK: 'true',
-      JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: join(dir, 'media'), RATE_LIMIT_DEFAULT: '1000/10', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', LOG_LEVEL: 'info',
+      JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: join(dir, 'media'), MEDIA_MAX_BYTES: String(MEDIA_MAX_BYTES), RATE_LIMIT_DEFAULT: '1000/10', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', LOG_LEVEL: 'info',
     },
   });
 });
@@ -141,5 +147,44 @@ t.test('a failed or filtered Vertex AI operation, or a refused submit, fails the
     t.equal(task.error?.code, c.code, `${c.directive}: code ${c.code}`);
     t.match(task.error?.message, c.message);
   }
+  await nothingCharged(t, user);
+});
+
+t.test('image-to-video: the first frame goes to Vertex AI as bytes, from a data: URI or a URL the gateway fetched', async (t) => {
+  const { user, key } = await newUser();
+  const picture = mockPng('picture').toString('base64');
+  for (const [entry, base64] of [[`data:image/png;base64,${PNG_BASE64}`, PNG_BASE64], [`${mock.url}/samples/picture`, picture]] as const) {
+    const mark = mock.requests().length;
+    const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'google/veo-3.1-fast', prompt: 'the picture comes alive [[mock job_ms=50]]', image_urls: [entry], duration: 4 });
+    t.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    const task = await polled(key, (submitted.body as Task).id);
+    t.equal(task.status, 'success', JSON.stringify(task));
+    const submit = mock.requests().slice(mark).find((r) => r.path === `${VERTEX_MODEL_PATH}/veo-3.1-fast-generate-001:predictLongRunning`);
+    t.same((submit?.body as any)?.instances, [{ prompt: 'the picture comes alive [[mock job_ms=50]]', image: { bytesBase64Encoded: base64, mimeType: 'image/png' } }],
+      `${entry.slice(0, 20)}: the first frame inline, its type sniffed`);
+  }
+  const money = await usageSettled(gateway, user);
+  t.equal(money.charged, 2n * NANO('0.40'), 'each charged 4 seconds at 0.10');
+  t.equal(money.held, 0n);
+});
+
+t.test('image-to-video: an input that is not a PNG or JPEG, or is too large, is a 4xx naming the field, never sent, the hold released', async (t) => {
+  const { user, key } = await newUser();
+  const mark = mock.requests().length;
+  const oversized = Buffer.concat([Buffer.from(PNG_BASE64, 'base64'), Buffer.alloc(MEDIA_MAX_BYTES)]).toString('base64');
+  const cases = [
+    { entry: `${mock.url}/samples/movie`, status: 415, code: 'unsupported_media_type', message: /not an image/ },
+    { entry: 'data:image/gif;base64,R0lGODlhAQABAAAAACw=', status: 400, code: 'invalid_request', message: /png\|jpeg/ },
+    { entry: `data:image/png;base64,${oversized}`, status: 413, code: 'payload_too_large', message: new RegExp(`${MEDIA_MAX_BYTES}`) },
+  ];
+  for (const c of cases) {
+    const response = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'google/veo-3.1', prompt: 'x', image_urls: [c.entry], duration: 4 });
+    t.equal(response.status, c.status, JSON.stringify(response.body).slice(0, 300));
+    const error = (response.body as any).error;
+    t.equal(error?.code, c.code);
+    t.match(error?.param, /^image_urls/, 'naming the field');
+    t.match(error?.message, c.message);
+  }
+  t.notOk(mock.requests().slice(mark).some((r) => r.path.endsWith(':predictLongRunning')), 'none reached Vertex AI');
   await nothingCharged(t, user);
 });

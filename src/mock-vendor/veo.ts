@@ -2,6 +2,7 @@
 // `POST …/models/{model}:predictLongRunning` (key in `x-goog-api-key`, `instances: [{prompt}]`,
 // `parameters` checked: durationSeconds 4|6|8, aspectRatio 16:9|9:16, resolution 720p|1080p|4k, 1080p
 // and 4k only at 8 seconds, no 4k on a lite model) answers `{name: "models/{model}/operations/{id}"}`;
+// `instances[0].image` (a first frame, `bytesBase64Encoded` and `mimeType`, PNG or JPEG) is checked;
 // `GET …/{name}` answers `{name, done: false}` until the job ends, then `done: true` with
 // `response.generateVideoResponse.generatedSamples[0].video.uri`, a file at `…/files/{id}:download?alt=media`
 // served (an MP4 of the asked length) only to a request carrying the same key. Errors are Google's
@@ -22,6 +23,7 @@ import { directivePairs, parseDirectives } from './directives.js';
 import { playFault, type FaultBook } from './faults.js';
 import { geminiErrorJson } from './gemini.js';
 import { mockMp4 } from './mp4.js';
+import { sniffMediaType } from '../media/sniff.js';
 import { recordBody, type MockRequestRecord } from './records.js';
 import type { MockError } from './errors.js';
 
@@ -58,6 +60,13 @@ const httpStatus = (value: string | undefined) => (/^[45]\d\d$/.test(value ?? ''
 function invalidRequest(body: Record<string, any>, model: string): string | undefined {
   const instance = Array.isArray(body.instances) ? body.instances[0] : undefined;
   if (typeof instance?.prompt !== 'string' || instance.prompt === '') return 'instances[0].prompt is required.';
+  if (instance.image !== undefined) {
+    // A first frame, as both forms take it: the bytes themselves (no URL is fetched), PNG or JPEG.
+    const { bytesBase64Encoded: data, mimeType } = (instance.image ?? {}) as Record<string, unknown>;
+    if (typeof data !== 'string' || data === '') return 'instances[0].image.bytesBase64Encoded is required.';
+    const kind = sniffMediaType(Buffer.from(data, 'base64'))?.contentType;
+    if ((kind !== 'image/png' && kind !== 'image/jpeg') || mimeType !== kind) return `instances[0].image is not the ${String(mimeType)} image it says it is.`;
+  }
   const parameters = (body.parameters ?? {}) as Record<string, unknown>;
   const duration = parameters.durationSeconds ?? 8;
   if (![4, 6, 8].includes(Number(duration))) return `durationSeconds must be 4, 6 or 8, got ${String(duration)}.`;

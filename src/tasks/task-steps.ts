@@ -156,7 +156,7 @@ export class TaskSteps {
     const vendorCallbackUrl = publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id);
     const { output: submitted, target } = await this.routed<SubmitTaskOutput>(route.model, route.targets, (candidate) => workers.submit({
       family: route.model.family, job: jobFor(row.job as unknown as TaskJob, candidate), target: vendorTargetOf(candidate), timeoutMs: config.fetch.timeoutMs, vendorCallbackUrl,
-      allowLoopback: config.fetch.allowLoopback,
+      allowLoopback: config.fetch.allowLoopback, media: config.media,
     }));
     if (submitted.kind === 'refused') {
       if (submitted.retryable) await unmarkSubmitting(this.deps.sql, row.id, lease.token);
@@ -330,7 +330,7 @@ export class TaskSteps {
     this.retries.delete(row.id);
     this.stepsOf(step, 'error').inc();
     const code = refusal.retryable ? 'upstream_timeout' : refusal.code;
-    return this.fail(row, lease, { code, message: `The vendor refused the task: ${refusal.message}`, httpStatus: refusal.httpStatus >= 400 && refusal.httpStatus < 500 ? 400 : 502 });
+    return this.fail(row, lease, { code, message: refusal.ofInput ? `${refusal.message} Nothing was charged.` : `The vendor refused the task: ${refusal.message}`, httpStatus: refusal.httpStatus >= 400 && refusal.httpStatus < 500 ? 400 : 502 });
   }
 
   private backoffMs(failures: number): number {

@@ -1,5 +1,6 @@
 import type { VideoJob } from '../../tasks/video-job.js';
 import type { UpstreamCloud } from '../family.js';
+import type { SniffedType } from '../../media/sniff.js';
 
 /** Where and as whom a vendor call goes (the platform credential of `upstreamVendor`, or a routing target's). */
 export interface VendorTarget {
@@ -32,6 +33,14 @@ export interface VendorRefusal {
   readonly code: string;
   readonly message: string;
   readonly httpStatus: number;
+  /** The gateway's own refusal of the task's input (an image it could not read for the submit), not the vendor's. */
+  readonly ofInput?: boolean;
+}
+
+/** An input image the submit carries as bytes (fetched by the submit worker, its type sniffed). */
+export interface InlineImage {
+  readonly base64: string;
+  readonly mimeType: string;
 }
 
 /** A vendor task's state as one poll saw it. `status` is the vendor's own spelling, for logs. */
@@ -64,8 +73,16 @@ export interface TaskApi<J> {
   readonly cloudForms?: readonly UpstreamCloud['kind'][];
   /** A poll answer may carry the result itself (`inline`): it is read up to the size of a base64 result of MEDIA_MAX_BYTES. */
   readonly resultsInAnswer?: boolean;
-  /** `vendorCallbackUrl`: where the vendor may POST status hints (only vendors that take one use it). */
-  submit(job: J, target: VendorTarget, vendorCallbackUrl?: string): VendorRequest;
+  /**
+   * The job's input images the vendor takes only as bytes (Veo's first frame), in order: the submit
+   * worker fetches them through the URL guard (bounded by MEDIA_MAX_BYTES and the fetch timeout),
+   * keeps only the types `inlineImageTypes` names, and hands them to `submit` as `images`.
+   */
+  inlineImages?(job: J): readonly string[];
+  /** The image types `inlineImages` may be (checked when the request is taken, and again on the bytes sent). */
+  readonly inlineImageTypes?: readonly SniffedType[];
+  /** `vendorCallbackUrl`: where the vendor may POST status hints (only vendors that take one use it); `images`: the `inlineImages`' bytes. */
+  submit(job: J, target: VendorTarget, vendorCallbackUrl?: string, images?: readonly InlineImage[]): VendorRequest;
   /** The vendor's task id from the submit answer, or why there is none; `job`: the job submitted (Kling polls where it submitted). */
   submitted(httpStatus: number, body: string, job?: J): { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
   poll(upstreamId: string, target: VendorTarget): VendorRequest;

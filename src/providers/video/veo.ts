@@ -17,7 +17,8 @@
  * Storage result (`gcsUri`, only when a storage URI was sent, which the gateway never does) is not
  * read. Sources: docs/vendors/google-media.md.
  */
-import type { VendorRefusal, VendorTarget, VendorTaskState, VideoAdapter } from './adapter.js';
+import type { InlineImage, VendorRefusal, VendorTarget, VendorTaskState, VideoAdapter } from './adapter.js';
+import { JPEG, PNG } from '../../media/sniff.js';
 import type { VideoJob } from '../../tasks/video-job.js';
 import { vertexAuthorization, vertexModelUrl } from '../cloud/vertex.js';
 import {
@@ -25,13 +26,15 @@ import {
 } from './wire.js';
 
 interface VeoSubmitBody {
-  instances: [{ prompt: string }];
+  instances: [{ prompt: string; image?: { bytesBase64Encoded: string; mimeType: string } }];
   parameters: { aspectRatio?: string; durationSeconds: number; resolution?: string; negativePrompt?: string; seed?: number };
 }
 
-export function veoSubmitBody(job: VideoJob): VeoSubmitBody {
+/** The body of both forms (the Gemini API and Vertex AI take the same one); `images[0]`: the first frame's bytes. */
+export function veoSubmitBody(job: VideoJob, images: readonly InlineImage[] = []): VeoSubmitBody {
+  const [first] = images;
   return {
-    instances: [{ prompt: job.prompt ?? '' }],
+    instances: [{ prompt: job.prompt ?? '', ...(first ? { image: { bytesBase64Encoded: first.base64, mimeType: first.mimeType } } : {}) }],
     parameters: {
       aspectRatio: job.aspectRatio,
       durationSeconds: job.duration,
@@ -87,13 +90,16 @@ export const VEO_VIDEO = Object.freeze({
   family: 'gemini-video',
   cloudForms: ['vertex'],
   resultsInAnswer: true,
+  // The first frame goes as bytes: neither form fetches a public URL for Veo.
+  inlineImages: (job) => job.imageUrls.slice(0, 1),
+  inlineImageTypes: [PNG, JPEG],
 
-  submit(job, target) {
+  submit(job, target, _vendorCallbackUrl?, images?) {
     const { cloud } = target;
     if (cloud?.kind === 'vertex') {
-      return { ...jsonRequest('POST', vertexModelUrl(trimBase(target.baseUrl), cloud, 'google', job.upstreamModel, 'predictLongRunning'), bearerHeader(target), veoSubmitBody(job)), guarded: target.guarded };
+      return { ...jsonRequest('POST', vertexModelUrl(trimBase(target.baseUrl), cloud, 'google', job.upstreamModel, 'predictLongRunning'), bearerHeader(target), veoSubmitBody(job, images)), guarded: target.guarded };
     }
-    return jsonRequest('POST', `${trimBase(target.baseUrl)}/models/${encodeURIComponent(job.upstreamModel)}:predictLongRunning`, keyHeader(target), veoSubmitBody(job));
+    return jsonRequest('POST', `${trimBase(target.baseUrl)}/models/${encodeURIComponent(job.upstreamModel)}:predictLongRunning`, keyHeader(target), veoSubmitBody(job, images));
   },
 
   submitted(httpStatus, body) {
