@@ -8,14 +8,14 @@
 // an input that is not a PNG or JPEG, or is larger than MEDIA_MAX_BYTES, is a 4xx naming the field
 // (the gateway reads it when it takes the request), with the hold released.
 import t, { type Test } from 'tap';
-import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGateway, postJson, type Gateway } from './helpers/harness.js';
 import { startMockVendor, type MockVendor } from '../src/mock-vendor/server.js';
 import { TEST_JWT_SECRET, fastUser } from './helpers/http-tools.js';
+import { selfSignedCert } from './helpers/self-signed-cert.js';
+import { serviceAccountKeyFile } from './helpers/service-account.js';
 import { usageSettled } from './helpers/billing-checks.js';
 import { mp4DurationSeconds } from '../src/mock-vendor/mp4.js';
 import { mockPng } from '../src/mock-vendor/png.js';
@@ -28,9 +28,8 @@ const VERTEX_MODEL_PATH = '/v1/projects/proj-1/locations/us-central1/publishers/
 const MEDIA_MAX_BYTES = 64 * 1024;
 const PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
-const dir = mkdtempSync(join(tmpdir(), 'veo-vertex-'));
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-  '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+const tls = selfSignedCert('veo-vertex');
+const dir = tls.dir;
 
 let mock: MockVendor;
 let gateway: Gateway;
@@ -38,7 +37,7 @@ let users = 0;
 
 t.before(async () => {
   mock = await startMockVendor({
-    tls: { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
+    tls: { key: tls.key, cert: tls.cert },
     cloud: { serviceAccounts: { [CLIENT_EMAIL]: account.publicKey } },
   });
   const file = join(dir, 'routing.yaml');
@@ -54,14 +53,11 @@ models:
   google/veo-3.1:${vertex('veo-vertex', 'veo-3.1-generate-001')}
   google/veo-3.1-fast:${vertex('veo-fast-vertex', 'veo-3.1-fast-generate-001')}
 `);
-  const serviceAccount = {
-    type: 'service_account', project_id: 'proj-1', private_key_id: 'key-1', private_key: account.privateKey,
-    client_email: CLIENT_EMAIL, client_id: '1', token_uri: `${mock.url}/token`,
-  };
+  const serviceAccount = serviceAccountKeyFile(account.privateKey, CLIENT_EMAIL, `${mock.url}/token`);
   gateway = await startGateway({
     mock,
     env: {
-      ROUTING_FILE: file, VERTEX_SA: JSON.stringify(serviceAccount), NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem'), FETCH_ALLOW_LOOPBACK: 'true',
+      ROUTING_FILE: file, VERTEX_SA: JSON.stringify(serviceAccount), NODE_EXTRA_CA_CERTS: tls.certPath, FETCH_ALLOW_LOOPBACK: 'true',
       JWT_SECRET: TEST_JWT_SECRET, MEDIA_DIR: join(dir, 'media'), MEDIA_MAX_BYTES: String(MEDIA_MAX_BYTES), RATE_LIMIT_DEFAULT: '1000/10', TASK_POLL_MS: '40', TASK_TIMER_TICK_MS: '20', LOG_LEVEL: 'info',
     },
   });
@@ -69,7 +65,7 @@ models:
 t.teardown(async () => {
   await gateway?.close();
   await mock?.close();
-  rmSync(dir, { recursive: true, force: true });
+  tls.remove();
 });
 
 interface Task { id: string; status: string; data?: { url: string }[]; error?: { code: string; message: string } }
