@@ -28,6 +28,9 @@ import { MediaJanitor } from './media/janitor.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { connect } from './store/db.js';
+import { routingWithTokens } from './routing/access-tokens.js';
+import { ServiceAccountTokens } from './providers/cloud/google-token.js';
+import { UpstreamClient, upstreamOptionsOf } from './providers/upstream-client.js';
 import { TaskRuntime } from './tasks/runtime.js';
 import { TaskWorkers } from './tasks/task-workers.js';
 import { LiveCatalog } from './catalog/live.js';
@@ -226,9 +229,11 @@ async function main(): Promise<void> {
   const taskSql = connect(config.databaseUrl, config.databasePools.tasks, 'gateway-tasks');
   const taskCatalog = await LiveCatalog.open(taskSql, (error) => log.warn('catalog refresh failed (tasks)', { error }));
   taskWorkers = new TaskWorkers(config.tasks.workers);
+  // Vertex AI targets of media tasks (Veo) send the service account's access token, kept fresh here as in each HTTP thread.
+  const taskRouting = await routingWithTokens(config.routing, new ServiceAccountTokens(new UpstreamClient(upstreamOptionsOf(config))));
   const tasks = new TaskRuntime({
     owner: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
-    config, sql: taskSql, redis, keys,
+    config: { ...config, routing: taskRouting }, sql: taskSql, redis, keys,
     balances: new Balances(taskSql, redis, keys),
     workers: taskWorkers,
     catalog: taskCatalog.current,

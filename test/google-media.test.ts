@@ -1,7 +1,8 @@
 // Google's media models through the gateway over real HTTP and the mock vendor's Gemini API: the Nano
 // Banana image models through the official OpenAI client's images.generate (generateContent with
 // IMAGE output, input images as parts, the PNG rehosted), and Veo 3.1 as video tasks (a long-running
-// operation polled to done, the video downloaded with the API key and rehosted); each success charged
+// operation polled to done, the video downloaded with the API key and rehosted; a first frame sent
+// inline as bytes); each success charged
 // exactly its price, each failure releasing its hold; Gemini 2.5 Flash TTS as speech tasks (PCM
 // answered inline, stored as WAV, charged by text and audio tokens) and Lyria 3.5 as music tasks (an
 // MP3 part, charged per song); a 400 names each invalid field.
@@ -225,6 +226,18 @@ t.test('a failed or filtered Veo operation, or a refused submit, fails the task 
   await nothingCharged(t, user);
 });
 
+t.test('Veo image-to-video on the Gemini API: the first frame sent inline as bytes, its type sniffed', async (t) => {
+  const { user, key } = await newUser();
+  const mark = gateway.mock.requests().length;
+  const submitted = await postJson(`${gateway.v1}/videos/generations`, key, { model: 'google/veo-3.1-lite', prompt: 'it moves [[mock job_ms=50]]', image_urls: [PNG_URI], duration: 4 });
+  t.equal(submitted.status, 200, JSON.stringify(submitted.body));
+  const task = await polled(new OpenAI({ apiKey: key, baseURL: gateway.v1, maxRetries: 0 }), submitted.body.id);
+  t.equal(task.status, 'success', JSON.stringify(task));
+  const submit = gateway.mock.requests().slice(mark).find((r) => r.path.endsWith('/models/veo-3.1-lite-generate-preview:predictLongRunning'));
+  t.same((submit?.body as any)?.instances, [{ prompt: 'it moves [[mock job_ms=50]]', image: { bytesBase64Encoded: PNG_URI.slice(PNG_URI.indexOf(',') + 1), mimeType: 'image/png' } }]);
+  t.equal((await settled(user)).charged, NANO('0.20'), 'charged 4 seconds at 0.05');
+});
+
 t.test('each invalid Veo parameter is a 400 naming the field and the allowed values', async (t) => {
   const { key } = await newUser();
   const cases: [string, Record<string, unknown>, string, RegExp][] = [
@@ -233,7 +246,8 @@ t.test('each invalid Veo parameter is a 400 naming the field and the allowed val
     ['google/veo-3.1', { resolution: '8k' }, 'resolution', /'720p', '1080p', '4k'/],
     ['google/veo-3.1-lite', { resolution: '4k' }, 'resolution', /'720p', '1080p'/],
     ['google/veo-3.1-fast', { aspect_ratio: '1:1' }, 'aspect_ratio', /'16:9', '9:16'/],
-    ['google/veo-3.1', { image_urls: [PNG_URI] }, 'image_urls', /text-to-video only/],
+    ['google/veo-3.1', { image_urls: ['data:image/gif;base64,R0lGODlhAQABAAAAACw='] }, 'image_urls[0]', /png\|jpeg/],
+    ['google/veo-3.1', { image_urls: [PNG_URI, PNG_URI] }, 'image_urls', /at most 1/],
     ['google/veo-3.1', { audio: false }, 'audio', /./],
     ['google/veo-3.1', { seed: -1 }, 'seed', /whole number/],
     ['google/veo-3.1', { prompt: '' }, 'prompt', /empty/],

@@ -16,6 +16,7 @@ import { startMockVendor, type MockVendor, type MockRequestRecord } from '../src
 import { TEST_JWT_SECRET, eventually, fastUser, mintToken, rawRequest } from './helpers/http-tools.js';
 import { leasesClosed, moneyView, type MoneyView } from './helpers/billing-checks.js';
 import { selfSignedCert } from './helpers/self-signed-cert.js';
+import { serviceAccountKeyFile } from './helpers/service-account.js';
 
 const tls = selfSignedCert('messages-byok');
 const account = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
@@ -47,10 +48,7 @@ models:
         base_url: ${mock.url}
         cloud: { kind: vertex, region: us-east5, service_account_json_env: VERTEX_SA }
 `);
-  const serviceAccount = {
-    type: 'service_account', project_id: 'proj-1', private_key_id: 'key-1', private_key: account.privateKey,
-    client_email: CLIENT_EMAIL, client_id: '1', token_uri: `${mock.url}/token`,
-  };
+  const serviceAccount = serviceAccountKeyFile(account.privateKey, CLIENT_EMAIL, `${mock.url}/token`);
   // The mock plays Anthropic, Bedrock, Vertex and Google's token endpoint on loopback: allowed here.
   gateway = await startGateway({
     mock,

@@ -7,7 +7,7 @@ import dns from 'node:dns';
 import dnsPromises from 'node:dns/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import type { AddressInfo, Socket } from 'node:net';
-import { fetchGuarded, isPublicAddress, UrlGuardError, type GuardedFetchOptions } from '../src/media/url-guard.js';
+import { exchangeGuarded, fetchGuarded, isPublicAddress, UrlGuardError, type GuardedExchangeOptions, type GuardedFetchOptions } from '../src/media/url-guard.js';
 
 t.test('address classifier', async (t) => {
   const cases: [address: string, isPublic: boolean][] = [
@@ -305,6 +305,17 @@ t.test('fetching from a local server (loopback allowed)', async (t) => {
     const error = await refusal(`${base}/missing`, allowed);
     t.equal(error.reason, 'status');
     t.equal(error.status, 404);
+  });
+
+  await t.test('exchangeGuarded (a guarded cloud endpoint\'s API call): any status is an answer with its body, within maxBytes, vetted', async (t) => {
+    const call = (path: string, options: Partial<GuardedExchangeOptions> = {}) =>
+      exchangeGuarded(`${base}${path}`, { method: 'POST', headers: { authorization: 'Bearer x' }, body: '{}', maxBytes: 1024, timeoutMs: 2000, allowLoopback: true, ...options });
+    t.same(await call('/missing'), { status: 404, body: Buffer.from('not here') }, 'a 404 with its body, not a failure');
+    t.equal((await call('/exact')).body.length, 1024, 'exactly maxBytes');
+    t.equal((await call('/chunked-large').catch((error: UrlGuardError) => error) as UrlGuardError).reason, 'too_large');
+    t.equal((await call('/hop1')).status, 301, 'redirects are answers, never followed');
+    t.equal((await call('/image.png', { allowLoopback: false }).catch((error: UrlGuardError) => error) as UrlGuardError).reason, 'scheme', 'vetted like a fetch');
+    t.equal((await call('/never', { timeoutMs: 200 }).catch((error: UrlGuardError) => error) as UrlGuardError).reason, 'timeout');
   });
 
   await t.test('bodies above maxBytes: by Content-Length up front, and while chunks arrive', async (t) => {

@@ -13,6 +13,7 @@ import { RUNWAY_VIDEO } from '../src/providers/video/runway.js';
 import { LUMA_VIDEO } from '../src/providers/video/luma.js';
 import { createHmac } from 'node:crypto';
 import { VEO_VIDEO } from '../src/providers/video/veo.js';
+import { builtRequest } from '../src/tasks/vendor-exchange.js';
 import { VIDEO_ADAPTERS } from '../src/providers/video/index.js';
 import { entryOf, isImageToVideo, refusalOf } from '../src/providers/video/wire.js';
 import { VIDEO_PROFILES, type VideoJob } from '../src/tasks/video-job.js';
@@ -810,4 +811,35 @@ t.test('Veo: submit, operation name, polls, failures, the result download', asyn
   t.strictSame(VEO_VIDEO.resultHeaders(uri, GEMINI), { 'x-goog-api-key': 'test-gemini-key' }, 'the key for a file of the API');
   t.equal(VEO_VIDEO.resultHeaders('https://storage.googleapis.com/x.mp4', GEMINI), undefined, 'never for another origin');
   t.equal(VEO_VIDEO.resultHeaders('not a url', GEMINI), undefined);
+});
+
+const VERTEX: VendorTarget = { baseUrl: 'https://us-central1-aiplatform.googleapis.com', apiKey: 'ya29.token', cloud: { kind: 'vertex', projectId: 'p1', region: 'us-central1' }, guarded: true };
+const VERTEX_MODEL = 'projects/p1/locations/us-central1/publishers/google/models/veo-3.1-generate-001';
+const VERTEX_OPERATION = `${VERTEX_MODEL}/operations/0f1e2d`;
+
+t.test('Veo on Vertex AI: the publisher model with the access token, fetchPredictOperation, the video inline', async (t) => {
+  const job = { ...VEO_JOB, upstreamModel: 'veo-3.1-generate-001' };
+  const frame = { base64: 'iVBORw0KGgo=', mimeType: 'image/png' };
+  const submit = VEO_VIDEO.submit(job, VERTEX, undefined, [frame]);
+  t.strictSame(requestParts(submit), {
+    method: 'POST', url: `https://us-central1-aiplatform.googleapis.com/v1/${VERTEX_MODEL}:predictLongRunning`,
+    headers: { authorization: 'Bearer ya29.token', 'content-type': 'application/json' },
+    body: { instances: [{ prompt: 'a fox', image: { bytesBase64Encoded: 'iVBORw0KGgo=', mimeType: 'image/png' } }], parameters: { aspectRatio: '9:16', durationSeconds: 8, resolution: '1080p', negativePrompt: 'rain', seed: 3 } },
+  }, 'the Gemini API\'s body, the first frame as bytes');
+  t.equal(submit.guarded, true, 'an endpoint from the region goes through the URL guard');
+  isRefusal(t, builtRequest(() => VEO_VIDEO.submit(job, { ...VERTEX, apiKey: '' })), { retryable: true, code: 'upstream_unavailable', httpStatus: 503 }, 'no access token yet');
+  t.strictSame(VEO_VIDEO.submitted(200, json({ name: VERTEX_OPERATION })), { kind: 'submitted', upstreamId: VERTEX_OPERATION });
+  t.strictSame(requestParts(VEO_VIDEO.poll(VERTEX_OPERATION, VERTEX)), {
+    method: 'POST', url: `https://us-central1-aiplatform.googleapis.com/v1/${VERTEX_MODEL}:fetchPredictOperation`,
+    headers: { authorization: 'Bearer ya29.token', 'content-type': 'application/json' }, body: { operationName: VERTEX_OPERATION },
+  }, 'polled on the model the operation runs under');
+  const done = (response: unknown) => VEO_VIDEO.polled(200, json({ name: VERTEX_OPERATION, done: true, response }));
+  isState(t, VEO_VIDEO.polled(200, json({ name: VERTEX_OPERATION })), { kind: 'running', status: 'RUNNING' }, 'not done');
+  isState(t, done({ raiMediaFilteredCount: 0, videos: [{ bytesBase64Encoded: 'AAAAGGZ0eXA=', mimeType: 'video/mp4' }] }), { kind: 'inline', status: 'DONE', base64: 'AAAAGGZ0eXA=' }, 'the video itself');
+  t.match(done({ videos: [{ gcsUri: 'gs://bucket/x.mp4', mimeType: 'video/mp4' }] }), { kind: 'failed', code: 'result_unavailable' }, 'a Cloud Storage result is not read');
+  t.match(done({ raiMediaFilteredCount: 1, raiMediaFilteredReasons: ['unsafe'] }), { kind: 'failed', code: 'content_filtered', message: /unsafe/ }, 'filtered');
+  isRefusal(t, done({ videos: [] }), { retryable: true, code: 'invalid_response', httpStatus: 200 }, 'done without a video');
+  t.equal(VEO_VIDEO.resultHeaders('https://us-central1-aiplatform.googleapis.com/x', VERTEX), undefined, 'no key for any download');
+  t.strictSame(VEO_VIDEO.inlineImages(job), [], 'text-to-video: no image to read');
+  t.strictSame(VEO_VIDEO.inlineImages({ ...job, imageUrls: ['https://example.com/a.png'] }), ['https://example.com/a.png'], 'the first frame read for the submit');
 });

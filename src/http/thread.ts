@@ -31,8 +31,7 @@ import { ServiceAccountTokens } from '../providers/cloud/google-token.js';
 import { SealedBox } from '../auth/sealed-box.js';
 import { createMetrics, createRoutingMetrics } from '../metrics.js';
 import { Routing } from '../routing/routing.js';
-import { withAccessTokens } from '../routing/access-tokens.js';
-import { withinTime } from '../within-time.js';
+import { routingWithTokens } from '../routing/access-tokens.js';
 import { OnDemandWorkerPool } from '../worker-pool.js';
 import { configureLog, log } from '../log.js';
 import { collectWhenIdle } from '../idle-gc.js';
@@ -46,8 +45,6 @@ import { MediaStore } from '../media/store.js';
 
 /** Longest a /readyz check waits for Redis or Postgres to answer. */
 const READY_CHECK_MS = 2_000;
-/** Longest a starting thread waits for the routing file's first access tokens (Vertex AI targets). */
-const FIRST_TOKENS_MS = 10_000;
 const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
 const { config, name: threadName = `http-${threadId}`, breakers: breakerMemory } = workerData as { config: Config; name?: string; breakers?: SharedArrayBuffer };
@@ -97,12 +94,11 @@ for (const vendor of Object.values(config.vendors)) vendors[vendor.name] = Objec
 const upstream = new UpstreamClient(upstreamOptionsOf(config));
 // Service accounts' access tokens: BYOK's Vertex AI rows and the routing file's Vertex AI targets.
 const accessTokens = new ServiceAccountTokens(upstream);
-const routingTokens = config.routing.table && withAccessTokens(config.routing.table, accessTokens);
-// The first tokens are fetched before the thread takes calls (bounded: a token endpoint that is down leaves those targets out until it answers).
-if (routingTokens) await withinTime(routingTokens.ready, FIRST_TOKENS_MS, () => new Error('timeout')).catch(() => log.warn('the routing file\'s first access tokens did not come in time'));
+// The first tokens are fetched before the thread takes calls.
+const liveRouting = await routingWithTokens(config.routing, accessTokens);
 
 // The breakers' memory is the process's (thread-pool.ts): every thread skips a target another found failing.
-const routing: Routing = new Routing(routingTokens ? { ...config.routing, table: routingTokens.table } : config.routing, vendors, breakerMemory, createRoutingMetrics(metrics.registry, function* () {
+const routing: Routing = new Routing(liveRouting, vendors, breakerMemory, createRoutingMetrics(metrics.registry, function* () {
   const breakers = routing.breakers;
   if (breakers) for (const target of routing.targets) yield [target.name, breakers.state(target.slot)] as const;
 }));

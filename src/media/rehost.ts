@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { DataUriError, decodeDataUri } from './data-uri.js';
 import { UrlGuardError, fetchGuarded } from './url-guard.js';
 import { isLoopbackAddress, isPublicAddress } from './public-address.js';
-import { sniffMediaType } from './sniff.js';
+import { imageTypeNames, sniffMediaType, type SniffedType } from './sniff.js';
 import { isMp4, mp4DurationSeconds } from './mp4-duration.js';
 import { log } from '../log.js';
 
@@ -88,16 +88,20 @@ async function inputBytes(entry: string, param: string, transit: MediaTransit, c
 }
 
 /**
- * One entry of `image_urls` as the upstream is given it: its bytes (`inputBytes`) must be an image;
+ * One entry of `image_urls` as the upstream is given it: its bytes (`inputBytes`) must be an image
+ * (of the `accepted` types, when the model takes only some);
  * hosted on the media host, and passed on as the hosted URL (or, when vendors cannot reach the media
  * host, inline).
  */
-export async function hostInputImage(entry: string, index: number, transit: MediaTransit): Promise<string> {
+export async function hostInputImage(entry: string, index: number, transit: MediaTransit, accepted?: readonly SniffedType[]): Promise<string> {
   const param = `image_urls[${index}]`;
   const { bytes, sha256 } = await inputBytes(entry, param, transit, 'invalid_image_url');
   const type = sniffMediaType(bytes);
   if (!type?.contentType.startsWith('image/')) {
-    throw new ApiError(415, 'unsupported_media_type', `'${param}' is not an image (PNG, JPEG, GIF, WEBP or AVIF).`, param);
+    throw new ApiError(415, 'unsupported_media_type', `'${param}' is not an image (${accepted ? imageTypeNames(accepted) : 'PNG, JPEG, GIF, WEBP or AVIF'}).`, param);
+  }
+  if (accepted && !accepted.some((allowed) => allowed.contentType === type.contentType)) {
+    throw new ApiError(415, 'unsupported_media_type', `'${param}' is ${imageTypeNames([type])}; this model takes ${imageTypeNames(accepted)} images.`, param);
   }
   if (!transit.media) return dataUriOf(bytes, type.contentType);
   const stored = await transit.media.store(bytes, param, sha256);

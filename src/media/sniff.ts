@@ -27,6 +27,9 @@ export const WAV = type('audio/wav', 'wav');
 export const OGG = type('audio/ogg', 'ogg');
 export const FLAC = type('audio/flac', 'flac');
 
+/** Image types as a person names them (`PNG or JPEG`), for messages. */
+export const imageTypeNames = (types: readonly SniffedType[]): string => types.map((t) => t.contentType.replace(/^image\//, '').toUpperCase()).join(' or ');
+
 /** Every type the gateway stores, by extension (the media host maps a stored name back to its type with it). */
 export const MEDIA_TYPES: Readonly<Record<string, SniffedType>> = Object.freeze(Object.fromEntries(
   [PNG, JPEG, GIF, WEBP, AVIF, MP4, MOV, M4A, WEBM, MKV, MP3, WAV, OGG, FLAC].map((t) => [t.extension, t]),

@@ -130,16 +130,47 @@ export interface GuardedPostOptions {
  * discarded. Rejects with UrlGuardError when the URL may not be called or the exchange fails.
  */
 export async function postGuarded(url: string, options: GuardedPostOptions): Promise<{ status: number }> {
+  return sendPinned(url, { method: 'POST', headers: options.headers, body: options.body }, options, async (response) => {
+    // The status is the whole answer. Closing (not draining) the unpooled socket keeps a receiver
+    // that streams an endless body from holding it open once the timeout is cleared.
+    response.destroy();
+    return { status: response.statusCode ?? 0 };
+  });
+}
+
+export interface GuardedExchangeOptions {
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body?: string;
+  /** The answer's body limit (a `too_large` UrlGuardError past it). */
+  readonly maxBytes: number;
+  /** The whole exchange: DNS, connect, sending and the answer's body. */
+  readonly timeoutMs: number;
+  /** Tests only: as in GuardedFetchOptions. */
+  readonly allowLoopback?: boolean;
+}
+
+/**
+ * One API call to an address the operator did not write (a Vertex AI endpoint derived from its
+ * region), vetted and pinned like `fetchGuarded`; redirects are not followed. Any status is an
+ * answer, with its body (bounded). Rejects with UrlGuardError when the URL may not be called or the
+ * exchange fails.
+ */
+export async function exchangeGuarded(url: string, options: GuardedExchangeOptions): Promise<{ status: number; body: Buffer }> {
+  return sendPinned(url, { method: options.method, headers: options.headers, body: options.body }, options, async (response, signal) => ({
+    status: response.statusCode ?? 0, body: await readBody(response, options.maxBytes, signal),
+  }));
+}
+
+/** Sends one request to `url`, vetted and pinned, and hands its answer to `use`, all within `timeoutMs`. */
+async function sendPinned<T>(url: string, send: OutgoingRequest, options: { readonly timeoutMs: number; readonly allowLoopback?: boolean },
+  use: (response: IncomingMessage, signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new UrlGuardError('timeout', `No answer within ${options.timeoutMs} ms.`)), options.timeoutMs);
   try {
     const target = parseUrl(url);
     const addresses = await untilAborted(vet(target, options.allowLoopback ?? false), controller.signal);
-    const response = await request(target, addresses, controller.signal, { method: 'POST', headers: options.headers, body: options.body });
-    // The status is the whole answer. Closing (not draining) the unpooled socket keeps a receiver
-    // that streams an endless body from holding it open once the timeout is cleared.
-    response.destroy();
-    return { status: response.statusCode ?? 0 };
+    return await use(await request(target, addresses, controller.signal, send), controller.signal);
   } finally {
     clearTimeout(timer);
   }
@@ -192,10 +223,13 @@ function pinnedLookup(addresses: readonly LookupAddress[]) {
   };
 }
 
-function request(
-  target: URL, addresses: readonly LookupAddress[], signal: AbortSignal,
-  send: { method: 'GET' | 'POST'; headers?: Readonly<Record<string, string>>; body?: string } = { method: 'GET' },
-): Promise<IncomingMessage> {
+interface OutgoingRequest {
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+}
+
+function request(target: URL, addresses: readonly LookupAddress[], signal: AbortSignal, send: OutgoingRequest = { method: 'GET' }): Promise<IncomingMessage> {
   const client = target.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     // No agent: a pooled socket could outlive the vetting of the name it was opened for.

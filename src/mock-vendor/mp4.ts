@@ -40,11 +40,12 @@ export const SAMPLES_PREFIX = '/samples/';
 /**
  * A sample input by path: `clip-<seconds>.mp4` an MP4 of that length (at most an hour),
  * `clip-<seconds>-v1.mp4` the same with a version 1 movie header, `big-clip.mp4` a 3-second MP4 of
- * 2 MiB, `picture` a PNG (no extension: what a caller's URL may look like).
+ * 2 MiB, `picture` a PNG and `movie` a 4-second MP4 (no extension: what a caller's URL may look like).
  */
 export function sampleMedia(path: string): { bytes: Buffer; contentType: string } | undefined {
   const name = path.slice(SAMPLES_PREFIX.length);
   if (name === 'picture') return { bytes: mockPng(name), contentType: 'image/png' };
+  if (name === 'movie') return { bytes: mockMp4(4, name), contentType: 'video/mp4' };
   if (name === 'big-clip.mp4') return { bytes: mockMp4(3, 'x'.repeat(2 * 1024 * 1024)), contentType: 'video/mp4' };
   const clip = /^clip-(\d{1,4}(?:\.\d{1,3})?)(-v1)?\.mp4$/.exec(name);
   if (!clip || Number(clip[1]) > 3600) return undefined;

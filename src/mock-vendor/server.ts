@@ -179,7 +179,7 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, behaviour: M
   if (embeddings === 'gemini') return geminiEmbeddings(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody);
   if (req.method === 'POST' && path === QWEN_IMAGE_PATH) return qwenImages(req, exchange, faults, readBody, images);
   if (videos.handles(path, query === -1 ? '' : url.slice(query + 1))) return videos.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
-  if (VeoOperations.handles(path, req.method)) return veo.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
+  if (VeoOperations.handles(path, req.method)) return veo.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody, (authorization) => cloud.tokenValid(authorization));
   if (AudioVendors.handles(path)) return audio.route(req, res, exchange, faults, path, query === -1 ? '' : url.slice(query + 1), readBody);
   if (path.startsWith(BFL_PREFIX)) return bflRoute(req, exchange, path, query === -1 ? '' : url.slice(query + 1), behaviour, faults, readBody, images);
   const imageApi = req.method === 'POST' ? imageEndpoint(path) : undefined;

@@ -1,5 +1,11 @@
 import type { KeptToken, ServiceAccountTokens } from '../providers/cloud/google-token.js';
+import type { RoutingConfig } from '../config.js';
+import { log } from '../log.js';
+import { withinTime } from '../within-time.js';
 import type { RouteTarget, RoutingTable } from './targets.js';
+
+/** How long a thread waits for its routing file's first access tokens before it takes calls or tasks. */
+const FIRST_TOKENS_MS = 10_000;
 
 /** Routes holding a Vertex AI target, with the target's kept token: a target without a token is left out of its route's calls. */
 const tokenRoutes = new WeakMap<readonly RouteTarget[], ReadonlyMap<RouteTarget, KeptToken>>();
@@ -29,6 +35,18 @@ export function withAccessTokens(table: RoutingTable, tokens: ServiceAccountToke
   const each = (routes: Readonly<Record<string, readonly RouteTarget[]>>) => Object.freeze(Object.fromEntries(Object.entries(routes).map(([id, route]) => [id, live(route)])));
   const withTokens = Object.freeze({ ...table, vendors: each(table.vendors), models: each(table.models) });
   return { table: withTokens, ready: Promise.all(waits).then(() => undefined) };
+}
+
+/**
+ * `routing` with its Vertex AI targets' tokens kept fresh (withAccessTokens), once their first tokens
+ * came or FIRST_TOKENS_MS passed (a token endpoint that is down leaves those targets out until it
+ * answers). For each thread that calls upstreams: the HTTP threads and the task runtime.
+ */
+export async function routingWithTokens(routing: RoutingConfig, tokens: ServiceAccountTokens): Promise<RoutingConfig> {
+  if (!routing.table) return routing;
+  const live = withAccessTokens(routing.table, tokens);
+  await withinTime(live.ready, FIRST_TOKENS_MS, () => new Error('timeout')).catch(() => log.warn('the routing file\'s first access tokens did not come in time'));
+  return { ...routing, table: live.table };
 }
 
 /**

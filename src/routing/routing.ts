@@ -7,6 +7,7 @@ import { Breakers, type BreakerState } from './breakers.js';
 import { dueSoonest, nextTarget } from './choice.js';
 import { retryAfterMs } from './retryable.js';
 import type { RouteTarget, VirtualModel } from './targets.js';
+import type { UpstreamCloud } from '../providers/family.js';
 
 /** What the routing layer reports, by target name (never a credential). */
 export interface RoutingEvents {
@@ -33,8 +34,8 @@ interface RoutedModel {
 export class Routing {
   readonly breakers: Breakers | undefined;
   private readonly defaults = new Map<string, readonly RouteTarget[]>();
-  /** Each route's targets without its cloud forms (media calls), made once per route. */
-  private readonly plain = new WeakMap<readonly RouteTarget[], readonly RouteTarget[]>();
+  /** Each route's targets for media calls, by the cloud forms the call's API speaks, made once per route. */
+  private readonly plain = new WeakMap<readonly RouteTarget[], Map<string, readonly RouteTarget[]>>();
   /** Every target of the file by breaker slot (for the breaker gauge and events). */
   readonly targets: readonly RouteTarget[];
 
@@ -56,14 +57,19 @@ export class Routing {
   }
 
   /**
-   * The model's targets that speak its vendor's own API (no cloud form, which serves chat only): what
-   * image, video and audio calls may use, highest priority first. Undefined when none is left.
+   * The model's targets that speak its vendor's own API, or one of `cloudForms` (the cloud forms its
+   * media API also speaks: Veo's tasks on Vertex AI): what image, video and audio calls may use,
+   * highest priority first. Other cloud forms serve chat only. Undefined when none is left.
    */
-  mediaTargetsOf(model: RoutedModel): readonly RouteTarget[] | undefined {
+  mediaTargetsOf(model: RoutedModel, cloudForms: readonly CloudKind[] = NO_CLOUD_FORMS): readonly RouteTarget[] | undefined {
     const targets = this.targetsOf(model);
-    if (!targets || targets.every(speaksOwnApi)) return targets;
-    let plain = this.plain.get(targets);
-    if (plain === undefined) this.plain.set(targets, plain = Object.freeze(targets.filter(speaksOwnApi)));
+    const speaks = (target: RouteTarget) => target.cloud === undefined ? target.serviceAccount === undefined : cloudForms.includes(target.cloud.kind);
+    if (!targets || targets.every(speaks)) return targets;
+    let byForms = this.plain.get(targets);
+    if (byForms === undefined) this.plain.set(targets, byForms = new Map());
+    const formsKey = cloudForms.join(',');
+    let plain = byForms.get(formsKey);
+    if (plain === undefined) byForms.set(formsKey, plain = Object.freeze(targets.filter(speaks)));
     return plain.length > 0 ? plain : undefined;
   }
 
@@ -71,8 +77,8 @@ export class Routing {
    * The media target named `name` among the model's (the one that accepted a task, which polls and
    * cancels it); undefined when the routing file no longer has it.
    */
-  mediaTargetNamed(model: RoutedModel, name: string): RouteTarget | undefined {
-    return this.mediaTargetsOf(model)?.find((target) => target.name === name);
+  mediaTargetNamed(model: RoutedModel, name: string, cloudForms?: readonly CloudKind[]): RouteTarget | undefined {
+    return this.mediaTargetsOf(model, cloudForms)?.find((target) => target.name === name);
   }
 
   /** The model's targets that can be called now (callableTargets), highest priority first; undefined when its vendor is not configured. */
@@ -161,8 +167,8 @@ export class Routing {
   }
 }
 
-/** A target of the vendor's own API: no cloud form (Azure, Bedrock, Vertex AI), which serves chat only. */
-const speaksOwnApi = (target: RouteTarget) => target.cloud === undefined && target.serviceAccount === undefined;
+type CloudKind = UpstreamCloud['kind'];
+const NO_CLOUD_FORMS: readonly CloudKind[] = Object.freeze([]);
 
 /** The response header that says how many upstream attempts a call took, the caller's own credentials' first (1 when the first served). */
 export const ATTEMPTS_HEADER = 'x-gateway-attempts';

@@ -156,6 +156,7 @@ export class TaskSteps {
     const vendorCallbackUrl = publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id);
     const { output: submitted, target } = await this.routed<SubmitTaskOutput>(route.model, route.targets, (candidate) => workers.submit({
       family: route.model.family, job: jobFor(row.job as unknown as TaskJob, candidate), target: vendorTargetOf(candidate), timeoutMs: config.fetch.timeoutMs, vendorCallbackUrl,
+      allowLoopback: config.fetch.allowLoopback, media: config.media,
     }));
     if (submitted.kind === 'refused') {
       if (submitted.retryable) await unmarkSubmitting(this.deps.sql, row.id, lease.token);
@@ -224,7 +225,7 @@ export class TaskSteps {
   /** The model of a task not accepted yet and the targets that may take it. */
   private targets(row: TaskRow): { model: MediaModel; targets: readonly RouteTarget[] } | { code: string; message: string; httpStatus: number } {
     const model = this.deps.catalog().media(row.model);
-    const targets = model && this.routing.mediaTargetsOf(model);
+    const targets = model && this.routing.mediaTargetsOf(model, taskApiOf(model.family)?.cloudForms);
     if (!model || !targets) return unavailable(row);
     return { model, targets };
   }
@@ -291,9 +292,15 @@ export class TaskSteps {
     const { config, workers } = this.deps;
     const route = this.route(row);
     if ('code' in route) return this.fail(row, lease, route);
-    const state = await workers.poll({ family: route.family, upstreamId: row.upstream_id!, target: route.target, timeoutMs: config.fetch.timeoutMs });
+    const state = await workers.poll({
+      family: route.family, upstreamId: row.upstream_id!, target: route.target, timeoutMs: config.fetch.timeoutMs,
+      media: config.media, maxInlineBytes: config.media.maxBytes, allowLoopback: config.fetch.allowLoopback,
+    });
     if (state.kind === 'refused') return this.refused(row, lease, state, 'poll');
     this.retries.delete(row.id);
+    // The answer carried the result itself, now on the media host (or it could not be stored: polled again, then failed).
+    if (state.kind === 'stored') return this.succeed(row, lease, { url: state.url, seconds: state.seconds }, state.status);
+    if (state.kind === 'unavailable') return this.unavailable(row, lease, state, state.status);
     if (state.kind === 'failed') {
       this.stepsOf('poll', 'ok').inc();
       return this.fail(row, lease, { code: state.code, message: state.message, httpStatus: 502, upstreamStatus: state.status });
@@ -323,7 +330,7 @@ export class TaskSteps {
     this.retries.delete(row.id);
     this.stepsOf(step, 'error').inc();
     const code = refusal.retryable ? 'upstream_timeout' : refusal.code;
-    return this.fail(row, lease, { code, message: `The vendor refused the task: ${refusal.message}`, httpStatus: refusal.httpStatus >= 400 && refusal.httpStatus < 500 ? 400 : 502 });
+    return this.fail(row, lease, { code, message: refusal.ofInput ? `${refusal.message} Nothing was charged.` : `The vendor refused the task: ${refusal.message}`, httpStatus: refusal.httpStatus >= 400 && refusal.httpStatus < 500 ? 400 : 502 });
   }
 
   private backoffMs(failures: number): number {

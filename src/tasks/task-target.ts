@@ -8,11 +8,13 @@ import type { Routing } from '../routing/routing.js';
 import type { RouteTarget } from '../routing/targets.js';
 import type { VendorRefusal, VendorTarget } from '../providers/video/adapter.js';
 import type { TaskRow } from '../store/tasks.js';
+import { taskApiOf } from './task-apis.js';
 
 /** A model as task routing reads it. */
 interface TaskModel {
   readonly id: string;
   readonly upstreamVendor: string;
+  readonly family: string;
 }
 
 /** Answers that say the vendor may hold the job after all (an unreadable answer to a submit): the same target is asked again later, never another. */
@@ -37,9 +39,12 @@ export function jobFor<J extends { readonly upstreamModel: string }>(job: J, tar
   return target.model === undefined || target.model === job.upstreamModel ? job : { ...job, upstreamModel: target.model };
 }
 
-/** What a worker is given of a target: its base URL and credential, plain data. */
+/** What a worker is given of a target: its base URL, credential (a Vertex AI target's current access token) and cloud form, plain data. */
 export function vendorTargetOf(target: RouteTarget): VendorTarget {
-  return { baseUrl: target.baseUrl, apiKey: target.apiKey };
+  return {
+    baseUrl: target.baseUrl, apiKey: target.apiKey,
+    ...(target.cloud ? { cloud: target.cloud } : {}), ...(target.guarded ? { guarded: true } : {}),
+  };
 }
 
 /**
@@ -51,7 +56,7 @@ export function acceptedTarget(routing: Routing, vendors: Readonly<Record<string
   row: Pick<TaskRow, 'upstream_target' | 'upstream_vendor'>): VendorTarget | undefined {
   const name = row.upstream_target;
   if (name === null) return vendors[row.upstream_vendor];
-  const target = routing.mediaTargetNamed(model, name);
+  const target = routing.mediaTargetNamed(model, name, taskApiOf(model.family)?.cloudForms);
   if (target) return vendorTargetOf(target);
   return name === row.upstream_vendor ? vendors[row.upstream_vendor] : undefined;
 }

@@ -1,4 +1,6 @@
 import type { VendorRefusal, VendorRequest } from '../providers/video/adapter.js';
+import { UrlGuardError, exchangeGuarded } from '../media/url-guard.js';
+import { ApiError } from '../http/errors.js';
 
 /** A vendor's answer as the adapters read it. */
 export interface VendorAnswer {
@@ -7,32 +9,54 @@ export interface VendorAnswer {
   readonly body: string;
 }
 
-/** Largest vendor answer read (task APIs answer small JSON; a result itself is downloaded separately). */
-const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
-
 /**
- * Sends one vendor request, bounded by `timeoutMs`. A transport failure (refused, reset, timed out) is
- * a retryable refusal: the task tries again later rather than failing on a blip.
+ * The request an adapter builds, or the refusal its building amounts to: a target that cannot be
+ * called right now (a Vertex AI target without an access token yet, a 503) is a retryable refusal.
  */
-export async function exchange(request: VendorRequest, timeoutMs: number): Promise<VendorAnswer | VendorRefusal> {
+export function builtRequest(build: () => VendorRequest): VendorRequest | VendorRefusal {
   try {
-    const response = await fetch(request.url, {
-      method: request.method,
-      headers: request.headers,
-      body: request.body,
-      redirect: 'error',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const body = await response.text();
-    if (body.length > MAX_ANSWER_BYTES) return { kind: 'refused', retryable: true, code: 'answer_too_large', message: 'The vendor answered more than 4 MiB.', httpStatus: response.status };
-    return { kind: 'answer', status: response.status, body };
+    return build();
   } catch (error) {
-    return transportRefusal(error, timeoutMs);
+    if (!(error instanceof ApiError)) throw error;
+    return { kind: 'refused', retryable: error.status >= 500, code: error.code, message: error.message, httpStatus: error.status };
   }
 }
 
+/** Largest vendor answer read by default (task APIs answer small JSON; a result itself is downloaded separately). */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+export interface ExchangeOptions {
+  /** The answer's limit (default MAX_ANSWER_BYTES): a longer one is a retryable `answer_too_large`. */
+  readonly maxBytes?: number;
+  /** Tests and the offline demo: a guarded request may go to loopback. */
+  readonly allowLoopback?: boolean;
+}
+
+/**
+ * Sends one vendor request, bounded by `timeoutMs` and in size (read as it arrives, never past the
+ * limit). A transport failure (refused, reset, timed out) is a retryable refusal: the task tries
+ * again later rather than failing on a blip. A guarded request goes through the URL guard.
+ */
+export async function exchange(request: VendorRequest, timeoutMs: number, options: ExchangeOptions = {}): Promise<VendorAnswer | VendorRefusal> {
+  const maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
+  const tooLarge = (status: number): VendorRefusal =>
+    ({ kind: 'refused', retryable: true, code: 'answer_too_large', message: `The vendor answered more than ${maxBytes} bytes.`, httpStatus: status });
+  if (request.guarded) {
+    try {
+      const answer = await exchangeGuarded(request.url, { ...request, maxBytes, timeoutMs, allowLoopback: options.allowLoopback });
+      return { kind: 'answer', status: answer.status, body: answer.body.toString('utf8') };
+    } catch (error) {
+      if (error instanceof UrlGuardError && error.reason === 'too_large') return tooLarge(0);
+      return transportRefusal(error, timeoutMs);
+    }
+  }
+  const answer = await exchangeBytes(request, timeoutMs, maxBytes);
+  if (answer.kind === 'refused') return answer.code === 'answer_too_large' ? tooLarge(answer.httpStatus) : answer;
+  return { kind: 'answer', status: answer.status, body: answer.body.toString('utf8') };
+}
+
 function transportRefusal(error: unknown, timeoutMs: number): VendorRefusal {
-  const timedOut = (error as Error).name === 'TimeoutError';
+  const timedOut = (error as Error).name === 'TimeoutError' || (error instanceof UrlGuardError && error.reason === 'timeout');
   return {
     kind: 'refused', retryable: true, code: timedOut ? 'timeout' : 'network', httpStatus: 0,
     message: timedOut ? `The vendor did not answer within ${timeoutMs} ms.` : `The vendor could not be reached: ${(error as Error).message}`,

@@ -195,16 +195,16 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'google/veo-3.1', name: 'Veo 3.1', provider: 'Google', modality: 'video',
-    description: 'Google Veo 3.1 text-to-video with native audio: 4, 6 or 8 seconds at 720p, 1080p or 4K (1080p and 4K: 8 seconds), 16:9 or 9:16.',
-    tags: ['video', 'text-to-video', 'audio', 'veo'], family: 'gemini-video', upstreamVendor: 'gemini', upstreamModel: 'veo-3.1-generate-preview',
+    description: 'Google Veo 3.1 text-to-video, or image-to-video from a PNG or JPEG first frame, with native audio: 4, 6 or 8 seconds at 720p, 1080p or 4K (1080p and 4K: 8 seconds), 16:9 or 9:16.',
+    tags: ['video', 'text-to-video', 'image-to-video', 'audio', 'veo'], family: 'gemini-video', upstreamVendor: 'gemini', upstreamModel: 'veo-3.1-generate-preview',
     capabilities: { profile: 'VEO', task: 'text-to-video', durations: [4, 6, 8], resolutions: ['720p', '1080p', '4k'], defaultResolution: '720p', aspectRatios: ['16:9', '9:16'], audio: true, maxPromptChars: 4000 },
     prices: perSecond({ 'resolution=720p': '0.40', 'resolution=1080p': '0.40', 'resolution=4k': '0.60' }, 'A'),
     isPopular: true, source: 'Gemini API pricing page; LiteLLM; Portkey vertex-ai.json (docs/vendors/google-media.md)',
   },
   {
     id: 'google/veo-3.1-fast', name: 'Veo 3.1 Fast', provider: 'Google', modality: 'video',
-    description: 'Google Veo 3.1 Fast text-to-video with native audio: faster and cheaper than Veo 3.1, 720p, 1080p or 4K (1080p and 4K: 8 seconds).',
-    tags: ['video', 'text-to-video', 'audio', 'veo'], family: 'gemini-video', upstreamVendor: 'gemini', upstreamModel: 'veo-3.1-fast-generate-preview',
+    description: 'Google Veo 3.1 Fast text-to-video, or image-to-video from a PNG or JPEG first frame, with native audio: faster and cheaper than Veo 3.1, 720p, 1080p or 4K (1080p and 4K: 8 seconds).',
+    tags: ['video', 'text-to-video', 'image-to-video', 'audio', 'veo'], family: 'gemini-video', upstreamVendor: 'gemini', upstreamModel: 'veo-3.1-fast-generate-preview',
     capabilities: { profile: 'VEO', task: 'text-to-video', durations: [4, 6, 8], resolutions: ['720p', '1080p', '4k'], defaultResolution: '720p', aspectRatios: ['16:9', '9:16'], audio: true, maxPromptChars: 4000 },
     // Google cut the Fast rates on 2026-04-07 (from 0.15 / 0.35 at 4K, the figure LiteLLM still lists).
     prices: [
@@ -216,8 +216,8 @@ export const VIDEO_MODELS: readonly MediaSeed[] = Object.freeze([
   },
   {
     id: 'google/veo-3.1-lite', name: 'Veo 3.1 Lite', provider: 'Google', modality: 'video',
-    description: 'Google Veo 3.1 Lite: the cheapest Veo, text-to-video with native audio at 720p or 1080p (1080p: 8 seconds), 16:9 or 9:16 (preview).',
-    tags: ['video', 'text-to-video', 'audio', 'veo', 'cheap', 'preview'], family: 'gemini-video', upstreamVendor: 'gemini', upstreamModel: 'veo-3.1-lite-generate-preview',
+    description: 'Google Veo 3.1 Lite: the cheapest Veo, text-to-video or image-to-video from a PNG or JPEG first frame, with native audio at 720p or 1080p (1080p: 8 seconds), 16:9 or 9:16 (preview).',
+    tags: ['video', 'text-to-video', 'image-to-video', 'audio', 'veo', 'cheap', 'preview'], family: 'gemini-video', upstreamVendor: 'gemini', upstreamModel: 'veo-3.1-lite-generate-preview',
     capabilities: { profile: 'VEO-LITE', task: 'text-to-video', durations: [4, 6, 8], resolutions: ['720p', '1080p'], defaultResolution: '720p', aspectRatios: ['16:9', '9:16'], audio: true, maxPromptChars: 4000 },
     prices: perSecond({ 'resolution=720p': '0.05', 'resolution=1080p': '0.08' }, 'A'),
     isPopular: false, status: 'preview', source: 'LiteLLM + Portkey agree; Google launch (2026-03-31) as reported by xainflow and wideframe (docs/vendors/google-media.md)',

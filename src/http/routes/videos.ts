@@ -14,6 +14,7 @@ import { vendorHintValid } from '../../tasks/vendor-hints.js';
 import { parseQuery } from '../router.js';
 import { callbackUrlOf, checkPublicUrl, taskRoutes } from './tasks.js';
 import { UUID } from '../../store/ids.js';
+import type { SniffedType } from '../../media/sniff.js';
 
 /**
  * `POST /v1/videos/generations` and its reads. A submit is validated against the model's profile,
@@ -36,6 +37,12 @@ export function videoRoutes(services: Services) {
   const checkImageUrl = (entry: string, index: number) =>
     isHosted(entry) ? undefined : checkPublicUrl(entry, `image_urls[${index}]`, 'invalid_image_url', config.fetch.allowLoopback);
   const hostImage = (entry: string, index: number) => (isHosted(entry) ? hostInputImage(entry, index, transit) : entry);
+  /**
+   * An image the vendor takes only as bytes (Veo's first frame): fetched through the URL guard now,
+   * whatever its address, checked to be of a type the vendor takes and hosted, so a bad one is a 4xx
+   * here and the submit reads the hosted copy (workers/submit-task.ts).
+   */
+  const hostInlineImage = (types: readonly SniffedType[]) => (entry: string, index: number) => hostInputImage(entry, index, transit, types);
 
   /**
    * A job billed per second of its input video, with that length as its duration (seconds rounded
@@ -58,7 +65,8 @@ export function videoRoutes(services: Services) {
     if (typeof body.model !== 'string' || body.model === '') throw badRequest("'model' is required and must be a string.", 'model');
     const model = mediaModelFor(services, body.model, 'video');
     const parsed = parseVideoRequest(body, model);
-    if (!VIDEO_ADAPTERS[model.family] || !services.routing.mediaTargetsOf(model)) {
+    const adapter = Object.hasOwn(VIDEO_ADAPTERS, model.family) ? VIDEO_ADAPTERS[model.family] : undefined;
+    if (!adapter || !services.routing.mediaTargetsOf(model, adapter.cloudForms)) {
       throw badRequest(`The model '${model.id}' is served through the ${model.family} task API, which this gateway does not serve yet.`, 'model', 'model_not_supported');
     }
     const inputPriced = PRICED_BY_INPUT_VIDEO.includes(parsed.profile);
@@ -82,7 +90,8 @@ export function videoRoutes(services: Services) {
       await Promise.all(job.imageUrls.map(checkImageUrl));
       await Promise.all(job.videoUrls.map((entry, index) => (isOwnMedia(entry) ? undefined : checkPublicUrl(entry, `video_urls[${index}]`, 'invalid_video_url', config.fetch.allowLoopback))));
       const measured = inputPriced ? await measuredInput(job, model, maxInputSeconds as number) : job;
-      return { ...measured, imageUrls: await Promise.all(job.imageUrls.map(hostImage)) };
+      const host = adapter.inlineImageTypes ? hostInlineImage(adapter.inlineImageTypes) : hostImage;
+      return { ...measured, imageUrls: await Promise.all(job.imageUrls.map(host)) };
     };
     await tasks.accept(ctx, key, { model, job: vettedWithHostedImages, costNano, callbackUrl });
   };

@@ -289,16 +289,16 @@ const lumaRules = (fields: Fields): Fields => {
 const secondsIn = <const T extends readonly [number, ...number[]]>(values: T) => v.picklist(values, `must be one of ${values.join(', ')} (seconds, a number).`);
 
 /**
- * Google Veo 3.1 (docs/vendors/google-media.md): text-to-video at 4, 6 or 8 seconds, 16:9 or 9:16;
- * 1080p and 4K clips are 8 seconds long. Veo makes its audio unasked (the Gemini API has no switch
- * for it), so `audio` is not taken; neither are images yet (the Gemini API takes a first frame only
- * as inline bytes, which a task's submit does not carry).
+ * Google Veo 3.1 (docs/vendors/google-media.md): text-to-video, or image-to-video from one first
+ * frame (PNG or JPEG, sent to Google as bytes), at 4, 6 or 8 seconds, 16:9 or 9:16; 1080p and 4K
+ * clips are 8 seconds long. Veo makes its audio unasked (the Gemini API has no switch for it), so
+ * `audio` is not taken.
  */
 const veo = (resolutions: readonly [string, ...string[]]) => profile(v.strictObject({
   ...COMMON,
   prompt: text(4000),
   negative_prompt: opt(text(1000)),
-  image_urls: opt(v.never('this model is offered for text-to-video only through this gateway: leave image_urls out.')),
+  image_urls: opt(list(reference({ what: `${HTTPS_URL} of a PNG or JPEG image, or a base64 data:image/png or jpeg URI`, inline: ['png', 'jpeg'], extensions: ['png', 'jpg', 'jpeg'] }), 0, 1)),
   duration: opt(v.picklist([4, 6, 8], `must be one of ${quoted([4, 6, 8])} (seconds).`), 8),
   resolution: opt(oneOf(resolutions), '720p'),
   aspect_ratio: opt(oneOf(['16:9', '9:16'] as const), '16:9'),
