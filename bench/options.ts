@@ -1,4 +1,5 @@
 // Bench options from the environment.
+import { FLOOR_NAMES, type FloorName } from './floors.js';
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.js';
 
 export interface BenchOptions {
@@ -12,6 +13,8 @@ export interface BenchOptions {
   readonly gatewayNodeArgs: string[];
   /** BENCH_GATEWAY_ENV ("NAME=value,NAME=value"): extra settings for the gateway, e.g. ROUTING_BREAKER_FAILURES=1000. */
   readonly gatewayEnv: Record<string, string>;
+  /** BENCH_FLOORS (comma list, default bare_proxy,nginx; `none`): measured beside the hot-path scenarios. */
+  readonly floors: FloorName[];
 }
 
 /** "NAME=value,NAME=value" (a value may hold "=", not ","), as the variable `name` holds it; empty when unset. */
@@ -33,11 +36,15 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
   const wanted = (env.BENCH_SCENARIOS || SCENARIO_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = wanted.filter((name) => !(SCENARIO_NAMES as readonly string[]).includes(name));
   if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(', ')} (known: ${SCENARIO_NAMES.join(', ')})`);
+  const floors = (env.BENCH_FLOORS ?? FLOOR_NAMES.join(',')).split(',').map((s) => s.trim()).filter((s) => s && s !== 'none');
+  const unknownFloors = floors.filter((name) => !(FLOOR_NAMES as readonly string[]).includes(name));
+  if (unknownFloors.length > 0) throw new Error(`BENCH_FLOORS: unknown ${unknownFloors.join(', ')} (known: ${FLOOR_NAMES.join(', ')}, or none)`);
   return {
     scale,
     threads,
     scenarios: SCENARIO_NAMES.filter((name) => wanted.includes(name)),
     gatewayNodeArgs: (env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
     gatewayEnv: envPairs('BENCH_GATEWAY_ENV', env.BENCH_GATEWAY_ENV),
+    floors: FLOOR_NAMES.filter((name) => floors.includes(name)),
   };
 }
