@@ -23,6 +23,7 @@ import { chatCalls } from './calls.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { connect, runLoad, type Call, type LoadPlan, type Target } from './load.js';
 import { startMockProcess } from './mock-process.js';
+import { positiveNumber } from './options.js';
 import { processTreeCpuMicros } from './proc-cpu.js';
 import { startPostgresServer } from './postgres-server.js';
 import { round } from './stats.js';
@@ -194,16 +195,10 @@ async function untilDrained(sql: Sql): Promise<void> {
   await sleep(PG_STATS_FLUSH_MS);
 }
 
-function positive(name: string, fallback: string): number {
-  const value = Number(process.env[name] || fallback);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${process.env[name]}`);
-  return value;
-}
-
 async function main(): Promise<number> {
-  const seconds = positive('CAPACITY_SECONDS', '15');
-  const idleSeconds = positive('CAPACITY_IDLE_SECONDS', '10');
-  const threads = positive('BENCH_THREADS', '2');
+  const seconds = positiveNumber('CAPACITY_SECONDS', '15');
+  const idleSeconds = positiveNumber('CAPACITY_IDLE_SECONDS', '10');
+  const threads = positiveNumber('BENCH_THREADS', '2');
   const wanted = (process.env.CAPACITY_KINDS || KINDS.map((k) => k.name).join(',')).split(',').filter(Boolean);
   for (const name of wanted) if (!KINDS.some((k) => k.name === name)) throw new Error(`CAPACITY_KINDS: unknown ${name} (${KINDS.map((k) => k.name).join(', ')})`);
 

@@ -18,6 +18,7 @@ import { anthropicAuthHeaders, chatCall, chatCalls, messagesCall, responsesCalls
 import { startGatewayProcess } from './gateway-process.js';
 import { connect, runLoad, type Call, type LoadPlan, type SideResult, type Target } from './load.js';
 import { startMockProcess } from './mock-process.js';
+import { positiveNumber } from './options.js';
 import { rssMb, settledRss } from './rss.js';
 import { percentile, round } from './stats.js';
 import { warmUpServers } from './warmup.js';
@@ -30,12 +31,6 @@ const SOAK_SAMPLE_MS = 5_000;
 const MODEL = 'openai/gpt-4o-mini';
 
 const note = (message: string) => process.stderr.write(`memory-soak: ${message}\n`);
-
-function positive(name: string, fallback: string): number {
-  const value = Number(process.env[name] || fallback);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${process.env[name]}`);
-  return value;
-}
 
 interface Load {
   readonly name: string;
@@ -69,10 +64,10 @@ async function sampled<T>(pid: number, everyMs: number, work: Promise<T>): Promi
 }
 
 async function main(): Promise<number> {
-  const minutes = positive('MEMORY_SOAK_MINUTES', '10');
-  const settleMs = positive('MEMORY_SETTLE_MS', '25000');
-  const streamsMs = positive('MEMORY_STREAMS_SECONDS', '20') * 1000;
-  const threads = positive('BENCH_THREADS', '2');
+  const minutes = positiveNumber('MEMORY_SOAK_MINUTES', '10');
+  const settleMs = positiveNumber('MEMORY_SETTLE_MS', '25000');
+  const streamsMs = positiveNumber('MEMORY_STREAMS_SECONDS', '20') * 1000;
+  const threads = positiveNumber('BENCH_THREADS', '2');
 
   const mock = await startMockProcess();
   const gateway = await startGatewayProcess({ mockUrl: mock.url, threads });

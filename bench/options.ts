@@ -28,9 +28,15 @@ export function envPairs(name: string, raw: string | undefined): Record<string, 
   return pairs;
 }
 
+/** A positive number from the environment variable `name`, `fallback` when unset or empty. */
+export function positiveNumber(name: string, fallback: string, env: NodeJS.ProcessEnv = process.env): number {
+  const value = Number(env[name] || fallback);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${env[name]}`);
+  return value;
+}
+
 export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions {
-  const scale = Number(env.BENCH_SCALE || '1');
-  if (!Number.isFinite(scale) || scale <= 0) throw new Error(`BENCH_SCALE must be a positive number, got ${env.BENCH_SCALE}`);
+  const scale = positiveNumber('BENCH_SCALE', '1', env);
   const threads = Number(env.BENCH_THREADS || '2');
   if (!Number.isInteger(threads) || threads < 1) throw new Error(`BENCH_THREADS must be a whole number >= 1, got ${env.BENCH_THREADS}`);
   const wanted = (env.BENCH_SCENARIOS || SCENARIO_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
