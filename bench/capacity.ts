@@ -15,6 +15,9 @@
 //       pg_stat_user_tables), the database's growth in bytes (pg_database_size), WAL written (pg_stat_wal:
 //       bytes, records, full-page images) and the server's CPU (its process tree: backends, WAL writer,
 //       checkpointer, autovacuum).
+// BENCH_GATEWAY_ENV ("NAME=value,..."): settings for the gateway, e.g. ADMISSION_LEASE_CALLS=1 (one
+// admission script per call, as for keys that each call rarely; by default one lease admits up to 256).
+// CAPACITY_SECONDS (15), CAPACITY_IDLE_SECONDS (10), CAPACITY_KINDS (nonstream,stream_20,stream_256).
 // Prints one JSON line per kind of call and a summary table on stderr; writes nothing else.
 import { loadavg } from 'node:os';
 import postgres from 'postgres';
@@ -23,7 +26,7 @@ import { chatCalls } from './calls.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { connect, runLoad, type Call, type LoadPlan, type Target } from './load.js';
 import { startMockProcess } from './mock-process.js';
-import { positiveNumber } from './options.js';
+import { envPairs, positiveNumber } from './options.js';
 import { processTreeCpuMicros } from './proc-cpu.js';
 import { startPostgresServer } from './postgres-server.js';
 import { round } from './stats.js';
@@ -59,8 +62,8 @@ interface Counters {
   readonly redisCommandUs: number;
   readonly redisCpuUs: number;
   readonly postgresCpuUs: number;
-  /** Rows inserted and updated, by table. */
-  readonly pgTables: Record<string, { ins: number; upd: number }>;
+  /** Rows inserted and updated, and bytes on disk (with its indexes and TOAST), by table. */
+  readonly pgTables: Record<string, { ins: number; upd: number; bytes: number }>;
   readonly pgInserted: number;
   readonly pgUpdated: number;
   readonly pgDeleted: number;
@@ -103,7 +106,8 @@ async function readCounters(gatewayPid: number, postgresPid: number, redis: Redi
     select tup_inserted as ins, tup_updated as upd, tup_deleted as del, pg_database_size(current_database()) as size
     from pg_stat_database where datname = current_database()`;
   const [wal] = await sql<{ bytes: string; records: string; fpi: string }[]>`select wal_bytes as bytes, wal_records as records, wal_fpi as fpi from pg_stat_wal`;
-  const tables = await sql<{ name: string; ins: string; upd: string }[]>`select relname as name, n_tup_ins as ins, n_tup_upd as upd from pg_stat_user_tables`;
+  const tables = await sql<{ name: string; ins: string; upd: string; bytes: string }[]>`
+    select relname as name, n_tup_ins as ins, n_tup_upd as upd, pg_total_relation_size(relid) as bytes from pg_stat_user_tables`;
   const [others] = await sql<{ rows: string | null }[]>`
     select sum(tup_inserted + tup_updated + tup_deleted) as rows from pg_stat_database where datname <> current_database()`;
   return {
@@ -113,7 +117,7 @@ async function readCounters(gatewayPid: number, postgresPid: number, redis: Redi
     redisCommandUs,
     redisCpuUs: (Number(cpuFields.get('used_cpu_sys')) + Number(cpuFields.get('used_cpu_user'))) * 1e6,
     postgresCpuUs: processTreeCpuMicros(postgresPid),
-    pgTables: Object.fromEntries(tables.map((t) => [t.name, { ins: Number(t.ins), upd: Number(t.upd) }])),
+    pgTables: Object.fromEntries(tables.map((t) => [t.name, { ins: Number(t.ins), upd: Number(t.upd), bytes: Number(t.bytes) }])),
     pgInserted: Number(db!.ins),
     pgUpdated: Number(db!.upd),
     pgDeleted: Number(db!.del),
@@ -134,8 +138,8 @@ interface Delta {
   readonly redisCpuUs: number;
   readonly postgresCpuUs: number;
   readonly pgRows: { inserted: number; updated: number; deleted: number };
-  /** Rows written by table (inserted, updated), the tables that moved only. */
-  readonly pgTables: Record<string, { inserted: number; updated: number }>;
+  /** Rows written (inserted, updated) and growth in bytes by table, the tables that moved only. */
+  readonly pgTables: Record<string, { inserted: number; updated: number; bytes: number }>;
   readonly pgDatabaseBytes: number;
   readonly walBytes: number;
   readonly walRecords: number;
@@ -160,8 +164,8 @@ function delta(a: Counters, b: Counters): Delta {
     postgresCpuUs: b.postgresCpuUs - a.postgresCpuUs,
     pgRows: { inserted: b.pgInserted - a.pgInserted, updated: b.pgUpdated - a.pgUpdated, deleted: b.pgDeleted - a.pgDeleted },
     pgTables: Object.fromEntries(Object.entries(b.pgTables)
-      .map(([name, t]) => [name, { inserted: t.ins - (a.pgTables[name]?.ins ?? 0), updated: t.upd - (a.pgTables[name]?.upd ?? 0) }] as const)
-      .filter(([, t]) => t.inserted > 0 || t.updated > 0)),
+      .map(([name, t]) => [name, { inserted: t.ins - (a.pgTables[name]?.ins ?? 0), updated: t.upd - (a.pgTables[name]?.upd ?? 0), bytes: t.bytes - (a.pgTables[name]?.bytes ?? 0) }] as const)
+      .filter(([, t]) => t.inserted > 0 || t.updated > 0 || t.bytes > 0)),
     pgDatabaseBytes: b.pgDatabaseBytes - a.pgDatabaseBytes,
     walBytes: b.walBytes - a.walBytes,
     walRecords: b.walRecords - a.walRecords,
@@ -208,7 +212,8 @@ async function main(): Promise<number> {
   onCleanup(() => redisServer.stop());
   const mock = await startMockProcess();
   const postgresServer = await startPostgresServer();
-  const gateway = await startGatewayProcess({ mockUrl: mock.url, threads, env: { REDIS_URL: redisServer.url }, postgresUrl: postgresServer.url });
+  const gatewayEnv = envPairs('BENCH_GATEWAY_ENV', process.env.BENCH_GATEWAY_ENV);
+  const gateway = await startGatewayProcess({ mockUrl: mock.url, threads, env: { ...gatewayEnv, REDIS_URL: redisServer.url }, postgresUrl: postgresServer.url });
   const pid = gateway.child.pid;
   const redis = connectRedis(redisServer.url, { maxRetriesPerRequest: 2 });
   onCleanup(() => { redis.disconnect(); });
@@ -251,6 +256,7 @@ async function main(): Promise<number> {
       const perCall = (value: number, decimals = 2) => round(value / calls, decimals);
       const line = {
         scenario: `capacity_${kind.name}`,
+        ...(Object.keys(gatewayEnv).length > 0 ? { gateway_env: gatewayEnv } : {}),
         concurrency: kind.concurrency,
         calls,
         failed: load.errors,
@@ -264,7 +270,7 @@ async function main(): Promise<number> {
         redis_command_us_per_call: perCall(net(moved.redisCommandUs, idle.redisCommandUs), 1),
         postgres_cpu_us_per_call: perCall(net(moved.postgresCpuUs, idle.postgresCpuUs), 1),
         pg_rows_per_call: { inserted: perCall(moved.pgRows.inserted, 3), updated: perCall(moved.pgRows.updated, 3), deleted: perCall(moved.pgRows.deleted, 3) },
-        pg_rows_per_call_by_table: Object.fromEntries(Object.entries(moved.pgTables).map(([name, t]) => [name, { inserted: perCall(t.inserted, 3), updated: perCall(t.updated, 3) }])),
+        pg_rows_per_call_by_table: Object.fromEntries(Object.entries(moved.pgTables).map(([name, t]) => [name, { inserted: perCall(t.inserted, 3), updated: perCall(t.updated, 3), bytes: perCall(t.bytes, 0) }])),
         pg_database_bytes_per_call: perCall(moved.pgDatabaseBytes, 0),
         wal_bytes_per_call: perCall(net(moved.walBytes, idle.walBytes), 0),
         wal_records_per_call: perCall(moved.walRecords, 2),

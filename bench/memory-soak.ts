@@ -1,17 +1,21 @@
 // `npm run bench:memory`: does the gateway's resident memory come back after load (issue 31, item 5)?
-// One gateway (BENCH_THREADS HTTP threads) in front of the mock vendor, warmed up, then its VmRSS (all
-// threads, /proc/<pid>/status) read:
-//   1. idle, after MEMORY_SETTLE_MS of quiet (src/idle-gc.ts collects a quiet thread within ~10 s);
-//   2. while 64 streams of 256 chunks run (MEMORY_STREAMS_SECONDS, 20 s: the median and the peak of
+// One gateway (BENCH_THREADS HTTP threads) in front of the mock vendor, warmed up (bench/warmup.ts), then
+// its VmRSS (all threads, /proc/<pid>/status) read, each idle figure after MEMORY_SETTLE_MS (25 s: a quiet
+// thread's collection, src/idle-gc.ts) and after 90 s (past the token counter's idle minute):
+//   1. idle after the warm-up (`idle_after_warmup_rss_mb`);
+//   2. idle after MEMORY_WARMUP_SECONDS (30) of the mixed load below, so that every path it takes has
+//      been compiled and every module it loads lazily is loaded: the baseline (`idle_rss_mb`);
+//   3. while 64 streams of 256 chunks run (MEMORY_STREAMS_SECONDS, 20 s: the median and the peak of
 //      one reading a second);
-//   3. during MEMORY_SOAK_MINUTES (10) of mixed load: non-streamed chat on a key with every limit,
+//   4. during MEMORY_SOAK_MINUTES (10) of mixed load: non-streamed chat on a key with every limit,
 //      long and short streams, /v1/responses, Anthropic's /v1/messages streamed, upstream errors
 //      (503) and streams the upstream cuts before their usage (the token counter's path); a reading
 //      every 5 s, printed as each minute's peak;
-//   4. idle again: after MEMORY_SETTLE_MS, and after 90 s (past the token counter's idle minute).
-// Prints one JSON line: the readings, and whether the last idle reading is within 10 % of the first
-// (`returned_within_10_percent`). Calls that are meant to fail (the 503s and the cut streams) are
-// counted apart; any other failure makes the exit code 1. Progress goes to stderr.
+//   5. idle again, read as the baseline was.
+// Prints one JSON line: the readings, and whether the last idle reading is within 10 % of the baseline
+// (`returned_within_10_percent`; also given against the first idle figure). Calls that are meant to
+// fail (the 503s and the cut streams) are counted apart; any other failure makes the exit code 1.
+// Progress goes to stderr.
 import { loadavg } from 'node:os';
 import { runMain } from './cleanup.js';
 import { anthropicAuthHeaders, chatCall, chatCalls, messagesCall, responsesCalls } from './calls.js';
@@ -66,6 +70,7 @@ async function sampled<T>(pid: number, everyMs: number, work: Promise<T>): Promi
 async function main(): Promise<number> {
   const minutes = positiveNumber('MEMORY_SOAK_MINUTES', '10');
   const settleMs = positiveNumber('MEMORY_SETTLE_MS', '25000');
+  const mixedWarmupMs = positiveNumber('MEMORY_WARMUP_SECONDS', '30') * 1000;
   const streamsMs = positiveNumber('MEMORY_STREAMS_SECONDS', '20') * 1000;
   const threads = positiveNumber('BENCH_THREADS', '2');
 
@@ -90,10 +95,20 @@ async function main(): Promise<number> {
     { name: 'stream_cut', target: chat, call: chatCall({ model: MODEL, prompt: 'Cut. [[mock chunks=32 disconnect_after=8]]', stream: true, maxTokens: 64 }), concurrency: 2, failsOnPurpose: true },
   ];
 
+  /** Two idle readings: after `settleMs`, and after AFTER_LOAD_LONG_MS in all. */
+  const idleReadings = async (): Promise<[number, number]> => {
+    const early = await settledRss(pid, settleMs);
+    return [early, await settledRss(pid, Math.max(0, AFTER_LOAD_LONG_MS - settleMs))];
+  };
+  const runMixed = (durationMs: number) => Promise.all(mixed.map((load) => run(load, { requests: Number.MAX_SAFE_INTEGER, durationMs })));
+
   const warmupErrors = await warmUpServers([chat], 1);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
-  const idle = await settledRss(pid, settleMs);
-  note(`idle: ${round(idle, 1)} MiB`);
+  const [, idleAfterWarmup] = await idleReadings();
+  note(`idle after the warm-up: ${round(idleAfterWarmup, 1)} MiB`);
+  const mixedWarmup = await runMixed(mixedWarmupMs);
+  const [, idle] = await idleReadings();
+  note(`idle after ${mixedWarmupMs / 1000} s of the mixed load (the baseline): ${round(idle, 1)} MiB`);
 
   const streams = await sampled(pid, 1000, run(longStreams, { requests: Number.MAX_SAFE_INTEGER, durationMs: streamsMs }));
   // The first seconds are the streams opening: read once all 64 run.
@@ -101,7 +116,7 @@ async function main(): Promise<number> {
   note(`64 streams: ${round(percentile(streamReadings, 50), 1)} MiB (median), ${streams.result.requests} streams, ${streams.result.errors} failed`);
 
   const soakMs = minutes * 60_000;
-  const soak = await sampled(pid, SOAK_SAMPLE_MS, Promise.all(mixed.map((load) => run(load, { requests: Number.MAX_SAFE_INTEGER, durationMs: soakMs }))));
+  const soak = await sampled(pid, SOAK_SAMPLE_MS, runMixed(soakMs));
   const byMinute: number[] = [];
   for (const reading of soak.readings) {
     const minute = Math.floor(reading.s / 60);
@@ -109,11 +124,11 @@ async function main(): Promise<number> {
   }
   note(`soak: peak ${round(Math.max(...soak.readings.map((r) => r.mb)), 1)} MiB`);
 
-  const afterSettle = await settledRss(pid, settleMs);
-  const afterLong = await settledRss(pid, Math.max(0, AFTER_LOAD_LONG_MS - settleMs));
+  const [afterSettle, afterLong] = await idleReadings();
   const returned = afterLong <= idle * (1 + RETURN_TOLERANCE);
 
   let unexpectedFailures = streams.result.errors;
+  mixed.forEach((load, i) => { if (!load.failsOnPurpose) unexpectedFailures += mixedWarmup[i]!.errors; });
   const loads = Object.fromEntries(mixed.map((load, i) => {
     const result = soak.result[i]!;
     if (!load.failsOnPurpose) unexpectedFailures += result.errors;
@@ -125,12 +140,15 @@ async function main(): Promise<number> {
     scenario: 'memory_soak',
     http_threads: threads,
     soak_minutes: minutes,
+    idle_after_warmup_rss_mb: round(idleAfterWarmup, 1),
+    mixed_warmup_seconds: mixedWarmupMs / 1000,
     idle_rss_mb: round(idle, 1),
     streams_64: { rss_mb_median: round(percentile(streamReadings, 50), 1), rss_mb_peak: round(Math.max(...streamReadings), 1), streams: streams.result.requests },
     soak: { rss_mb_peak_by_minute: byMinute.map((mb) => round(mb, 1)), rss_mb_last: round(soak.readings[soak.readings.length - 1]?.mb ?? NaN, 1), loads },
     idle_after_rss_mb: { [`${Math.round(settleMs / 1000)}s`]: round(afterSettle, 1), [`${Math.round(Math.max(settleMs, AFTER_LOAD_LONG_MS) / 1000)}s`]: round(afterLong, 1) },
     growth_after_soak_percent: round(((afterLong - idle) / idle) * 100, 1),
     returned_within_10_percent: returned,
+    growth_over_idle_after_warmup_percent: round(((afterLong - idleAfterWarmup) / idleAfterWarmup) * 100, 1),
     loadavg_1m: round(loadavg()[0] ?? NaN, 2),
     unexpected_failures: unexpectedFailures,
   })}\n`);
