@@ -31,14 +31,13 @@ import path from 'node:path';
 import { onCleanup, runMain, trackChild } from './cleanup.js';
 import { startRedisCluster } from '../test/helpers/redis-cluster.js';
 import { chatCalls } from './calls.js';
-import { SETTLE_MS } from './compare.js';
+import { overFloor, startFloors, unitsOf, type Unit } from './floors.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { connect, runLoad, SideResult, type Call, type LoadPlan, type Target } from './load.js';
 import { startMockProcess } from './mock-process.js';
 import { envPairs } from './options.js';
-import { startBareProxyProcess } from './bare-proxy-process.js';
-import { machineCpuMicros, processCpuMicros, processTreeCpuMicros } from './proc-cpu.js';
-import { startNginxProcess } from './nginx-process.js';
+import { machineCpuMicros, processCpuMicros } from './proc-cpu.js';
+import { SETTLE_MS } from './rotation.js';
 import { percentile, round, spread } from './stats.js';
 import { warmUpServers } from './warmup.js';
 
@@ -46,7 +45,7 @@ interface AbScenario {
   readonly calls: { direct: Call; gateway: Call };
   readonly block: LoadPlan;
   /** What a block's figures are per: requests, or streamed events. */
-  readonly unit: 'req' | 'chunk';
+  readonly unit: Unit;
 }
 
 const SCENARIOS: Record<string, AbScenario> = {
@@ -66,9 +65,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type SideName = 'D' | 'A' | 'B' | 'N';
 
-const unitsOf = (side: SideResult, unit: 'req' | 'chunk'): number => (unit === 'req' ? side.requests : side.events);
-
-function figures(side: SideResult, unit: 'req' | 'chunk'): Record<string, number> {
+function figures(side: SideResult, unit: Unit): Record<string, number> {
   const units = unitsOf(side, unit);
   return {
     p50_ms: round(percentile(side.latenciesMs, 50)),
@@ -111,26 +108,26 @@ async function main(): Promise<number> {
   const a = await startGatewayProcess({
     mockUrl: mock.url, threads, env: { ...envOption('AB_A_ENV'), ...(bothOnCluster && clusterUrl ? { REDIS_URL: clusterUrl } : {}) }, nodeArgs: nodeArgs('AB_A_NODE_ARGS'),
   });
-  const b = floor
-    ? { ...(await startBareProxyProcess(mock.url, threads)), apiKey: 'bench' }
+  const floors = floor ? await startFloors(mock.url, threads, note) : [];
+  const bare = floors.find((f) => f.name === 'bare_proxy');
+  const nginx = floors.find((f) => f.name === 'nginx');
+  const b = bare
+    ? { child: bare.child, url: bare.target.origin, apiKey: bare.target.apiKey }
     : await startGatewayProcess({
       mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'),
       env: { ...envOption('AB_B_ENV'), ...(clusterUrl ? { REDIS_URL: clusterUrl } : {}) }, nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
     });
-  const nginx = floor ? await startNginxProcess(mock.url, threads, note) : undefined;
   const targets: Partial<Record<SideName, Target>> = {
     D: { side: 'direct', origin: mock.url, path: '/openai/v1/chat/completions', apiKey: 'bench' },
     A: { side: 'gateway', origin: a.url, path: '/v1/chat/completions', apiKey: a.apiKey },
-    B: { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
-    // nginx passes the vendor's own request through, as the mock is called directly.
-    ...(nginx ? { N: { side: 'direct', origin: nginx.url, path: '/openai/v1/chat/completions', apiKey: 'bench' } } : {}),
+    B: bare?.target ?? { side: 'gateway', origin: b.url, path: '/v1/chat/completions', apiKey: b.apiKey },
+    ...(nginx ? { N: nginx.target } : {}),
   };
   const sides = Object.keys(targets) as SideName[];
   const children: Partial<Record<SideName, { pid: number; output: string }>> = { D: mock.child, A: a.child, B: b.child, ...(nginx ? { N: nginx.child } : {}) };
-  // nginx's work is done by its worker processes, children of the one started.
-  const cpuOf = (s: SideName) => (s === 'N' ? processTreeCpuMicros(children.N!.pid) : processCpuMicros(children[s]!.pid));
+  const cpuOf = (s: SideName) => (s === 'N' ? nginx!.cpuUs() : processCpuMicros(children[s]!.pid));
   const described = floor ? 'the bare proxy' : `${other}${clusterUrl ? ' on the Redis Cluster' : ''} ${process.env.AB_B_ENV ?? ''} ${process.env.AB_B_NODE_ARGS ?? ''}`;
-  note(`mock ${mock.url}, A (this build${bothOnCluster ? ' on the Redis Cluster' : ''} ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}${nginx ? `, N (nginx) ${nginx.url}` : ''}`);
+  note(`mock ${mock.url}, A (this build${bothOnCluster ? ' on the Redis Cluster' : ''} ${process.env.AB_A_ENV ?? ''} ${process.env.AB_A_NODE_ARGS ?? ''}) ${a.url}, B (${described}) ${b.url}${nginx ? `, N (nginx) ${nginx.target.origin}` : ''}`);
   const warmupErrors = await warmUpServers(Object.values(targets), scale);
   if (warmupErrors > 0) note(`warm-up: ${warmupErrors} failed requests`);
 
@@ -181,10 +178,7 @@ async function main(): Promise<number> {
       ...(f.N ? {
         nginx: f.N,
         // A against the external floor: throughput and CPU as ratios, added median latency and TTFB as differences (ms).
-        a_over_nginx: {
-          per_s: round(f.A.per_s! / f.N.per_s!, 4), cpu: round(f.A[cpuKey]! / f.N[cpuKey]!, 4),
-          added_p50_ms_minus_nginx: round(f.A.p50_ms! - f.N.p50_ms!), added_ttfb_p50_ms_minus_nginx: round(f.A.ttfb_p50_ms! - f.N.ttfb_p50_ms!),
-        },
+        a_over_nginx: overFloor(results.A, results.N, scenario.unit, 'nginx'),
         per_s_nginx_vs_direct: round(f.N.per_s! / f.D.per_s!, 4),
       } : {}),
       errors: Object.fromEntries(sides.map((s) => [s, results[s].errors])),

@@ -1,23 +1,25 @@
 // Direct-vs-gateway measurement of one load, made fair on a shared 2-core machine: both sides are
 // warmed up, then measured in interleaved blocks (D G, G D, D G, ...) so that drift in the
-// machine's load (other processes, thermal, GC) hits both alike. The serving process's CPU (mock or
-// gateway) is read from /proc around each block of its side, the load generator's from cpuUsage().
-import type { Dispatcher } from 'undici';
-import { connect, runLoad, SideResult, type Call, type LoadPlan, type Side, type Target } from './load.js';
+// machine's load (other processes, thermal, GC) hits both alike. With floors (floors.ts: the bare
+// proxy, nginx), they are sides too, and the order rotates over all of them (rotation.ts). The serving
+// process's CPU (mock, gateway or floor) is read from /proc around each block of its side, the load
+// generator's from cpuUsage().
+import type { Floor, FloorName } from './floors.js';
+import type { Call, LoadPlan, SideResult, Target } from './load.js';
 import { processCpuMicros } from './proc-cpu.js';
-
-/** Time after a gateway block before its CPU is read: settlement and the asynchronous ledger
- * writer (Redis stream -> Postgres) finish in it, so their work is counted too; it also keeps
- * that work out of the next direct block. */
-export const SETTLE_MS = 1000;
+import { fairRounds, measureRotating, SETTLE_MS, type RotatingSide } from './rotation.js';
 
 export interface Comparison {
   /** serverCpuUs: the mock's CPU over the direct blocks. */
   readonly direct: SideResult;
   /** serverCpuUs: the gateway's CPU over its blocks, each including its settle time. */
   readonly gateway: SideResult;
+  /** Each floor's figures (sent the direct side's call), when the comparison had floors. */
+  readonly floors: Partial<Record<FloorName, SideResult>>;
   /** Total settle time included in the gateway's CPU figure. */
   readonly settleMs: number;
+  /** Rounds measured: the number asked for, raised to a multiple of the sides. */
+  readonly rounds: number;
 }
 
 export interface CompareOptions {
@@ -29,51 +31,30 @@ export interface CompareOptions {
   readonly warmup: LoadPlan;
   /** One measured block per side and round. */
   readonly block: LoadPlan;
+  /** Raised to a multiple of the sides (2, or 2 + the floors), so each takes each place equally often. */
   readonly rounds: number;
   /** Both sides are the gateway (two of its paths): each block gets the settle time. */
   readonly settleBoth?: boolean;
   /** Runs once both sides are warm, before the first measured block (e.g. to read counters the blocks then move). */
   readonly afterWarmup?: () => Promise<void>;
+  /** Floors measured beside the two sides, in the same rotation. */
+  readonly floors?: readonly Floor[];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const clientCpuMicros = (): number => {
-  const { user, system } = process.cpuUsage();
-  return user + system;
-};
-
 export async function compare(options: CompareOptions): Promise<Comparison> {
-  const connections = Math.max(options.warmup.concurrency, options.block.concurrency);
-  const dispatchers: Record<Side, Dispatcher> = {
-    direct: connect(options.direct, connections),
-    gateway: connect(options.gateway, connections),
+  const floors = options.floors ?? [];
+  const sides: Record<string, RotatingSide> = {
+    direct: { target: options.direct, call: options.call.direct, cpuUs: () => processCpuMicros(options.pids.direct), settles: options.settleBoth === true },
+    gateway: { target: options.gateway, call: options.call.gateway, cpuUs: () => processCpuMicros(options.pids.gateway), settles: true },
   };
-  const warm = (side: Side): Promise<SideResult> => runLoad(dispatchers[side], options[side], options.call[side], options.warmup);
-
-  /** One measured block, with the serving process's and the load generator's CPU around it. */
-  const block = async (side: Side): Promise<SideResult> => {
-    const pid = options.pids[side];
-    const serverBefore = processCpuMicros(pid);
-    const clientBefore = clientCpuMicros();
-    const result = await runLoad(dispatchers[side], options[side], options.call[side], options.block);
-    result.clientCpuUs = clientCpuMicros() - clientBefore;
-    if (side === 'gateway' || options.settleBoth) await sleep(SETTLE_MS);
-    result.serverCpuUs = processCpuMicros(pid) - serverBefore;
-    return result;
+  for (const floor of floors) sides[floor.name] = { target: floor.target, call: options.call.direct, cpuUs: floor.cpuUs, settles: false };
+  const rounds = fairRounds(options.rounds, Object.keys(sides).length);
+  const measured = await measureRotating(sides, { warmup: options.warmup, block: options.block, rounds, ...(options.afterWarmup ? { afterWarmup: options.afterWarmup } : {}) });
+  return {
+    direct: measured.sides.direct!,
+    gateway: measured.sides.gateway!,
+    floors: Object.fromEntries(floors.map((floor) => [floor.name, measured.sides[floor.name]!])),
+    settleMs: SETTLE_MS * rounds,
+    rounds,
   };
-
-  try {
-    await warm('direct');
-    await warm('gateway');
-    await sleep(SETTLE_MS);
-    await options.afterWarmup?.();
-    const results: Record<Side, SideResult> = { direct: new SideResult(), gateway: new SideResult() };
-    for (let round = 0; round < options.rounds; round++) {
-      const order: Side[] = round % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct'];
-      for (const side of order) results[side].merge(await block(side));
-    }
-    return { ...results, settleMs: SETTLE_MS * options.rounds };
-  } finally {
-    await Promise.all(Object.values(dispatchers).map((d) => d.close()));
-  }
 }

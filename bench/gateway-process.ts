@@ -13,7 +13,7 @@ import { freePort, spawnNode, waitUntil, type Child } from './child.js';
 const execNode = promisify(execFile);
 const GATEWAY_MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const GATEWAY_CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
-const POSTGRES_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432';
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const BENCH_USER = 'bench';
 
@@ -38,6 +38,8 @@ export interface GatewayOptions {
   readonly main?: string;
   /** Extra environment for the gateway (bench/ab.ts compares settings this way); its REDIS_URL may name a Redis Cluster. */
   readonly env?: Readonly<Record<string, string>>;
+  /** The Postgres server the run's database is made on, without a database (the local one on 5432 unless said; bench/capacity.ts starts its own). */
+  readonly postgresUrl?: string;
 }
 
 export async function startGatewayProcess(options: GatewayOptions): Promise<GatewayProcess> {
@@ -46,14 +48,15 @@ export async function startGatewayProcess(options: GatewayOptions): Promise<Gate
   // A fresh database per run, so earlier runs' rows do not slow this one; the gateway creates it.
   const database = `gateway_bench_${run}`;
   // Registered first, so they run after the gateway has stopped.
-  onCleanup(() => dropDatabase(POSTGRES_ADMIN_URL, database));
+  const server = options.postgresUrl ?? POSTGRES_URL;
+  onCleanup(() => dropDatabase(`${server}/postgres`, database));
   onCleanup(() => deleteRedisKeys(options.env?.REDIS_URL ?? REDIS_URL, prefix));
   const port = await freePort();
   const env: Record<string, string> = {
     PORT: String(port),
     HOST: '127.0.0.1',
     HTTP_THREADS: String(options.threads),
-    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+    DATABASE_URL: `${server}/${database}`,
     REDIS_URL,
     REDIS_PREFIX: prefix,
     MOCK_VENDOR: 'off',

@@ -1,4 +1,5 @@
 // Bench options from the environment.
+import { FLOOR_NAMES, type FloorName } from './floors.js';
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.js';
 
 export interface BenchOptions {
@@ -12,6 +13,8 @@ export interface BenchOptions {
   readonly gatewayNodeArgs: string[];
   /** BENCH_GATEWAY_ENV ("NAME=value,NAME=value"): extra settings for the gateway, e.g. ROUTING_BREAKER_FAILURES=1000. */
   readonly gatewayEnv: Record<string, string>;
+  /** BENCH_FLOORS (comma list, default bare_proxy,nginx; `none`): measured beside the hot-path scenarios. */
+  readonly floors: FloorName[];
 }
 
 /** "NAME=value,NAME=value" (a value may hold "=", not ","), as the variable `name` holds it; empty when unset. */
@@ -25,19 +28,29 @@ export function envPairs(name: string, raw: string | undefined): Record<string, 
   return pairs;
 }
 
+/** A positive number from the environment variable `name`, `fallback` when unset or empty. */
+export function positiveNumber(name: string, fallback: string, env: NodeJS.ProcessEnv = process.env): number {
+  const value = Number(env[name] || fallback);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${env[name]}`);
+  return value;
+}
+
 export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions {
-  const scale = Number(env.BENCH_SCALE || '1');
-  if (!Number.isFinite(scale) || scale <= 0) throw new Error(`BENCH_SCALE must be a positive number, got ${env.BENCH_SCALE}`);
+  const scale = positiveNumber('BENCH_SCALE', '1', env);
   const threads = Number(env.BENCH_THREADS || '2');
   if (!Number.isInteger(threads) || threads < 1) throw new Error(`BENCH_THREADS must be a whole number >= 1, got ${env.BENCH_THREADS}`);
   const wanted = (env.BENCH_SCENARIOS || SCENARIO_NAMES.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = wanted.filter((name) => !(SCENARIO_NAMES as readonly string[]).includes(name));
   if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(', ')} (known: ${SCENARIO_NAMES.join(', ')})`);
+  const floors = (env.BENCH_FLOORS ?? FLOOR_NAMES.join(',')).split(',').map((s) => s.trim()).filter((s) => s && s !== 'none');
+  const unknownFloors = floors.filter((name) => !(FLOOR_NAMES as readonly string[]).includes(name));
+  if (unknownFloors.length > 0) throw new Error(`BENCH_FLOORS: unknown ${unknownFloors.join(', ')} (known: ${FLOOR_NAMES.join(', ')}, or none)`);
   return {
     scale,
     threads,
     scenarios: SCENARIO_NAMES.filter((name) => wanted.includes(name)),
     gatewayNodeArgs: (env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
     gatewayEnv: envPairs('BENCH_GATEWAY_ENV', env.BENCH_GATEWAY_ENV),
+    floors: FLOOR_NAMES.filter((name) => floors.includes(name)),
   };
 }

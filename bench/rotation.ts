@@ -1,18 +1,22 @@
 // More than two sides of one scenario measured in one run (compare.ts has two): each side is warmed
 // up, then measured in one block per round, the order rotated every round so that each side goes
 // first, second, ... equally often over as many rounds as there are sides, and the machine's drift
-// hits all of them alike. The serving process's CPU is read from /proc around each block; a side
-// served by the gateway gets compare.ts's settle window after its block, inside its CPU figure.
+// hits all of them alike. The serving process's CPU is read around each block, and the load generator's
+// (this process's); a side served by the gateway gets a settle window after its block, inside its CPU
+// figure. compare.ts (direct against gateway, with the floors) is built on it.
 import type { Dispatcher } from 'undici';
-import { SETTLE_MS } from './compare.js';
 import { connect, runLoad, SideResult, type Call, type LoadPlan, type Target } from './load.js';
-import { processCpuMicros } from './proc-cpu.js';
+
+/** Time after a gateway block before its CPU is read: settlement and the asynchronous ledger
+ * writer (Redis stream -> Postgres) finish in it, so their work is counted too; it also keeps
+ * that work out of the next side's block. */
+export const SETTLE_MS = 1000;
 
 export interface RotatingSide {
   readonly target: Target;
   readonly call: Call;
-  /** The process serving the side, whose CPU is read around its blocks. */
-  readonly pid: number;
+  /** CPU time of what serves the side so far, µs (processCpuMicros of its pid, or of a process tree). */
+  readonly cpuUs: () => number;
   /** The gateway serves it: settlement and the ledger writer finish inside its figure. */
   readonly settles: boolean;
 }
@@ -23,6 +27,8 @@ export interface RotationPlan {
   readonly block: LoadPlan;
   /** A multiple of the number of sides, so that each takes each place in the order equally often. */
   readonly rounds: number;
+  /** Runs once every side is warm, before the first measured block (e.g. to read counters the blocks then move). */
+  readonly afterWarmup?: () => Promise<void>;
 }
 
 export interface Rotation<Name extends string> {
@@ -35,6 +41,13 @@ export interface Rotation<Name extends string> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const clientCpuMicros = (): number => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
+/** The least number of rounds, at least `wanted`, in which each of `sides` sides takes each place equally often. */
+export const fairRounds = (wanted: number, sides: number): number => Math.ceil(wanted / sides) * sides;
 
 export async function measureRotating<Name extends string>(sides: Record<Name, RotatingSide>, plan: RotationPlan): Promise<Rotation<Name>> {
   const names = Object.keys(sides) as Name[];
@@ -46,6 +59,7 @@ export async function measureRotating<Name extends string>(sides: Record<Name, R
   try {
     for (const name of names) await load(name, plan.warmup);
     await sleep(SETTLE_MS);
+    await plan.afterWarmup?.();
     const results = new Map<Name, SideResult>(names.map((name) => [name, new SideResult()]));
     const rounds: Record<Name, SideResult>[] = [];
     for (let round = 0; round < plan.rounds; round++) {
@@ -54,10 +68,12 @@ export async function measureRotating<Name extends string>(sides: Record<Name, R
       const shift = round % names.length;
       for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
         const side = sides[name];
-        const before = processCpuMicros(side.pid);
+        const before = side.cpuUs();
+        const clientBefore = clientCpuMicros();
         const result = await load(name, plan.block);
+        result.clientCpuUs = clientCpuMicros() - clientBefore;
         if (side.settles) await sleep(SETTLE_MS);
-        result.serverCpuUs = processCpuMicros(side.pid) - before;
+        result.serverCpuUs = side.cpuUs() - before;
         results.get(name)!.merge(result);
         blocks[name] = result;
       }

@@ -2,9 +2,11 @@
 import { loadavg } from 'node:os';
 import { anthropicAuthHeaders, chatCall, chatCalls, familyCalls, messagesCall, pooledCalls, responsesCalls } from './calls.js';
 import { compare, type Comparison } from './compare.js';
+import { overFloor, type Floor, type Unit } from './floors.js';
 import type { SideResult, Target } from './load.js';
+import { processCpuMicros } from './proc-cpu.js';
 import { FAULTY_TARGET, HEALTHY_TARGET, POOLED_MODEL } from './routing-pool.js';
-import { measureRotating } from './rotation.js';
+import { fairRounds, measureRotating } from './rotation.js';
 import { percentile, ratio, round, spread } from './stats.js';
 
 export interface ScenarioContext {
@@ -18,6 +20,8 @@ export interface ScenarioContext {
   readonly scale: number;
   /** The gateway's CPU use while idle (ledger writer polling), to judge the settle windows by. */
   readonly gatewayIdleCpuUsPerS: number;
+  /** The floors (bare proxy, nginx) the scenarios that measure the hot path run beside direct and gateway (BENCH_FLOORS). */
+  readonly floors: readonly Floor[];
 }
 
 export interface ScenarioReport {
@@ -26,8 +30,10 @@ export interface ScenarioReport {
   readonly errorSamples: string[];
 }
 
-export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'nonstream_c32_long', 'nonstream_c32_limits_long', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64', 'messages_stream_c64', 'routing_c32_faulty'] as const;
+export const SCENARIO_NAMES = ['nonstream_c1', 'nonstream_c32', 'nonstream_c32_limits', 'nonstream_c32_long', 'nonstream_c32_limits_long', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_short', 'stream_c64_translated', 'responses_c32', 'responses_stream_c64', 'messages_stream_c64', 'routing_c32_faulty'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+/** The scenarios of the hot path, measured beside the floors (ScenarioContext.floors) as well as direct. */
+export const FLOOR_SCENARIOS: readonly ScenarioName[] = ['nonstream_c1', 'nonstream_c32', 'stream_ttfb_c1', 'stream_c64', 'stream_c64_short'];
 
 /** Targets the project must meet (same run, against the mock directly). */
 const TARGETS = {
@@ -41,6 +47,17 @@ const TARGETS = {
   pooledSuccessRatio: 0.999,
   /** `/v1/messages` pass-through streaming's chunks per second against direct, over chat streaming's (issue 27). */
   messagesOverChatRatio: 0.9,
+};
+
+/** Issue 31's targets against nginx measured in the same run (judged when nginx is a floor). */
+const NGINX_TARGETS = {
+  /** The gateway's added p50 at 1 connection less nginx's, ms. */
+  addedP50MsOverNginx: 0.12,
+  /** The same for the time to first byte of a stream. */
+  addedTtfbP50MsOverNginx: 0.15,
+  /** Chunks per second over nginx's: streams of 256 chunks, of 20 chunks written at once. */
+  streamChunksOverNginx: 0.9,
+  shortStreamChunksOverNginx: 0.85,
 };
 
 const count = (n: number, scale: number, min: number) => Math.max(min, Math.round(n * scale));
@@ -95,7 +112,28 @@ function gatewayCpu(c: Comparison, ctx: ScenarioContext, gatewayUnits: number, d
 }
 
 function report(line: Record<string, unknown>, c: Comparison): ScenarioReport {
-  return { line, errors: c.direct.errors + c.gateway.errors, errorSamples: [...c.direct.errorSamples, ...c.gateway.errorSamples] };
+  const floors = Object.values(c.floors);
+  return {
+    line,
+    errors: c.direct.errors + c.gateway.errors + floors.reduce((sum, f) => sum + f.errors, 0),
+    errorSamples: [...c.direct.errorSamples, ...c.gateway.errorSamples, ...floors.flatMap((f) => f.errorSamples)],
+  };
+}
+
+/**
+ * The floors' own figures (formatted as the scenario formats a side) and the gateway's over direct and
+ * over each floor: throughput and CPU per unit as ratios, added median latency and time to first byte
+ * less the floor's (floors.ts). Nothing when the scenario ran without floors.
+ */
+function floorFields(c: Comparison, unit: Unit, side: (s: SideResult) => Record<string, unknown>): Record<string, unknown> {
+  const names = Object.keys(c.floors) as (keyof Comparison['floors'])[];
+  if (names.length === 0) return {};
+  return {
+    rounds: c.rounds,
+    floors: Object.fromEntries(names.map((name) => [name, { ...side(c.floors[name]!), per_s_vs_direct: overFloor(c.floors[name]!, c.direct, unit, 'direct').per_s }])),
+    gateway_over_direct: overFloor(c.gateway, c.direct, unit, 'direct'),
+    ...Object.fromEntries(names.map((name) => [`gateway_over_${name}`, overFloor(c.gateway, c.floors[name]!, unit, name)])),
+  };
 }
 
 /** Lua script calls the gateway made (from its /metrics), by script. */
@@ -110,9 +148,9 @@ const SHORT_PROMPT = 'Say hello to the benchmark.';
 /** About 2,000 words (some 2,700 tokens): what a key with a token budget has counted at admission. */
 const LONG_PROMPT = Array.from({ length: 80 }, (_, i) => `Paragraph ${i}: the gateway reads this prompt, counts its tokens and reserves them.`).join(' ').repeat(2);
 
-async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: number, gatewayTarget = ctx.gateway, prompt = SHORT_PROMPT): Promise<ScenarioReport> {
+async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: number, gatewayTarget = ctx.gateway, prompt = SHORT_PROMPT, floors: readonly Floor[] = []): Promise<ScenarioReport> {
   const sequential = concurrency === 1;
-  const rounds = sequential ? 6 : 4;
+  const rounds = fairRounds(sequential ? 6 : 4, 2 + floors.length);
   const scriptsBefore = await scriptCalls(ctx);
   const c = await compare({
     direct: ctx.direct, gateway: gatewayTarget, pids: ctx.pids,
@@ -123,6 +161,7 @@ async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: 
       ? { concurrency, requests: count(3000 / rounds, ctx.scale, 10) }
       : { concurrency, requests: count(20_000 / rounds, ctx.scale, 50), durationMs: (10_000 / rounds) * ctx.scale },
     rounds,
+    floors,
   });
   const side = (r: SideResult) => ({ requests: r.requests, rps: rps(r), ...latency(r), ...cpuFields(r, r.requests, 'req') });
   const direct = side(c.direct);
@@ -134,6 +173,7 @@ async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: 
   // Warm-up calls included: every gateway call of the scenario, measured or not.
   const gatewayCalls = c.gateway.requests + c.gateway.errors + count(sequential ? 500 : 2000, ctx.scale, 20);
   const perCall = (script: string) => round(((scriptsAfter[script] ?? 0) - (scriptsBefore[script] ?? 0)) / gatewayCalls, 4);
+  const overNginx = c.floors.nginx ? overFloor(c.gateway, c.floors.nginx, 'req', 'nginx') : undefined;
   return report({
     ...common(name, c, ctx),
     direct,
@@ -143,22 +183,27 @@ async function nonStream(name: ScenarioName, ctx: ScenarioContext, concurrency: 
     added_p99_ms: ms(gateway.p99_ms - direct.p99_ms),
     rps_ratio: ratio(gateway.rps, direct.rps),
     ...cpu,
+    ...floorFields(c, 'req', side),
     // The CPU target is judged under load: at 1 connection a request's CPU is mostly the wake-ups it
     // costs (the mock's own is 2.5 times its figure at 32) and the idle settle windows; it is printed, not judged.
     targets: sequential
-      ? { added_p50_ms_max: TARGETS.addedP50Ms, added_p50_met: addedP50 <= TARGETS.addedP50Ms }
+      ? {
+        added_p50_ms_max: TARGETS.addedP50Ms, added_p50_met: addedP50 <= TARGETS.addedP50Ms,
+        ...(overNginx ? { added_p50_ms_over_nginx_max: NGINX_TARGETS.addedP50MsOverNginx, added_p50_over_nginx_met: overNginx.added_p50_ms_minus_nginx! <= NGINX_TARGETS.addedP50MsOverNginx } : {}),
+      }
       : { gateway_cpu_us_per_req_max: TARGETS.cpuUsPerRequest, gateway_cpu_met: cpuUsPerReq <= TARGETS.cpuUsPerRequest },
   }, c);
 }
 
 async function streamTtfb(ctx: ScenarioContext): Promise<ScenarioReport> {
-  const rounds = 4;
+  const rounds = fairRounds(4, 2 + ctx.floors.length);
   const c = await compare({
     direct: ctx.direct, gateway: ctx.gateway, pids: ctx.pids,
     call: chatCalls({ prompt: 'Stream a short answer. [[mock chunks=16 delay_ms=0]]', stream: true, maxTokens: 64 }),
     warmup: { concurrency: 1, requests: count(200, ctx.scale, 10) },
     block: { concurrency: 1, requests: count(1000 / rounds, ctx.scale, 10) },
     rounds,
+    floors: ctx.floors,
   });
   const side = (s: SideResult) => ({
     requests: s.requests,
@@ -173,6 +218,7 @@ async function streamTtfb(ctx: ScenarioContext): Promise<ScenarioReport> {
   const direct = side(c.direct);
   const gateway = side(c.gateway);
   const addedTtfbP50 = ms(gateway.ttfb_p50_ms - direct.ttfb_p50_ms);
+  const overNginx = c.floors.nginx ? overFloor(c.gateway, c.floors.nginx, 'req', 'nginx') : undefined;
   return report({
     ...common('stream_ttfb_c1', c, ctx),
     direct,
@@ -181,21 +227,34 @@ async function streamTtfb(ctx: ScenarioContext): Promise<ScenarioReport> {
     added_ttfb_p99_ms: ms(gateway.ttfb_p99_ms - direct.ttfb_p99_ms),
     added_total_p50_ms: ms(gateway.total_p50_ms - direct.total_p50_ms),
     ...gatewayCpu(c, ctx, c.gateway.requests, c.direct.requests, 'req'),
-    targets: { added_ttfb_p50_ms_max: TARGETS.addedTtfbP50Ms, added_ttfb_p50_met: addedTtfbP50 <= TARGETS.addedTtfbP50Ms },
+    ...floorFields(c, 'req', side),
+    targets: {
+      added_ttfb_p50_ms_max: TARGETS.addedTtfbP50Ms, added_ttfb_p50_met: addedTtfbP50 <= TARGETS.addedTtfbP50Ms,
+      ...(overNginx ? { added_ttfb_p50_ms_over_nginx_max: NGINX_TARGETS.addedTtfbP50MsOverNginx, added_ttfb_p50_over_nginx_met: overNginx.added_ttfb_p50_ms_minus_nginx! <= NGINX_TARGETS.addedTtfbP50MsOverNginx } : {}),
+    },
   }, c);
 }
 
-async function streamConcurrent(ctx: ScenarioContext): Promise<ScenarioReport> {
-  const rounds = 4;
+/**
+ * 64 concurrent streams, direct against the gateway (and the floors): `stream_c64`, 256 chunks each
+ * as the mock paces them; `stream_c64_short`, 20 chunks written by the mock at once, where each call's
+ * own cost shows beside its chunks'.
+ */
+async function streamConcurrent(name: 'stream_c64' | 'stream_c64_short', ctx: ScenarioContext): Promise<ScenarioReport> {
+  const rounds = fairRounds(4, 2 + ctx.floors.length);
   const concurrency = 64;
+  const short = name === 'stream_c64_short';
   const c = await compare({
     direct: ctx.direct, gateway: ctx.gateway, pids: ctx.pids,
-    // max_tokens above 256, or the mock would stop at the cap instead of the directive.
-    call: chatCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512 }),
+    // max_tokens above the chunks, or the mock would stop at the cap instead of the directive.
+    call: short
+      ? chatCalls({ prompt: 'Stream a short answer. [[mock chunks=20 delay_ms=0]]', stream: true, maxTokens: 64 })
+      : chatCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512 }),
     warmup: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: 2000 * ctx.scale },
     // ~10 s of continuous streams per side, as interleaved blocks.
     block: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: (10_000 / rounds) * ctx.scale },
     rounds,
+    floors: ctx.floors,
   });
   const side = (s: SideResult) => ({
     streams: s.requests,
@@ -210,13 +269,20 @@ async function streamConcurrent(ctx: ScenarioContext): Promise<ScenarioReport> {
   const direct = side(c.direct);
   const gateway = side(c.gateway);
   const chunksRatio = ratio(gateway.chunks_per_s, direct.chunks_per_s);
+  const overNginx = c.floors.nginx ? overFloor(c.gateway, c.floors.nginx, 'chunk', 'nginx') : undefined;
+  const overNginxMin = short ? NGINX_TARGETS.shortStreamChunksOverNginx : NGINX_TARGETS.streamChunksOverNginx;
   return report({
-    ...common('stream_c64', c, ctx),
+    ...common(name, c, ctx),
     direct,
     gateway,
     chunks_per_s_ratio: chunksRatio,
     ...gatewayCpu(c, ctx, c.gateway.events, c.direct.events, 'chunk'),
-    targets: { chunks_per_s_ratio_min: TARGETS.streamChunksRatio, chunks_per_s_ratio_met: chunksRatio >= TARGETS.streamChunksRatio },
+    ...floorFields(c, 'chunk', side),
+    targets: {
+      // The 40 % of direct was set for 256-chunk streams; short ones are judged against nginx only.
+      ...(short ? {} : { chunks_per_s_ratio_min: TARGETS.streamChunksRatio, chunks_per_s_ratio_met: chunksRatio >= TARGETS.streamChunksRatio }),
+      ...(overNginx ? { chunks_per_s_over_nginx_min: overNginxMin, chunks_per_s_over_nginx_met: overNginx.per_s! >= overNginxMin } : {}),
+    },
   }, c);
 }
 
@@ -318,20 +384,21 @@ async function messagesStream(ctx: ScenarioContext): Promise<ScenarioReport> {
   const model = 'anthropic/claude-haiku-4-5';
   const stream = { prompt: `Stream a long answer. [[mock chunks=${upstreamChunks}]]`, stream: true, maxTokens: 512 };
   const openai = chatCalls(stream);
-  const { direct: mockPid, gateway: gatewayPid } = ctx.pids;
+  const mockCpu = () => processCpuMicros(ctx.pids.direct);
+  const gatewayCpuUs = () => processCpuMicros(ctx.pids.gateway);
   const r = await measureRotating({
     anthropic_direct: {
       target: { ...ctx.direct, path: '/anthropic/v1/messages', authHeaders: anthropicAuthHeaders(ctx.direct.apiKey) },
-      call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), pid: mockPid, settles: false,
+      call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), cpuUs: mockCpu, settles: false,
     },
-    anthropic_chat: { target: ctx.gateway, call: chatCall({ ...stream, model }), pid: gatewayPid, settles: true },
+    anthropic_chat: { target: ctx.gateway, call: chatCall({ ...stream, model }), cpuUs: gatewayCpuUs, settles: true },
     // As an Anthropic SDK sends it: its headers, and the model by the vendor's name (the same body as direct).
     anthropic_messages: {
       target: { ...ctx.gateway, path: '/v1/messages', authHeaders: anthropicAuthHeaders(ctx.gateway.apiKey) },
-      call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), pid: gatewayPid, settles: true,
+      call: messagesCall({ ...stream, model: 'claude-haiku-4-5' }), cpuUs: gatewayCpuUs, settles: true,
     },
-    openai_direct: { target: ctx.direct, call: openai.direct, pid: mockPid, settles: false },
-    openai_chat: { target: ctx.gateway, call: openai.gateway, pid: gatewayPid, settles: true },
+    openai_direct: { target: ctx.direct, call: openai.direct, cpuUs: mockCpu, settles: false },
+    openai_chat: { target: ctx.gateway, call: openai.gateway, cpuUs: gatewayCpuUs, settles: true },
   }, {
     warmup: { concurrency, requests: Number.MAX_SAFE_INTEGER, durationMs: 2000 * ctx.scale },
     // ~10 s of continuous streams per side, in blocks of 2 s.
@@ -497,8 +564,8 @@ async function routingFaulty(ctx: ScenarioContext): Promise<ScenarioReport> {
 }
 
 export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<ScenarioReport>> = {
-  nonstream_c1: (ctx) => nonStream('nonstream_c1', ctx, 1),
-  nonstream_c32: (ctx) => nonStream('nonstream_c32', ctx, 32),
+  nonstream_c1: (ctx) => nonStream('nonstream_c1', ctx, 1, ctx.gateway, SHORT_PROMPT, ctx.floors),
+  nonstream_c32: (ctx) => nonStream('nonstream_c32', ctx, 32, ctx.gateway, SHORT_PROMPT, ctx.floors),
   // The same load on a key with every per-key limit set: compare its rps_ratio with nonstream_c32's.
   nonstream_c32_limits: (ctx) => nonStream('nonstream_c32_limits', ctx, 32, ctx.gatewayLimited),
   // A prompt of some 2,000 tokens, without and with the limits: a token budget counts each prompt at
@@ -506,7 +573,8 @@ export const SCENARIOS: Record<ScenarioName, (ctx: ScenarioContext) => Promise<S
   nonstream_c32_long: (ctx) => nonStream('nonstream_c32_long', ctx, 32, ctx.gateway, LONG_PROMPT),
   nonstream_c32_limits_long: (ctx) => nonStream('nonstream_c32_limits_long', ctx, 32, ctx.gatewayLimited, LONG_PROMPT),
   stream_ttfb_c1: streamTtfb,
-  stream_c64: streamConcurrent,
+  stream_c64: (ctx) => streamConcurrent('stream_c64', ctx),
+  stream_c64_short: (ctx) => streamConcurrent('stream_c64_short', ctx),
   stream_c64_translated: streamTranslated,
   responses_c32: (ctx) => responsesVsChat('responses_c32', ctx, false),
   responses_stream_c64: (ctx) => responsesVsChat('responses_stream_c64', ctx, true),

@@ -19,6 +19,7 @@ import type { Child } from './child.js';
 import { startGatewayProcess } from './gateway-process.js';
 import { startMockProcess } from './mock-process.js';
 import { startBareProxyProcess } from './bare-proxy-process.js';
+import { settledRss } from './rss.js';
 import { round } from './stats.js';
 
 /** Growth the gateway may show holding 10,000 idle streams (issue 18). */
@@ -35,19 +36,11 @@ const AFTER_CLOSE_LONG_MS = 90_000;
 const WARMUP_STREAMS = 500;
 
 const note = (message: string) => process.stderr.write(`stream-memory: ${message}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function numbers(name: string, fallback: string): number[] {
   const list = (process.env[name] || fallback).split(',').map((s) => Number(s.trim()));
   if (list.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`${name}: whole numbers >= 1, comma-separated`);
   return [...new Set(list)].sort((a, b) => a - b);
-}
-
-/** VmRSS of a process (every thread), MiB. */
-function rssMb(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!match) throw new Error(`no VmRSS for ${pid}`);
-  return Number(match[1]) / 1024;
 }
 
 const openFds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
@@ -157,17 +150,6 @@ class HeldStreams {
     }));
     await Promise.all(closing);
   }
-}
-
-/** RSS after `settleMs` of quiet (read every second; the last reading). */
-async function settledRss(pid: number, settleMs: number): Promise<number> {
-  const until = Date.now() + settleMs;
-  let rss = rssMb(pid);
-  while (Date.now() < until) {
-    await sleep(1000);
-    rss = rssMb(pid);
-  }
-  return rss;
 }
 
 interface LevelFigure {

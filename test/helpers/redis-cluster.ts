@@ -1,5 +1,6 @@
 // A local Redis Cluster of this test's own: `primaries` redis-server processes with `--cluster-enabled
-// yes` (and `replicasPerPrimary` replicas each) on spare ports, joined by `redis-cli --cluster create`.
+// yes` (and `replicasPerPrimary` replicas each) on spare ports, joined by `redis-cli --cluster create`;
+// or one standalone redis-server of the caller's own (startRedisServer).
 // Debian's redis-server and redis-tools provide both programs.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -62,6 +63,34 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
   }
 }
 
+/** A redis-server on `port` with its files in `dir`: no snapshots and no append-only file unless `args` say otherwise. */
+function spawnRedisServer(port: number, dir: string, args: readonly string[]): ChildProcess {
+  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args], { stdio: 'ignore' });
+}
+
+const untilAnswering = (port: number) => waitFor(async () => (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'ping'])).stdout.trim() === 'PONG', 10_000, `redis-server on ${port} did not start`);
+
+/** One Redis of the caller's own on a spare port (a bench's, so nobody else's commands count in its INFO); `args` are extra redis-server options. */
+export async function startRedisServer(args: readonly string[] = []): Promise<ClusterNode & { readonly url: string; stop(): Promise<void> }> {
+  const port = await spareRange(1);
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-redis-'));
+  const child = spawnRedisServer(port, dir, args);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await untilAnswering(port);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { port, process: child, url: `redis://127.0.0.1:${port}`, stop };
+}
+
 export async function startRedisCluster(options: { primaries?: number; replicasPerPrimary?: number } = {}): Promise<LocalCluster> {
   const primaries = options.primaries ?? 3;
   const replicas = options.replicasPerPrimary ?? 0;
@@ -80,16 +109,9 @@ export async function startRedisCluster(options: { primaries?: number; replicasP
   try {
     for (let i = 0; i < count; i++) {
       const port = base + i;
-      const child = spawn('redis-server', [
-        '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-        '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
-        '--dir', dir,
-      ], { stdio: 'ignore' });
-      nodes.push({ port, process: child });
+      nodes.push({ port, process: spawnRedisServer(port, dir, ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000']) });
     }
-    for (const node of nodes) {
-      await waitFor(async () => (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(node.port), 'ping'])).stdout.trim() === 'PONG', 10_000, `redis-server on ${node.port} did not start`);
-    }
+    for (const node of nodes) await untilAnswering(node.port);
     const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
     await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicas), '--cluster-yes']);
     for (const node of nodes) await waitFor(async () => /cluster_state:ok/.test(await clusterInfo(node.port)), 20_000, `the cluster was not ok at ${node.port}`);
