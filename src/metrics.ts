@@ -310,17 +310,69 @@ export type TaskMetrics = ReturnType<typeof createTaskMetrics>;
 
 export const seconds = (sinceNs: bigint) => Number(process.hrtime.bigint() - sinceNs) / 1e9;
 
+export interface CounterChild {
+  inc(value?: number): void;
+}
+
+export interface HistogramChild {
+  observe(value: number): void;
+}
+
+/** What prom-client (v15) keeps of a labelled metric: one record per label set, in `hashMap`. */
+interface MetricInternals {
+  readonly labelNames: readonly string[];
+  readonly hashMap: Record<string, { labels: Record<string, string> }>;
+  readonly upperBounds?: readonly number[];
+}
+interface CounterRecord { labels: Record<string, string>; value: number }
+interface HistogramRecord { labels: Record<string, string>; bucketValues: Record<number, number>; sum: number; count: number }
+
 /**
- * Memoises a labelled metric's children: prom-client hashes the label object on every call,
- * which shows on the hot path; a child looked up once per label combination does not.
+ * A labelled counter's or histogram's children, one per label values, each updating prom-client's own
+ * record of its label set in place. prom-client validates and hashes the label values on every `inc`
+ * and `observe` (its `labels()` child only binds them), which shows on the hot path; here the record
+ * is made by prom-client once, through its public API, and found once. These metrics are never reset
+ * (a reset would leave the children counting into records no longer read).
  */
-export function children<T>(lookup: (...values: string[]) => T): (...values: string[]) => T {
-  const cache = new Map<string, T>();
+export function childrenOf(metric: Counter<string>): (...values: string[]) => CounterChild;
+export function childrenOf(metric: Histogram<string>): (...values: string[]) => HistogramChild;
+export function childrenOf(metric: Counter<string> | Histogram<string>): (...values: string[]) => CounterChild | HistogramChild {
+  const internals = metric as unknown as MetricInternals;
+  const bounds = internals.upperBounds;
+  const cache = new Map<string, CounterChild | HistogramChild>();
+  // The record of exactly these label values, whoever made it (a call through prom-client's own API too).
+  const recordOf = (labels: Record<string, string>) => Object.values(internals.hashMap).find((record) =>
+    internals.labelNames.every((name) => record.labels[name] === labels[name]) && Object.keys(record.labels).length === internals.labelNames.length);
+  const childFor = (values: readonly string[]): CounterChild | HistogramChild => {
+    const labels: Record<string, string> = {};
+    internals.labelNames.forEach((name, i) => { labels[name] = values[i]!; });
+    if (metric instanceof Histogram) {
+      if (!recordOf(labels)) metric.zero(labels);
+      const record = recordOf(labels) as unknown as HistogramRecord;
+      return {
+        observe(value: number): void {
+          if (!Number.isFinite(value)) return;
+          let i = 0;
+          while (i < bounds!.length && value > bounds![i]!) i++;
+          if (i < bounds!.length) record.bucketValues[bounds![i]!]! += 1;
+          record.sum += value;
+          record.count += 1;
+        },
+      };
+    }
+    metric.inc(labels, 0);
+    const record = recordOf(labels) as unknown as CounterRecord;
+    return {
+      inc(value = 1): void {
+        if (value > 0) record.value += value; // prom-client refuses a decrease; NaN is no count either
+      },
+    };
+  };
   return (...values) => {
     const key = values.join('\u0000');
     let child = cache.get(key);
     if (child === undefined) {
-      child = lookup(...values);
+      child = childFor(values);
       cache.set(key, child);
     }
     return child;
@@ -329,8 +381,8 @@ export function children<T>(lookup: (...values: string[]) => T): (...values: str
 
 /** Records a settled call's tokens and cost by model. */
 export function usageRecorder(metrics: Metrics) {
-  const tokensOf = children((model, kind) => metrics.tokens.labels(model, kind));
-  const costOf = children((model) => metrics.cost.labels(model));
+  const tokensOf = childrenOf(metrics.tokens);
+  const costOf = childrenOf(metrics.cost);
   return (modelId: string, usage: NormalizedUsage, chargedNano: bigint): void => {
     tokensOf(modelId, 'prompt').inc(usage.promptTokens - usage.cachedTokens);
     if (usage.cachedTokens) tokensOf(modelId, 'cached').inc(usage.cachedTokens);
@@ -408,8 +460,8 @@ export function createIdempotencyMetrics(registry: Registry) {
     help: 'Repeats of an Idempotency-Key refused, by route and code (idempotency_in_progress: its first request still ran; idempotency_key_reused: another body; idempotency_replay_too_large: its answer was not kept).',
     labelNames: ['route', 'code'], registers,
   });
-  const replayOf = children((route) => replays.labels(route));
-  const refusalOf = children((route, code) => refusals.labels(route, code));
+  const replayOf = childrenOf(replays);
+  const refusalOf = childrenOf(refusals);
   return {
     replayed(route: string): void {
       replayOf(route).inc();

@@ -25,7 +25,7 @@ import { STRIPE_SIGNATURE_HEADER, STRIPE_WEBHOOK_MAX_BYTES, stripeTopUpRoutes } 
 import { signInRoutes } from './routes/signin.js';
 import { CONSOLE_PATH, consoleRoutes } from './routes/console.js';
 import { SealedBox } from '../auth/sealed-box.js';
-import { children, seconds } from '../metrics.js';
+import { childrenOf, seconds } from '../metrics.js';
 import { log } from '../log.js';
 import { METRICS_CONTENT_TYPE, metricsGuard } from './metrics-access.js';
 import { idempotentHandlers } from '../routing/idempotency.js';
@@ -40,8 +40,8 @@ export interface OpsHooks {
 /** Every route of the gateway on one uWS app. */
 export function registerRoutes(app: TemplatedApp, services: Services, ops: OpsHooks): TemplatedApp {
   const { metrics, config } = services;
-  const requestsOf = children((route, method, status) => metrics.httpRequests.labels(route, method, status));
-  const durationOf = children((route) => metrics.httpDuration.labels(route));
+  const requestsOf = childrenOf(metrics.httpRequests);
+  const durationOf = childrenOf(metrics.httpDuration);
   // One line per request only at LOG_LEVEL=debug: at production rates the metrics say it better.
   const accessLog = config.logLevel === 'debug';
   const router = new Router(app, {

@@ -9,7 +9,7 @@ import { PricingError, actualNano } from '../billing/media-pricing.js';
 import { nanoToUsd } from '../billing/pricing.js';
 import type { SealedBox } from '../auth/sealed-box.js';
 import type { TaskMetrics } from '../metrics.js';
-import { children } from '../metrics.js';
+import { childrenOf } from '../metrics.js';
 import { log } from '../log.js';
 import { isLoopbackUrl } from '../media/rehost.js';
 import type { VendorRefusal, VendorTarget } from '../providers/video/adapter.js';
@@ -96,10 +96,10 @@ export class TaskSteps {
 
   constructor(private readonly deps: TaskStepDeps) {
     const { metrics, config } = deps;
-    this.endedOf = children((model, status) => metrics.ended.labels(model, status));
-    this.durationOf = children((model, status) => metrics.duration.labels(model, status));
-    this.costOf = children((model) => metrics.cost.labels(model));
-    this.stepsOf = children((kind, outcome) => metrics.steps.labels(kind, outcome));
+    this.endedOf = childrenOf(metrics.ended);
+    this.durationOf = childrenOf(metrics.duration);
+    this.costOf = childrenOf(metrics.cost);
+    this.stepsOf = childrenOf(metrics.steps);
     // A submit sent on to another target is a routing retry and a step outcome.
     const events: RoutingEvents = {
       ...metrics.routing,

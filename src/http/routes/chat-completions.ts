@@ -18,7 +18,7 @@ import { keyLimitsOf } from '../../billing/credit-period.js';
 import { MeteredCall, NO_USAGE } from '../../billing/metered-call.js';
 import { upstreamErrorAsIs, upstreamFailure, upstreamUnreachable } from '../../providers/upstream-errors.js';
 import type { NormalizedUsage } from '../../providers/usage.js';
-import { children, seconds, usageRecorder } from '../../metrics.js';
+import { childrenOf, seconds, usageRecorder } from '../../metrics.js';
 import { log } from '../../log.js';
 import { UpstreamModels, answerHeaders, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
 import { modelChain } from '../../routing/model-chain.js';
@@ -194,7 +194,7 @@ interface RouteLeg {
 export function chatCompletions(services: Services) {
   const { admission, auth, metrics, upstream, routing } = services;
   const upstreamModels = new UpstreamModels();
-  const ttfbOf = children((vendor) => metrics.upstreamTtfb.labels(vendor));
+  const ttfbOf = childrenOf(metrics.upstreamTtfb);
   const recordUsage = usageRecorder(metrics);
   const cachePartition = promptCachePartitions(services.config.keySecret);
   const maxEventBytes = services.config.upstreamMaxEventBytes;

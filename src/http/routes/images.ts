@@ -17,7 +17,7 @@ import { MeteredCall, type CallIdentity } from '../../billing/metered-call.js';
 import { nanoToUsd } from '../../billing/pricing.js';
 import { hostInputImage, hostResultImage, isLoopbackUrl, mediaTransitOf } from '../../media/rehost.js';
 import { mediaModelFor } from './media-model.js';
-import { children } from '../../metrics.js';
+import { childrenOf } from '../../metrics.js';
 import { UpstreamModels, callHeaders, exhausted, withAttempts } from '../../routing/routing.js';
 import { retryableAnswer } from '../../routing/retryable.js';
 
@@ -73,8 +73,8 @@ interface AttemptState {
 export function imageGenerations(services: Services) {
   const { admission, auth, metrics, upstream, config, routing } = services;
   const upstreamModels = new UpstreamModels();
-  const costOf = children((model) => metrics.cost.labels(model));
-  const imagesOf = children((model, hosted) => metrics.images.labels(model, hosted));
+  const costOf = childrenOf(metrics.cost);
+  const imagesOf = childrenOf(metrics.images);
   const transit = mediaTransitOf(config, services.media);
 
   /**

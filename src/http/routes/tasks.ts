@@ -19,7 +19,7 @@ import { cancelAtVendor } from '../../tasks/vendor-cancel.js';
 import { acceptedTarget } from '../../tasks/task-target.js';
 import { shardOf } from '../../tasks/shards.js';
 import { taskObject } from '../../tasks/task-object.js';
-import { children } from '../../metrics.js';
+import { childrenOf } from '../../metrics.js';
 import { log } from '../../log.js';
 import { UUID } from '../../store/ids.js';
 
@@ -38,7 +38,7 @@ export interface TaskSubmission {
 /** The routes of one task kind; `noun` names it in messages ("video generation task"). */
 export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
   const { auth, admission, sql, redis, keys, config, metrics } = services;
-  const submittedOf = children((model) => metrics.tasksSubmitted.labels(model));
+  const submittedOf = childrenOf(metrics.tasksSubmitted);
   const notYours = (id: string) => notFound(`No ${noun} with id '${id}' belongs to this account.`);
 
   /**
