@@ -205,6 +205,25 @@ export class PoolLoops {
 }
 
 /**
+ * A thread of its own (not a pool's) that reports its loop like a pool worker: started with
+ * `probedWorkerData()` in its workerData, its module imports this one, and `loopOf` reads it.
+ */
+export function probedWorkerData(): Record<string, unknown> {
+  return { [PROBE]: { resolutionMs: POOL_RESOLUTION_MS } };
+}
+
+/** The loop of `worker` (started with probedWorkerData) under the metrics' name `thread`. */
+export function loopOf(worker: Worker, thread: string): LoopThread {
+  let probe: WorkerProbe | undefined;
+  worker.on('message', (message: unknown) => {
+    const hello = (message as Partial<ProbeHello> | null)?.[PROBE];
+    if (hello) probe = new WorkerProbe(hello.port);
+  });
+  const utilization = new WorkerUtilization();
+  return { thread, delay: () => probe?.delay(), utilization: () => utilization.read(worker) };
+}
+
+/**
  * A one-thread piscina pool per HTTP thread, started on first use and stopped after a minute idle:
  * for work most requests never need (token counting, data: URI decoding) off the event loop.
  */

@@ -169,15 +169,15 @@ t.test('a gateway exports every metric the dashboard and the rules query, and ea
   ]);
   t.same(answers.map((answer) => answer.status).slice(0, 5), [200, 200, 200, 200, 402], `the calls were answered: ${JSON.stringify(answers.map((answer) => [answer.status, typeof answer.body === 'string' ? answer.body.slice(0, 200) : answer.body]))}`);
 
-  // The on-demand pool's worker announces its probe after it starts: wait for its first answer.
+  // The token counter announces its probe once it starts: wait for its first answer.
   let samples: Sample[] = [];
   let text = '';
-  const countTokensThread = /^http-[01]\/count-tokens-0$/;
+  const countTokensThread = /^token-counter$/;
   t.ok(await eventually(async () => {
     ({ samples, text } = await scrape());
     return of(samples, 'gateway_event_loop_delay_seconds').some((sample) => countTokensThread.test(sample.labels.thread!))
       && of(samples, 'gateway_tokens_total').length > 0;
-  }, 10_000, 200), 'the token counter\'s worker reports its loop');
+  }, 10_000, 200), 'the token counter\'s thread reports its loop');
   ({ samples, text } = await scrape());
 
   // Every name the dashboard and the rules select is exported (histograms by their _bucket/_sum/_count series).

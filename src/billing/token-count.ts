@@ -3,33 +3,30 @@ import { OnDemandWorkerPool } from '../worker-pool.js';
 import type { ChatMessage } from '../http/schemas/chat.js';
 import type { CountTokensInput } from '../../workers/count-tokens.js';
 
-// Only calls without upstream usage need it (a vendor that reports none, every stream the client
-// left): the worker starts on first use. Its tokenizer's tables take about 45 MiB of resident memory,
-// so a process runs one: the first HTTP thread (`http-0`) keeps it in its on-demand pool and the
-// others send it their texts over a port the main thread gave them (src/http/thread-pool.ts). A
-// thread whose port closes (http-0 drained first at shutdown) counts in a pool of its own.
+// Only calls without upstream usage, and keys with a token budget, need it. Its tokenizer's tables
+// take about 45 MiB of resident memory, so a process with HTTP threads runs one counter thread
+// (workers/token-counter.ts, started by the main thread: src/http/thread-pool.ts) that each HTTP
+// thread asks over a port of its own. A thread without one (no HTTP threads), or whose port closed
+// (the counter thread gone), counts in an on-demand pool of its own, started on first use.
 const local = new OnDemandWorkerPool<CountTokensInput, number[]>(new URL('../../workers/count-tokens.js', import.meta.url));
 
-/** What the main thread puts in an HTTP thread's workerData: ports to the counting thread or from the others. */
+/** What the main thread puts in an HTTP thread's workerData: its port to the counter thread. */
 export interface TokenCounterPorts {
-  /** This thread counts for the others: one port per other HTTP thread. */
-  readonly tokenCounterClients?: readonly MessagePort[];
-  /** This thread asks http-0. */
   readonly tokenCounter?: MessagePort;
 }
 
-interface CountRequest {
+export interface CountRequest {
   readonly id: number;
   readonly input: CountTokensInput;
 }
 
-interface CountAnswer {
+export interface CountAnswer {
   readonly id: number;
   readonly counts?: number[];
   readonly error?: string;
 }
 
-/** Counts on another thread's pool, over a port; what is pending when the port closes goes to the local pool. */
+/** Counts on the counter thread, over a port; what is pending when the port closes goes to the local pool. */
 class RemoteCounter {
   private readonly pending = new Map<number, { input: CountTokensInput; resolve: (counts: number[]) => void; reject: (error: Error) => void }>();
   private seq = 0;
@@ -73,27 +70,12 @@ class RemoteCounter {
   }
 }
 
-/** Answers the other HTTP threads' counts from this thread's pool. */
-function serve(ports: readonly MessagePort[]): void {
-  for (const port of ports) {
-    port.on('message', ({ id, input }: CountRequest) => {
-      local.run(input).then(
-        (counts) => port.postMessage({ id, counts } satisfies CountAnswer),
-        (error: unknown) => port.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies CountAnswer),
-      );
-    });
-    port.unref();
-  }
-}
-
 const ports = (isMainThread ? undefined : workerData) as TokenCounterPorts | null | undefined;
 const remote = ports?.tokenCounter ? new RemoteCounter(ports.tokenCounter) : undefined;
-if (ports?.tokenCounterClients) serve(ports.tokenCounterClients);
 const counter: { run(input: CountTokensInput): Promise<number[]> } = remote ?? local;
 
 export function closeTokenCounter(): Promise<void> {
   remote?.close();
-  for (const port of ports?.tokenCounterClients ?? []) port.close();
   return local.close();
 }
 

@@ -3,7 +3,7 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { MainToThread, MetricsJson, ThreadToMain } from './thread-messages.js';
 import { log } from '../log.js';
-import { WorkerUtilization, type LoopThread } from '../worker-pool.js';
+import { WorkerUtilization, loopOf, probedWorkerData, type LoopThread } from '../worker-pool.js';
 import type { TokenCounterPorts } from '../billing/token-count.js';
 import { breakerMemory } from '../routing/breakers.js';
 
@@ -29,6 +29,9 @@ export class HttpThreadPool {
   private readonly names = new Map<Worker, string>();
   private readonly utilization = new WorkerUtilization();
   private readonly pendingMetrics = new Map<number, { parts: MetricsJson[]; left: number; done: (parts: MetricsJson[]) => void }>();
+  /** The process's token counter (workers/token-counter.ts): a port to it for each HTTP thread. */
+  private tokenCounter: Worker | undefined;
+  private tokenCounterLoop: LoopThread | undefined;
   private metricsSeq = 0;
   private stopping = false;
 
@@ -37,19 +40,22 @@ export class HttpThreadPool {
   /** Resolves once every thread listens; rejects when one cannot. */
   static async start(config: Config, mainRegistry: Registry, events: ThreadPoolEvents): Promise<HttpThreadPool> {
     const pool = new HttpThreadPool(mainRegistry, events);
-    // One token counter per process, in http-0: a port to it for each other thread (src/billing/token-count.ts).
-    const counter = Array.from({ length: config.httpThreads - 1 }, () => new MessageChannel());
+    // One token counter per process, with a port to it for each thread (src/billing/token-count.ts).
+    const counter = Array.from({ length: config.httpThreads }, () => new MessageChannel());
+    const ports = counter.map((channel) => channel.port2);
+    pool.tokenCounter = new Worker(new URL('../../workers/token-counter.js', import.meta.url), { workerData: { ports, ...probedWorkerData() }, transferList: ports, name: 'token-counter' });
+    pool.tokenCounterLoop = loopOf(pool.tokenCounter, 'token-counter');
+    pool.tokenCounter.on('error', (error) => log.error('token counter thread crashed; each HTTP thread counts in a pool of its own', { error }));
+    pool.tokenCounter.unref();
     // The routing targets' breakers, shared by every thread (src/routing/breakers.ts).
     const breakers = breakerMemory(config.routing.table?.slots ?? 0);
-    await Promise.all(Array.from({ length: config.httpThreads }, (_, index) => pool.spawn(config, `http-${index}`, breakers, index === 0
-      ? { tokenCounterClients: counter.map((channel) => channel.port1) }
-      : { tokenCounter: counter[index - 1]!.port2 })));
+    await Promise.all(Array.from({ length: config.httpThreads }, (_, index) => pool.spawn(config, `http-${index}`, breakers, { tokenCounter: counter[index]!.port1 })));
     return pool;
   }
 
   private spawn(config: Config, name: string, breakers: SharedArrayBuffer, ports: TokenCounterPorts): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const transferList = ports.tokenCounter ? [ports.tokenCounter] : [...ports.tokenCounterClients ?? []];
+      const transferList = ports.tokenCounter ? [ports.tokenCounter] : [];
       const thread = new Worker(new URL('./thread.js', import.meta.url), { workerData: { config, name, breakers, ...ports }, transferList, name });
       this.running.add(thread);
       this.names.set(thread, name);
@@ -85,14 +91,15 @@ export class HttpThreadPool {
 
   /**
    * The HTTP threads' loops as the main thread sees them: utilisation from each Worker handle (it shows
-   * a stuck thread too); their delay is each thread's own metric.
+   * a stuck thread too); their delay is each thread's own metric. And the token counter's, delay included.
    */
   loopThreads(): LoopThread[] {
-    return [...this.running].map((worker) => ({
+    const threads: LoopThread[] = [...this.running].map((worker) => ({
       thread: this.names.get(worker)!,
       delay: () => undefined,
       utilization: () => this.utilization.read(worker),
     }));
+    return this.tokenCounterLoop ? [...threads, this.tokenCounterLoop] : threads;
   }
 
   /** Prometheus text of the whole process: every thread's registry and the main thread's, summed. */
@@ -134,5 +141,6 @@ export class HttpThreadPool {
     this.stopping = true;
     await Promise.race([Promise.all(this.exited.values()), new Promise((r) => setTimeout(r, EXIT_GRACE_MS))]);
     await Promise.all([...this.running].map((thread) => thread.terminate()));
+    await this.tokenCounter?.terminate();
   }
 }

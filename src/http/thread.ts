@@ -55,7 +55,7 @@ const uws = loadUws();
 const sql = connect(config.databaseUrl, config.databasePools.perThread, 'gateway-http');
 const redis = defineScripts(connectRedis(config.redisUrl, { maxRetriesPerRequest: 2 }));
 const keys = new RedisKeys(config.redisPrefix);
-// This thread's loop, and those of its on-demand worker pools (`http-0/count-tokens-0`): see gateway_event_loop_delay_seconds.
+// This thread's loop, and those of its on-demand worker pools (`http-0/decode-data-uri-0`): see gateway_event_loop_delay_seconds.
 const metrics = createMetrics(undefined, {
   thread: threadName,
   pools: () => [...OnDemandWorkerPool.all].flatMap((pool) => pool.loopThreads().map((loop) => ({ ...loop, thread: `${threadName}/${loop.thread}` }))),
