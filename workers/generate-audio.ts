@@ -4,8 +4,7 @@
  * media host. Plain data in and out; the storage is opened once per worker thread.
  */
 import type { MediaConfig } from '../src/config.js';
-import { openMediaStorage } from '../src/media/open.js';
-import type { MediaStorage } from '../src/media/storage.js';
+import { threadMediaStorage } from '../src/media/open.js';
 import { storeAudio } from '../src/media/audio-store.js';
 import { UrlGuardError, fetchGuarded } from '../src/media/url-guard.js';
 import { AUDIO_ADAPTERS } from '../src/providers/audio/index.js';
@@ -31,13 +30,11 @@ export type GenerateAudioOutput =
   | { readonly kind: 'unavailable'; readonly reason: string; readonly message: string }
   | VendorRefusal;
 
-let storage: Promise<MediaStorage | undefined> | undefined;
 
 export default async function generateAudio(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
   const adapter = Object.hasOwn(AUDIO_ADAPTERS, input.family) ? AUDIO_ADAPTERS[input.family] : undefined;
   if (!adapter) return { kind: 'refused', retryable: false, code: 'family_not_served', message: `No adapter for the ${input.family} audio API.`, httpStatus: 0 };
-  storage ??= openMediaStorage(input.media);
-  const store = await storage;
+  const store = await threadMediaStorage(input.media);
   if (!store) return { kind: 'unavailable', reason: 'storage_off', message: 'Media storage is off.' };
 
   const answer = await exchangeBytes(adapter.generate(input.job, input.target), input.timeoutMs, input.maxBytes);

@@ -3,8 +3,7 @@ import type { MediaConfig } from '../src/config.js';
 import type { VendorRefusal, VendorTarget, VendorTaskState } from '../src/providers/video/adapter.js';
 import { builtRequest, exchange, MAX_ANSWER_BYTES } from '../src/tasks/vendor-exchange.js';
 import { taskApiOf } from '../src/tasks/task-apis.js';
-import { openMediaStorage } from '../src/media/open.js';
-import type { MediaStorage } from '../src/media/storage.js';
+import { threadMediaStorage } from '../src/media/open.js';
 import { sniffMediaType } from '../src/media/sniff.js';
 
 export interface PollTaskInput {
@@ -32,7 +31,6 @@ export type PollTaskOutput =
 const ANSWER_OVERHEAD_BYTES = 64 * 1024;
 const base64Length = (bytes: number) => 4 * Math.ceil(bytes / 3);
 
-let storage: Promise<MediaStorage | undefined> | undefined;
 
 export default async function pollTask(input: PollTaskInput): Promise<PollTaskOutput> {
   const api = taskApiOf(input.family);
@@ -61,9 +59,8 @@ async function storeInline(state: Extract<VendorTaskState, { readonly kind: 'inl
   if (bytes.length > input.maxInlineBytes) return tooLarge;
   const contentType = sniffMediaType(bytes)?.contentType;
   if (!contentType?.startsWith('video/')) return { kind: 'unavailable', status, reason: 'not_media', message: `The vendor's result is not a video (${contentType ?? 'unknown type'}).` };
-  storage ??= openMediaStorage(input.media);
   try {
-    const store = await storage;
+    const store = await threadMediaStorage(input.media);
     if (!store) return { kind: 'unavailable', status, reason: 'storage_off', message: 'Media storage is off.' };
     const stored = await store.put(bytes, contentType);
     return { kind: 'stored', status, url: stored.url, ...(state.seconds === undefined ? {} : { seconds: state.seconds }) };

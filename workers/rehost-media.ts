@@ -4,8 +4,7 @@
  * data in and out; the storage is opened once per worker thread.
  */
 import type { MediaConfig } from '../src/config.js';
-import { openMediaStorage } from '../src/media/open.js';
-import type { MediaStorage } from '../src/media/storage.js';
+import { threadMediaStorage } from '../src/media/open.js';
 import { sniffMediaType } from '../src/media/sniff.js';
 import { UrlGuardError, fetchGuarded, fetchGuardedStream } from '../src/media/url-guard.js';
 import { storeAudio } from '../src/media/audio-store.js';
@@ -27,11 +26,9 @@ export type RehostMediaOutput =
   | { readonly ok: true; readonly url: string; readonly bytes: number; readonly contentType: string; readonly audio?: { readonly format: string; readonly seconds: number } }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
-let storage: Promise<MediaStorage | undefined> | undefined;
 
 export default async function rehostMedia(input: RehostMediaInput): Promise<RehostMediaOutput> {
-  storage ??= openMediaStorage(input.media);
-  const store = await storage;
+  const store = await threadMediaStorage(input.media);
   if (!store) return { ok: false, reason: 'storage_off', message: 'Media storage is off.' };
   const options = { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback, headers: input.headers };
   const expected = (contentType: string | undefined) => contentType?.startsWith(`${input.expect}/`) === true;

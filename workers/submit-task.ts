@@ -3,8 +3,7 @@ import type { MediaConfig } from '../src/config.js';
 import type { InlineImage, VendorRefusal, VendorTarget } from '../src/providers/video/adapter.js';
 import { builtRequest, exchange } from '../src/tasks/vendor-exchange.js';
 import { taskApiOf, type TaskJob } from '../src/tasks/task-apis.js';
-import { openMediaStorage } from '../src/media/open.js';
-import type { MediaStorage } from '../src/media/storage.js';
+import { threadMediaStorage } from '../src/media/open.js';
 import { imageTypeNames, sniffMediaType, type SniffedType } from '../src/media/sniff.js';
 import { UrlGuardError, fetchGuarded } from '../src/media/url-guard.js';
 
@@ -23,7 +22,6 @@ export interface SubmitTaskInput {
 
 export type SubmitTaskOutput = { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
 
-let storage: Promise<MediaStorage | undefined> | undefined;
 
 export default async function submitTask(input: SubmitTaskInput): Promise<SubmitTaskOutput> {
   const api = taskApiOf(input.family);
@@ -55,8 +53,7 @@ async function inlineImage(entry: string, index: number, types: readonly Sniffed
     const comma = entry.indexOf(',');
     if (/^data:[^,]*;base64,/i.test(entry)) bytes = Buffer.from(entry.slice(comma + 1), 'base64');
     else if (entry.startsWith(`${input.media.url}/`)) {
-      storage ??= openMediaStorage(input.media);
-      const own = await (await storage)?.get(entry.slice(input.media.url.length + 1));
+      const own = await (await threadMediaStorage(input.media))?.get(entry.slice(input.media.url.length + 1));
       if (!own?.body) return refused('is no longer on this gateway\'s media host (its retention passed); submit the task again.');
       bytes = own.body;
     } else bytes = (await fetchGuarded(entry, { maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback })).bytes;

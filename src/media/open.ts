@@ -11,3 +11,15 @@ export async function openMediaStorage(config: MediaConfig): Promise<MediaStorag
   }
   return new LocalMediaStorage(config.dir, common);
 }
+
+let threadStorage: Promise<MediaStorage | undefined> | undefined;
+
+/**
+ * This thread's media storage, opened once with the first configuration it is given: a task worker
+ * thread runs every task module (submit, poll, rehost, generate-audio), and each S3 client costs
+ * memory of its own.
+ */
+export function threadMediaStorage(config: MediaConfig): Promise<MediaStorage | undefined> {
+  threadStorage ??= openMediaStorage(config);
+  return threadStorage;
+}
