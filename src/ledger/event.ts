@@ -22,4 +22,6 @@ export interface LedgerEvent {
   readonly attempts?: number;
   /** Served with the caller's own upstream credential (BYOK); written only when true. */
   readonly ownCredential?: boolean;
+  /** The trace the call (or task) belongs to, 32 lowercase hex digits; written only while tracing is on. */
+  readonly traceId?: string;
 }

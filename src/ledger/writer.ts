@@ -279,6 +279,8 @@ const isCount = (value: unknown) => typeof value === 'number' && Number.isSafeIn
 /** request_logs.attempts is a smallint: a larger count would fail the whole batch's insert. */
 const MAX_ATTEMPTS = 32_767;
 
+const TRACE_ID = /^[0-9a-f]{32}$/;
+
 /** The event of a stream entry, or undefined when it is not one (a poison entry must not stop the writer). */
 function parseEvent(text: string): LedgerEvent | undefined {
   let event: LedgerEvent;
@@ -295,6 +297,7 @@ function parseEvent(text: string): LedgerEvent | undefined {
     typeof event.reservedNano === 'string' && /^\d+$/.test(event.reservedNano) &&
     isCount(event.startedAtMs) && isCount(event.durationMs) && (event.ttfbMs === null || isCount(event.ttfbMs)) &&
     (event.attempts === undefined || (isCount(event.attempts) && event.attempts <= MAX_ATTEMPTS)) &&
-    (event.ownCredential === undefined || typeof event.ownCredential === 'boolean');
+    (event.ownCredential === undefined || typeof event.ownCredential === 'boolean') &&
+    (event.traceId === undefined || (typeof event.traceId === 'string' && TRACE_ID.test(event.traceId)));
   return valid ? event : undefined;
 }

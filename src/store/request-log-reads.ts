@@ -41,6 +41,7 @@ export interface RequestLogRow {
   client_aborted: boolean;
   byok: boolean;
   attempts: number;
+  trace_id: string | null;
 }
 
 export interface RequestLogFilter {
@@ -59,7 +60,7 @@ export interface RequestLogFilter {
 const COLUMNS = (sql: AnySql) => sql`
   id, created_at, ${createdUsColumn(sql)}, api_key_id, model, endpoint, stream, status,
   error_code, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms,
-  client_aborted, byok, attempts`;
+  client_aborted, byok, attempts, trace_id`;
 
 /**
  * One user's request log, newest first, `limit` rows after the cursor (one more is read to tell

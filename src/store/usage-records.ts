@@ -48,6 +48,7 @@ export class UsageRecords {
   readonly clientAborted: Plain[] = [];
   readonly attempts: Plain[] = [];
   readonly byok: Plain[] = [];
+  readonly traceId: (string | null)[] = [];
 
   get size(): number {
     return this.id.length;
@@ -77,6 +78,7 @@ export class UsageRecords {
     this.clientAborted.push(event?.clientAborted ?? NULL);
     this.attempts.push(event ? event.attempts ?? 1 : NULL);
     this.byok.push(event?.ownCredential === true);
+    this.traceId.push(event?.traceId ?? null);
   }
 }
 
@@ -105,9 +107,9 @@ export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<
         ${q(r.endpoint)}::text::text[], ${a(r.stream)}::text::boolean[], ${a(r.status)}::text::integer[], ${q(r.errorCode)}::text::text[],
         ${a(r.promptTokens)}::text::integer[], ${a(r.completionTokens)}::text::integer[], ${a(r.cachedTokens)}::text::integer[],
         ${a(r.reasoningTokens)}::text::integer[], ${a(r.reservedNano)}::text::bigint[], ${a(r.ttfbMs)}::text::integer[], ${a(r.clientAborted)}::text::boolean[],
-        ${a(r.attempts)}::text::smallint[], ${a(r.byok)}::text::boolean[])
+        ${a(r.attempts)}::text::smallint[], ${a(r.byok)}::text::boolean[], ${q(r.traceId)}::text::text[])
       as r(id, user_id, cost_nano, readable, api_key_id, model, started_at_ms, duration_ms, endpoint, stream, status, error_code,
-           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, reserved_nano, ttfb_ms, client_aborted, attempts, byok)
+           prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, reserved_nano, ttfb_ms, client_aborted, attempts, byok, trace_id)
     ), charges as (
       insert into transactions (id, user_id, credits_nano, payment_method, status, api_key_id, model, created_at)
       select id, user_id, -cost_nano, 'usage', 'completed', api_key_id, model,
@@ -117,9 +119,9 @@ export async function insertUsageRecords(sql: AnySql, r: UsageRecords): Promise<
       returning user_id, api_key_id, model, created_at as ended_at, -credits_nano as cost_nano
     ), logs as (
       insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, prompt_tokens,
-                                completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts, byok)
+                                completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts, byok, trace_id)
       select id, timestamptz 'epoch' + started_at_ms * interval '1 millisecond', user_id, api_key_id, model, endpoint, stream, status, error_code,
-             prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts, byok
+             prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, reserved_nano, duration_ms, ttfb_ms, client_aborted, attempts, byok, trace_id
       from r where readable order by id
       on conflict (id, created_at) do nothing
       returning user_id, api_key_id, model, created_at + coalesce(duration_ms, 0) * interval '1 millisecond' as ended_at, status,

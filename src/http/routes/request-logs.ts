@@ -49,6 +49,7 @@ function record(row: RequestLogRow) {
     client_aborted: row.client_aborted,
     byok: row.byok,
     attempts: row.attempts,
+    trace_id: row.trace_id,
   };
 }
 

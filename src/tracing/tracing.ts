@@ -1,0 +1,221 @@
+/**
+ * OpenTelemetry traces (docs/operations.md "Traces"), through the official JavaScript SDK, configured
+ * by the standard `OTEL_*` variables and off unless an OTLP endpoint is set.
+ *
+ * Every thread that makes spans (HTTP threads, the main thread's task runtime, the worker pool's
+ * threads, the token counter) starts its own provider with `startTracing`: a batch processor and an
+ * OTLP/HTTP exporter of its own, the context of a call carried in AsyncLocalStorage. Across threads,
+ * processes and vendors a span's context travels as a W3C `traceparent` string.
+ *
+ * When tracing is off, `tracer` stays undefined and no context manager is registered: a hot path
+ * tests `tracer` once and does nothing more (no span objects, no async-context hooks).
+ */
+import { hostname } from 'node:os';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler,
+} from '@opentelemetry/sdk-trace';
+import { setLogContext } from '../log.js';
+
+export { SpanKind, SpanStatusCode, type Attributes, type Context, type Link, type Span, type SpanContext };
+
+/** The instrumentation scope's name on every span this gateway makes. */
+const SCOPE = 'model-gateway';
+
+/** This thread's tracer: undefined unless tracing is on. Hot paths test it before anything else. */
+export let tracer: Tracer | undefined;
+let provider: TracerProvider | undefined;
+
+/** What the `OTEL_*` variables ask for, or undefined when tracing is off. */
+export interface TracingSettings {
+  /** Where spans go: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` (+ `/v1/traces`). */
+  readonly endpoint: string;
+  readonly serviceName: string;
+  readonly sampler: Sampler;
+  /** The sampler as configured (`parentbased_traceidratio 0.01`), for the start-up log. */
+  readonly samplerName: string;
+  /** The batch processor's `OTEL_BSP_*` settings (the specification's defaults otherwise, the delay 1 s). */
+  readonly batch: { readonly scheduledDelayMillis: number; readonly maxQueueSize: number; readonly maxExportBatchSize: number; readonly exportTimeoutMillis: number };
+  /** Variables that were set but not understood: each is logged, and the default used. */
+  readonly warnings: readonly string[];
+}
+
+const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+
+/**
+ * Reads the standard variables: tracing is on when an OTLP endpoint is set, unless
+ * `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`. The sampler defaults, as the
+ * specification says, to `parentbased_always_on`; an unknown sampler or a ratio outside 0..1 is
+ * reported and the default used, as the specification asks of an SDK.
+ */
+export function tracingSettingsOf(env: NodeJS.ProcessEnv = process.env): TracingSettings | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!endpoint) return undefined;
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
+  const exporters = env.OTEL_TRACES_EXPORTER?.split(',').map((name) => name.trim().toLowerCase()).filter(Boolean) ?? [];
+  if (exporters.includes('none')) return undefined;
+  const warnings: string[] = [];
+  if (exporters.some((name) => name !== 'otlp')) warnings.push(`OTEL_TRACES_EXPORTER=${env.OTEL_TRACES_EXPORTER}: only otlp is offered; otlp is used`);
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL;
+  if (protocol && protocol !== 'http/json') warnings.push(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: spans are sent as OTLP/HTTP JSON (http/json)`);
+
+  let name = (env.OTEL_TRACES_SAMPLER ?? '').trim().toLowerCase() || 'parentbased_always_on';
+  if (!(SAMPLERS as readonly string[]).includes(name)) {
+    warnings.push(`OTEL_TRACES_SAMPLER=${env.OTEL_TRACES_SAMPLER} is not one of ${SAMPLERS.join(', ')}; parentbased_always_on is used`);
+    name = 'parentbased_always_on';
+  }
+  let ratio = 1;
+  if (name.endsWith('traceidratio')) {
+    const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim();
+    const parsed = arg ? Number(arg) : 1;
+    if (Number.isFinite(parsed) && parsed >= 0 && parsed <= 1) ratio = parsed;
+    else warnings.push(`OTEL_TRACES_SAMPLER_ARG=${env.OTEL_TRACES_SAMPLER_ARG} is not a ratio from 0 to 1; 1 is used`);
+  }
+  const root: Sampler = name.endsWith('always_on') ? new AlwaysOnSampler() : name.endsWith('always_off') ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(ratio);
+  const sampler = name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+  const count = (variable: string, fallback: number, max: number): number => {
+    const text = env[variable]?.trim();
+    if (!text) return fallback;
+    const value = Number(text);
+    if (Number.isSafeInteger(value) && value > 0 && value <= max) return value;
+    warnings.push(`${variable}=${text} is not a whole number from 1 to ${max}; ${fallback} is used`);
+    return fallback;
+  };
+  const maxQueueSize = count('OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1_000_000);
+  const batch = {
+    scheduledDelayMillis: count('OTEL_BSP_SCHEDULE_DELAY', 1000, 3_600_000),
+    maxQueueSize,
+    maxExportBatchSize: Math.min(maxQueueSize, count('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1_000_000)),
+    exportTimeoutMillis: count('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 3_600_000),
+  };
+  return {
+    endpoint, serviceName: env.OTEL_SERVICE_NAME?.trim() || 'model-gateway', sampler,
+    samplerName: name.endsWith('traceidratio') ? `${name} ${ratio}` : name, batch, warnings,
+  };
+}
+
+/**
+ * Starts this thread's tracing when the settings ask for it; returns the settings (undefined: off).
+ * `thread` names the thread in the spans' resource (`thread.name`), so a trace shows which thread
+ * of which process did each step.
+ */
+export function startTracing(thread: string, settings: TracingSettings | undefined = tracingSettingsOf()): TracingSettings | undefined {
+  if (!settings || tracer) return settings;
+  provider = new TracerProvider({
+    sampler: settings.sampler,
+    resource: resourceFromAttributes({
+      'service.name': settings.serviceName,
+      'service.instance.id': `${hostname()}-${process.pid}`,
+      'process.pid': process.pid,
+      'thread.name': thread,
+      ...resourceAttributesOf(process.env.OTEL_RESOURCE_ATTRIBUTES),
+    }),
+    // A span never grows without bound: a runaway attribute or event list is cut.
+    spanLimits: { attributeValueLengthLimit: 1024, attributeCountLimit: 64, eventCountLimit: 32, linkCountLimit: 8 },
+    // The OTLP exporter reads its own variables: endpoint, headers, timeout, compression, certificates.
+    // The queue is bounded (spans beyond it are dropped, never buffered without limit).
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...settings.batch })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
+  tracer = provider.getTracer(SCOPE);
+  setLogContext(logFieldsOfActiveSpan);
+  return settings;
+}
+
+/** Exports what is queued and stops (graceful shutdown); a no-op when tracing is off. */
+export async function stopTracing(): Promise<void> {
+  const stopping = provider;
+  if (!stopping) return;
+  tracer = undefined;
+  provider = undefined;
+  setLogContext(undefined);
+  await stopping.shutdown().catch(() => undefined);
+}
+
+/** Exports what is queued now (tests; a worker thread before it idles). */
+export async function flushTracing(): Promise<void> {
+  await provider?.forceFlush().catch(() => undefined);
+}
+
+/** `key1=value1,key2=value2`, percent-decoded, as OTEL_RESOURCE_ATTRIBUTES carries them. */
+function resourceAttributesOf(text: string | undefined): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  for (const pair of text?.split(',') ?? []) {
+    const equals = pair.indexOf('=');
+    if (equals <= 0) continue;
+    try {
+      attributes[decodeURIComponent(pair.slice(0, equals).trim())] = decodeURIComponent(pair.slice(equals + 1).trim());
+    } catch {
+      // A malformed escape: the pair is left out, as the specification lets an SDK do.
+    }
+  }
+  return attributes;
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+
+/**
+ * The span context a W3C `traceparent` names, or undefined when it is absent or malformed (an
+ * all-zero id, version ff, a version-00 header with more fields: the Trace Context rules).
+ */
+export function spanContextOf(traceparent: string | undefined | null): SpanContext | undefined {
+  if (!traceparent || traceparent.length > 512) return undefined;
+  const match = TRACEPARENT.exec(traceparent.trim());
+  if (!match) return undefined;
+  const [, version, traceId, spanId, flags, rest] = match as unknown as [string, string, string, string, string, string | undefined];
+  if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined;
+  if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return undefined;
+  return { traceId, spanId, traceFlags: parseInt(flags, 16) & 1, isRemote: true };
+}
+
+/** A parent context for a span continuing a `traceparent` (the root context when there is none). */
+export function contextOf(traceparent: string | undefined | null): Context {
+  const parent = spanContextOf(traceparent);
+  return parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
+}
+
+/** The W3C `traceparent` of a span (or span context): how its context crosses a thread, a process or a vendor. */
+export function traceparentOf(span: Span | SpanContext): string {
+  const { traceId, spanId, traceFlags } = 'spanContext' in span ? span.spanContext() : span;
+  return `00-${traceId}-${spanId}-${(traceFlags & 1) === 1 ? '01' : '00'}`;
+}
+
+/** The active span's `traceparent`, or undefined when tracing is off or nothing is active. */
+export function activeTraceparent(): string | undefined {
+  if (!tracer) return undefined;
+  const span = trace.getActiveSpan();
+  return span ? traceparentOf(span) : undefined;
+}
+
+/** The active span's trace id, or undefined when tracing is off or nothing is active. */
+export function activeTraceId(): string | undefined {
+  if (!tracer) return undefined;
+  return trace.getActiveSpan()?.spanContext().traceId;
+}
+
+/** Runs `work` with `span` active: spans and log lines made inside are its children and carry its trace id. */
+export function withSpan<T>(span: Span, work: () => T): T {
+  return context.with(trace.setSpan(context.active(), span), work);
+}
+
+/**
+ * Ends `span` as failed with `code` (an error code of this API, or an exception's name), never the
+ * message: a message may quote what the caller or a vendor sent.
+ */
+export function endFailed(span: Span, code: string): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+  span.setAttribute('error.type', code);
+  span.end();
+}
+
+/** The trace and span ids a log line of the active span carries (logs and traces meet on them). */
+function logFieldsOfActiveSpan(): Record<string, string> | undefined {
+  const span = trace.getActiveSpan();
+  if (!span) return undefined;
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
