@@ -34,6 +34,8 @@ export interface TracingSettings {
   /** Where spans go: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` (+ `/v1/traces`). */
   readonly endpoint: string;
   readonly serviceName: string;
+  /** OTEL_RESOURCE_ATTRIBUTES, parsed. */
+  readonly resourceAttributes: Readonly<Record<string, string>>;
   readonly sampler: Sampler;
   /** The sampler as configured (`parentbased_traceidratio 0.01`), for the start-up log. */
   readonly samplerName: string;
@@ -41,6 +43,29 @@ export interface TracingSettings {
   readonly batch: { readonly scheduledDelayMillis: number; readonly maxQueueSize: number; readonly maxExportBatchSize: number; readonly exportTimeoutMillis: number };
   /** Variables that were set but not understood: each is logged, and the default used. */
   readonly warnings: readonly string[];
+}
+
+/** The variables this gateway reads itself (the OTLP exporter reads its own `OTEL_EXPORTER_OTLP_*` too). */
+export type TracingVariable = keyof ReturnType<typeof tracingEnvironment>;
+
+/** The tracing variables of this process's environment, each named (docs/configuration.md lists them). */
+function tracingEnvironment() {
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    OTEL_EXPORTER_OTLP_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_PROTOCOL,
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+    OTEL_SDK_DISABLED: process.env.OTEL_SDK_DISABLED,
+    OTEL_TRACES_EXPORTER: process.env.OTEL_TRACES_EXPORTER,
+    OTEL_SERVICE_NAME: process.env.OTEL_SERVICE_NAME,
+    OTEL_RESOURCE_ATTRIBUTES: process.env.OTEL_RESOURCE_ATTRIBUTES,
+    OTEL_TRACES_SAMPLER: process.env.OTEL_TRACES_SAMPLER,
+    OTEL_TRACES_SAMPLER_ARG: process.env.OTEL_TRACES_SAMPLER_ARG,
+    OTEL_BSP_SCHEDULE_DELAY: process.env.OTEL_BSP_SCHEDULE_DELAY,
+    OTEL_BSP_MAX_QUEUE_SIZE: process.env.OTEL_BSP_MAX_QUEUE_SIZE,
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: process.env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+    OTEL_BSP_EXPORT_TIMEOUT: process.env.OTEL_BSP_EXPORT_TIMEOUT,
+  };
 }
 
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
@@ -51,7 +76,7 @@ const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always
  * specification says, to `parentbased_always_on`; an unknown sampler or a ratio outside 0..1 is
  * reported and the default used, as the specification asks of an SDK.
  */
-export function tracingSettingsOf(env: NodeJS.ProcessEnv = process.env): TracingSettings | undefined {
+export function tracingSettingsOf(env: Readonly<Partial<Record<TracingVariable, string>>> = tracingEnvironment()): TracingSettings | undefined {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
   if (!endpoint) return undefined;
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
@@ -76,7 +101,7 @@ export function tracingSettingsOf(env: NodeJS.ProcessEnv = process.env): Tracing
   }
   const root: Sampler = name.endsWith('always_on') ? new AlwaysOnSampler() : name.endsWith('always_off') ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(ratio);
   const sampler = name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
-  const count = (variable: string, fallback: number, max: number): number => {
+  const count = (variable: TracingVariable, fallback: number, max: number): number => {
     const text = env[variable]?.trim();
     if (!text) return fallback;
     const value = Number(text);
@@ -91,8 +116,10 @@ export function tracingSettingsOf(env: NodeJS.ProcessEnv = process.env): Tracing
     maxExportBatchSize: Math.min(maxQueueSize, count('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512, 1_000_000)),
     exportTimeoutMillis: count('OTEL_BSP_EXPORT_TIMEOUT', 30_000, 3_600_000),
   };
+  const resourceAttributes = resourceAttributesOf(env.OTEL_RESOURCE_ATTRIBUTES);
   return {
-    endpoint, serviceName: env.OTEL_SERVICE_NAME?.trim() || 'model-gateway', sampler,
+    // OTEL_SERVICE_NAME wins over a `service.name` in OTEL_RESOURCE_ATTRIBUTES, as the specification says.
+    endpoint, serviceName: env.OTEL_SERVICE_NAME?.trim() || resourceAttributes['service.name'] || 'model-gateway', resourceAttributes, sampler,
     samplerName: name.endsWith('traceidratio') ? `${name} ${ratio}` : name, batch, warnings,
   };
 }
@@ -107,11 +134,11 @@ export function startTracing(thread: string, settings: TracingSettings | undefin
   provider = new TracerProvider({
     sampler: settings.sampler,
     resource: resourceFromAttributes({
-      'service.name': settings.serviceName,
       'service.instance.id': `${hostname()}-${process.pid}`,
+      ...settings.resourceAttributes,
+      'service.name': settings.serviceName,
       'process.pid': process.pid,
       'thread.name': thread,
-      ...resourceAttributesOf(process.env.OTEL_RESOURCE_ATTRIBUTES),
     }),
     // A span never grows without bound: a runaway attribute or event list is cut.
     spanLimits: { attributeValueLengthLimit: 1024, attributeCountLimit: 64, eventCountLimit: 32, linkCountLimit: 8 },
