@@ -126,11 +126,25 @@ t.test("a video task's steps are spans of one trace: the row's, the request log'
   t.ok(taskLines.some((line) => line.msg === 'task submitted') && taskLines.some((line) => line.msg === 'task accepted by its vendor'), 'the task logged its submit and acceptance');
   t.same(taskLines.filter((line) => line.trace_id !== traceId).map((line) => line.msg), [], "every log line of the task carries the task's trace id");
 
+  // Audio made at once: its submit step asks the vendor for it, the made step records it.
+  const speech = await postJson(`${gateway.v1}/audio/speech`, key, { model: 'openai/tts-1-hd', input: 'Hello, secret-speech-words. [[mock audio_ms=500]]', voice: 'alloy', response_format: 'wav' });
+  t.equal(speech.status, 200);
+  t.ok(await eventually(async () => (await taskRow(gateway, speech.body.id)).status === 'success', 20_000), 'the speech task succeeded');
+  const speechTrace = (await taskRow(gateway, speech.body.id)).trace_parent!.split('-')[1]!;
+  await receiver.waitFor(() => named(receiver.trace(speechTrace), 'task.settle').length > 0);
+  const audio = receiver.trace(speechTrace);
+  const audioParent = new Map(audio.map((span) => [span.spanId, span.name]));
+  t.ok(['task.submit', 'task.made', 'task.settle'].every((name) => named(audio, name).length === 1), 'submit, made and settle spans');
+  t.equal(audioParent.get(named(audio, 'vendor.generate')[0]?.parentSpanId ?? ''), 'task.submit', 'the generation in the worker is a child of the submit step');
+  t.match(named(audio, 'vendor.generate')[0]?.attributes, { 'gen_ai.provider.name': 'openai', 'gateway.attempt': 1 });
+  const [speechLog] = await gateway.sql<{ trace_id: string | null }[]>`select trace_id from request_logs where id = ${speech.body.id}`;
+  t.equal(speechLog?.trace_id, speechTrace, "the speech task's request log row names its trace");
+
   // Nothing sensitive in anything exported.
   const secret = ((await (await fetch(`${gateway.url}/api/v1/webhook-secret`, { headers: { authorization: `Bearer ${token}` } })).json()) as { secret: string }).secret;
   const exported = receiver.bodies.join('\n');
   const secrets: [string, string][] = [
-    ['the API key', key], ['the vendor key', 'test-bytedance-key'], ['the prompt', 'secret-prompt-words'], ['the callback URL', 'callback-query-secret'],
+    ['the API key', key], ['the vendor key', 'test-bytedance-key'], ['the prompt', 'secret-prompt-words'], ['the speech input', 'secret-speech-words'], ['the callback URL', 'callback-query-secret'],
     ['the callback path', '/hooks/tasks'], ['the webhook secret', secret.slice('whsec_'.length)], ['the signature', String(callback.seen[0]?.['webhook-signature']).slice(3)],
     ['the reference image', 'reference.png'],
   ];
