@@ -165,9 +165,9 @@ t.test("across a shard move: the steps the next owner runs join the task's trace
     const leases = await keysMatching(first.redis, lease(0).replace('{ts:0}', '{ts:*}'));
     const pids = new Set(await Promise.all(leases.map(async (key) => (await first.redis.get(key))?.split('|')[0]?.split(':')[1])));
     return leases.length === 8 && pids.size === 2;
-  }, 15_000), 'both gateways own shards');
+  }, 30_000), 'both gateways own shards');
   const { key } = await fastUser(first, 'trace-move', '5');
-  const submitted = await postJson(`${first.v1}/videos/generations`, key, { model: MODEL, prompt: 'a slow one [[mock job_ms=4000]]', image_urls: [REF] });
+  const submitted = await postJson(`${first.v1}/videos/generations`, key, { model: MODEL, prompt: 'a slow one [[mock job_ms=6000]]', image_urls: [REF] });
   t.equal(submitted.status, 200);
   const id = submitted.body.id as string;
   t.ok(await eventually(async () => (await taskRow(first, id)).upstream_id !== null, 10_000), 'its vendor accepted it');
@@ -177,10 +177,10 @@ t.test("across a shard move: the steps the next owner runs join the task's trace
   const next = owner === first ? second : first;
   // The owner stops gracefully: it hands its shards over (and exports its spans as it goes).
   await owner.stop();
-  t.ok(await eventually(async () => (await taskRow(next, id)).status === 'success', 20_000), 'the next owner ended the task');
+  t.ok(await eventually(async () => (await taskRow(next, id)).status === 'success', 30_000), 'the next owner ended the task');
 
   const instanceOf = (gateway: Gateway) => (span: ReceivedSpan) => span.resource['process.pid'] === gateway.process.pid;
-  await receiver.waitFor(() => named(receiver.trace(traceId), 'task.settle').length > 0);
+  await receiver.waitFor(() => named(receiver.trace(traceId), 'task.settle').length > 0, 30_000);
   const trace = receiver.trace(traceId);
   const submit = named(trace, 'task.submit');
   t.equal(submit.length, 1, 'one submit');

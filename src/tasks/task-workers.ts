@@ -5,7 +5,7 @@ import type { PollTaskInput, PollTaskOutput } from '../../workers/poll-task.js';
 import type { RehostMediaInput, RehostMediaOutput } from '../../workers/rehost-media.js';
 import type { DeliverCallbackInput, DeliverCallbackOutput } from '../../workers/deliver-callback.js';
 import type { GenerateAudioInput, GenerateAudioOutput } from '../../workers/generate-audio.js';
-import { flushWorkerSpans, workerTraceOf } from './worker-spans.js';
+import { WorkerSpanExports, workerTraceOf } from './worker-spans.js';
 import type { Attributes } from '../tracing/tracing.js';
 
 const worker = (name: string) => new URL(`../../workers/${name}.js`, import.meta.url).href;
@@ -19,6 +19,7 @@ const worker = (name: string) => new URL(`../../workers/${name}.js`, import.meta
 export class TaskWorkers {
   private readonly pool: Piscina;
   private readonly loops: PoolLoops;
+  private readonly spanExports = new WorkerSpanExports();
 
   constructor(threads: number) {
     // Every task names its module; the pool's default one reports each worker's event loop to the metrics.
@@ -61,7 +62,8 @@ export class TaskWorkers {
 
   /** Destroys the pool, once its threads exported the spans they hold. */
   async close(): Promise<void> {
-    await flushWorkerSpans(this.pool.threads.length, FLUSH_TIMEOUT_MS);
+    await this.spanExports.flush(this.pool.threads.map((thread) => thread.threadId), FLUSH_TIMEOUT_MS);
+    this.spanExports.close();
     await this.pool.destroy();
   }
 }

@@ -3,7 +3,7 @@
  * the step passes its span's context in the worker's input (`trace`), and the worker thread makes a
  * child span for the vendor exchange, the download or the callback POST. Each worker thread starts
  * its own tracing once (`tasks-<threadId>`), and exports what it holds when the pool closes
- * (`flushWorkerSpans`), so a graceful shutdown loses no span.
+ * (`WorkerSpanExports`), so a graceful shutdown loses no span.
  */
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { SpanKind, activeTraceparent, contextOf, endFailed, flushTracing, startTracing, tracer, withSpan, type Attributes, type Span } from '../tracing/tracing.js';
@@ -48,51 +48,67 @@ export async function inWorkerSpan<T>(trace: WorkerTrace | undefined, name: stri
   return output;
 }
 
-/** The channel the pool's owner asks every worker thread on to export its spans. */
-const FLUSH_CHANNEL = 'model-gateway:task-worker-spans';
-type FlushMessage = { readonly flush: number } | { readonly flushed: number };
+/** The channel worker threads announce their tracing on, and the pool's owner asks them to export on. */
+const CHANNEL = 'model-gateway:task-worker-spans';
+type ChannelMessage = { readonly started: number } | { readonly flush: number } | { readonly flushed: number; readonly thread: number };
+const messageOf = (event: unknown) => (event as { data: ChannelMessage }).data;
 
 let workerStarted = false;
 
 /**
- * Starts this worker thread's tracing (once per thread, whichever worker module loads first) and
- * answers the pool owner's flush requests. A no-op when tracing is off.
+ * Starts this worker thread's tracing (once per thread, whichever worker module loads first), tells
+ * the pool's owner, and answers its flush requests. A no-op when tracing is off.
  */
 export function startWorkerTracing(): void {
   if (workerStarted) return;
   workerStarted = true;
   if (!startTracing(`tasks-${threadId}`)) return;
-  const channel = new BroadcastChannel(FLUSH_CHANNEL);
+  const channel = new BroadcastChannel(CHANNEL);
   channel.unref(); // an idle worker thread may still end
   channel.onmessage = (event) => {
-    const message = (event as { data: FlushMessage }).data;
-    if (!('flush' in message)) return;
-    void flushTracing().then(() => channel.postMessage({ flushed: message.flush } satisfies FlushMessage));
+    const message = messageOf(event);
+    if ('flush' in message) void flushTracing().then(() => channel.postMessage({ flushed: message.flush, thread: threadId } satisfies ChannelMessage));
   };
+  channel.postMessage({ started: threadId } satisfies ChannelMessage);
 }
 
 /**
- * Asks each of the pool's `threads` worker threads to export the spans it holds, and waits for their
- * answers (at most `timeoutMs`): before the pool is destroyed at shutdown.
+ * The pool owner's side: which of its worker threads trace (they said so when they started), and
+ * their export of what they hold before the pool is destroyed. Nothing while tracing is off.
  */
-export async function flushWorkerSpans(threads: number, timeoutMs: number): Promise<void> {
-  if (!tracer || threads === 0) return;
-  const channel = new BroadcastChannel(FLUSH_CHANNEL);
-  const round = Date.now();
-  try {
-    await new Promise<void>((resolve) => {
-      let answered = 0;
-      const timer = setTimeout(resolve, timeoutMs);
-      channel.onmessage = (event) => {
-        const message = (event as { data: FlushMessage }).data;
-        if ('flushed' in message && message.flushed === round && ++answered >= threads) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      channel.postMessage({ flush: round } satisfies FlushMessage);
-    });
-  } finally {
-    channel.close();
+export class WorkerSpanExports {
+  private readonly traced = new Set<number>();
+  private readonly channel: BroadcastChannel | undefined;
+  private readonly waiting = new Map<number, () => void>();
+
+  constructor() {
+    if (!tracer) return;
+    this.channel = new BroadcastChannel(CHANNEL);
+    this.channel.unref();
+    this.channel.onmessage = (event) => {
+      const message = messageOf(event);
+      if ('started' in message) this.traced.add(message.started);
+      else if ('flushed' in message) this.waiting.get(message.thread)?.();
+    };
+  }
+
+  /** Asks the traced ones of `threads` (the pool's live thread ids) to export their spans; waits at most `timeoutMs`. */
+  async flush(threads: readonly number[], timeoutMs: number): Promise<void> {
+    const channel = this.channel;
+    const asked = threads.filter((thread) => this.traced.has(thread));
+    if (!channel || asked.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const answered = Promise.all(asked.map((thread) => new Promise<void>((resolve) => this.waiting.set(thread, resolve))));
+      channel.postMessage({ flush: Date.now() } satisfies ChannelMessage);
+      await Promise.race([answered, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs); })]);
+    } finally {
+      clearTimeout(timer);
+      this.waiting.clear();
+    }
+  }
+
+  close(): void {
+    this.channel?.close();
   }
 }
