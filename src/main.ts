@@ -9,6 +9,7 @@ import { RedisKeys } from './admission/keys.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createDependencyMetrics, createLedgerLagMetrics, createLoopMetrics, createMainMetrics, createTaskMetrics, selfLoop } from './metrics.js';
 import { configureLog, log } from './log.js';
+import { startTracing, stopTracing } from './tracing/tracing.js';
 import { collectWhenIdle } from './idle-gc.js';
 import { ensureRequestLogPartitions, expireRequestLogs } from './store/request-logs.js';
 import { expireUsageRollup } from './store/usage-rollup.js';
@@ -90,6 +91,7 @@ async function main(): Promise<void> {
     throw error;
   }
   configureLog(config.logLevel, { thread: 'main' });
+  startTracing('main');
   collectWhenIdle(); // as each HTTP thread does (src/idle-gc.ts)
   if (config.usesDevSecrets) log.warn('using built-in development secrets; set JWT_SECRET and KEY_SECRET outside development');
 
@@ -283,6 +285,7 @@ async function main(): Promise<void> {
     await mediaJanitor?.stop();
     taskCatalog.stop();
     await Promise.allSettled([sql.end({ timeout: 5 }), taskSql.end({ timeout: 5 }), redis.quit(), replayPipe.close(), mock?.close(), devIdentity?.close()]);
+    await stopTracing(); // this thread's spans (the task steps'); the task workers exported theirs as their pool closed
     log.info('stopped');
     process.exit(code);
   }

@@ -5,6 +5,8 @@
  */
 import { UrlGuardError, postGuarded } from '../src/media/url-guard.js';
 import { signWebhook } from '../src/tasks/webhook-signature.js';
+import { SpanKind, traceparentOf, type Span } from '../src/tracing/tracing.js';
+import { inWorkerSpan, startWorkerTracing, type WorkerTrace } from '../src/tasks/worker-spans.js';
 
 export interface DeliverCallbackInput {
   /** The task's `callback_url`: https to public addresses only (http to loopback with allowLoopback). */
@@ -19,6 +21,8 @@ export interface DeliverCallbackInput {
   readonly timeoutMs: number;
   /** Tests only: loopback addresses and plain http to them. */
   readonly allowLoopback: boolean;
+  /** The callback step's span (tracing on): the POST is part of the task's trace and sends its traceparent. */
+  readonly trace?: WorkerTrace;
 }
 
 export interface DeliverCallbackOutput {
@@ -29,8 +33,32 @@ export interface DeliverCallbackOutput {
   readonly durationMs: number;
 }
 
-/** One attempt; never rejects (every failure is an `ok: false` result the runtime records and retries). */
-export default async function deliverCallback(input: DeliverCallbackInput): Promise<DeliverCallbackOutput> {
+startWorkerTracing();
+
+/**
+ * One attempt; never rejects (every failure is an `ok: false` result the runtime records and retries).
+ * Its span names the receiver's host only: never the URL's path or query, the signature or the body.
+ */
+export default function deliverCallback(input: DeliverCallbackInput): Promise<DeliverCallbackOutput> {
+  return inWorkerSpan(input.trace, 'callback.deliver', SpanKind.CLIENT, (span) => delivered(input, span), (output) => ({
+    attributes: {
+      'http.request.method': 'POST', 'server.address': hostOf(input.url), 'http.request.body.size': Buffer.byteLength(input.body),
+      ...(output.status ? { 'http.response.status_code': output.status } : {}),
+    },
+    // A failure's code: the status, or the URL guard's reason (`timeout`, `private_address`), never a message.
+    ...(output.ok ? {} : { error: output.status ? String(output.status) : /^[a-z_]+(?=: )/.exec(output.error ?? '')?.[0] ?? 'network' }),
+  }));
+}
+
+const hostOf = (url: string): string => {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+};
+
+async function delivered(input: DeliverCallbackInput, span: Span | undefined): Promise<DeliverCallbackOutput> {
   const started = Date.now();
   const timestamp = Math.floor(started / 1000);
   try {
@@ -44,6 +72,7 @@ export default async function deliverCallback(input: DeliverCallbackInput): Prom
         'webhook-id': input.webhookId,
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signWebhook(input.secrets, input.webhookId, timestamp, input.body),
+        ...(span ? { traceparent: traceparentOf(span) } : {}),
       },
     });
     return { ok: status >= 200 && status < 300, status, durationMs: Date.now() - started };

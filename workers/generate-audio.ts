@@ -11,6 +11,8 @@ import { AUDIO_ADAPTERS } from '../src/providers/audio/index.js';
 import type { VendorRefusal, VendorTarget } from '../src/providers/video/adapter.js';
 import type { AudioJob } from '../src/tasks/audio-job.js';
 import { exchangeBytes } from '../src/tasks/vendor-exchange.js';
+import { SpanKind } from '../src/tracing/tracing.js';
+import { inWorkerSpan, startWorkerTracing, type WorkerTrace } from '../src/tasks/worker-spans.js';
 
 export interface GenerateAudioInput {
   readonly family: string;
@@ -22,6 +24,8 @@ export interface GenerateAudioInput {
   readonly maxBytes: number;
   /** Loopback vendors (the built-in mock) and tests. */
   readonly allowLoopback: boolean;
+  /** The make step's span (tracing on): the exchange and download are part of the task's trace. */
+  readonly trace?: WorkerTrace;
 }
 
 export type GenerateAudioOutput =
@@ -30,8 +34,16 @@ export type GenerateAudioOutput =
   | { readonly kind: 'unavailable'; readonly reason: string; readonly message: string }
   | VendorRefusal;
 
+startWorkerTracing();
 
-export default async function generateAudio(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
+export default function generateAudio(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
+  return inWorkerSpan(input.trace, 'vendor.generate', SpanKind.INTERNAL, () => generated(input), (output) => {
+    if (output.kind === 'stored') return { attributes: { 'gateway.task_api': input.family, 'gateway.result_bytes': output.bytes, 'gateway.result_seconds': output.seconds } };
+    return { attributes: { 'gateway.task_api': input.family }, error: output.kind === 'refused' ? output.code : output.reason };
+  });
+}
+
+async function generated(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
   const adapter = Object.hasOwn(AUDIO_ADAPTERS, input.family) ? AUDIO_ADAPTERS[input.family] : undefined;
   if (!adapter) return { kind: 'refused', retryable: false, code: 'family_not_served', message: `No adapter for the ${input.family} audio API.`, httpStatus: 0 };
   const store = await threadMediaStorage(input.media);

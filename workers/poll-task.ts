@@ -5,6 +5,8 @@ import { builtRequest, exchange, MAX_ANSWER_BYTES } from '../src/tasks/vendor-ex
 import { taskApiOf } from '../src/tasks/task-apis.js';
 import { threadMediaStorage } from '../src/media/open.js';
 import { sniffMediaType } from '../src/media/sniff.js';
+import { SpanKind } from '../src/tracing/tracing.js';
+import { inWorkerSpan, startWorkerTracing, type WorkerTrace } from '../src/tasks/worker-spans.js';
 
 export interface PollTaskInput {
   readonly family: string;
@@ -17,6 +19,8 @@ export interface PollTaskInput {
   readonly maxInlineBytes: number;
   /** Loopback vendors (the built-in mock) and tests, for a guarded target. */
   readonly allowLoopback: boolean;
+  /** The poll step's span (tracing on): the exchanges are part of the task's trace. */
+  readonly trace?: WorkerTrace;
 }
 
 export type PollTaskOutput =
@@ -31,8 +35,16 @@ export type PollTaskOutput =
 const ANSWER_OVERHEAD_BYTES = 64 * 1024;
 const base64Length = (bytes: number) => 4 * Math.ceil(bytes / 3);
 
+startWorkerTracing();
 
-export default async function pollTask(input: PollTaskInput): Promise<PollTaskOutput> {
+export default function pollTask(input: PollTaskInput): Promise<PollTaskOutput> {
+  return inWorkerSpan(input.trace, 'vendor.poll', SpanKind.INTERNAL, () => polled(input), (output) => ({
+    attributes: { 'gateway.task_api': input.family, 'gateway.poll_outcome': output.kind, ...('status' in output && typeof output.status === 'string' ? { 'gateway.upstream_status': output.status } : {}) },
+    ...(output.kind === 'refused' ? { error: output.code } : {}),
+  }));
+}
+
+async function polled(input: PollTaskInput): Promise<PollTaskOutput> {
   const api = taskApiOf(input.family);
   if (!api) return { kind: 'refused', retryable: false, code: 'family_not_served', message: `No adapter for the ${input.family} task API.`, httpStatus: 0 };
   const request = builtRequest(() => api.poll(input.upstreamId, input.target));

@@ -8,6 +8,8 @@ import { threadMediaStorage } from '../src/media/open.js';
 import { sniffMediaType } from '../src/media/sniff.js';
 import { UrlGuardError, fetchGuarded, fetchGuardedStream } from '../src/media/url-guard.js';
 import { storeAudio } from '../src/media/audio-store.js';
+import { SpanKind } from '../src/tracing/tracing.js';
+import { inWorkerSpan, startWorkerTracing, type WorkerTrace } from '../src/tasks/worker-spans.js';
 
 export interface RehostMediaInput {
   readonly url: string;
@@ -20,14 +22,37 @@ export interface RehostMediaInput {
   readonly expect: 'video' | 'audio';
   /** Headers the vendor's result URL needs (its API key, for Google's file downloads); sent to that origin only. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The step's span (tracing on): the download is part of the task's trace. */
+  readonly trace?: WorkerTrace;
 }
 
 export type RehostMediaOutput =
   | { readonly ok: true; readonly url: string; readonly bytes: number; readonly contentType: string; readonly audio?: { readonly format: string; readonly seconds: number } }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
+startWorkerTracing();
 
-export default async function rehostMedia(input: RehostMediaInput): Promise<RehostMediaOutput> {
+/**
+ * The download is a client span of its own: the vendor's host only (a result URL's query is often a
+ * signature), what was stored and its size. No `traceparent` goes to the result's host: a signed
+ * storage URL may refuse a header it was not signed with.
+ */
+export default function rehostMedia(input: RehostMediaInput): Promise<RehostMediaOutput> {
+  return inWorkerSpan(input.trace, 'media.rehost', SpanKind.CLIENT, () => rehosted(input), (output) => ({
+    attributes: { 'http.request.method': 'GET', 'server.address': hostOf(input.url), 'gateway.expect': input.expect, ...(output.ok ? { 'http.response.body.size': output.bytes, 'gateway.content_type': output.contentType } : { 'gateway.rehost_failure': output.reason }) },
+    ...(output.ok ? {} : { error: output.reason }),
+  }));
+}
+
+const hostOf = (url: string): string => {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+};
+
+async function rehosted(input: RehostMediaInput): Promise<RehostMediaOutput> {
   const store = await threadMediaStorage(input.media);
   if (!store) return { ok: false, reason: 'storage_off', message: 'Media storage is off.' };
   const options = { maxBytes: input.maxBytes, timeoutMs: input.timeoutMs, allowLoopback: input.allowLoopback, headers: input.headers };

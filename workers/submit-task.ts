@@ -6,6 +6,8 @@ import { taskApiOf, type TaskJob } from '../src/tasks/task-apis.js';
 import { threadMediaStorage } from '../src/media/open.js';
 import { imageTypeNames, sniffMediaType, type SniffedType } from '../src/media/sniff.js';
 import { UrlGuardError, fetchGuarded } from '../src/media/url-guard.js';
+import { SpanKind } from '../src/tracing/tracing.js';
+import { inWorkerSpan, startWorkerTracing, type WorkerTrace } from '../src/tasks/worker-spans.js';
 
 export interface SubmitTaskInput {
   readonly family: string;
@@ -18,12 +20,21 @@ export interface SubmitTaskInput {
   readonly allowLoopback: boolean;
   /** Where the job's hosted input images are read from (adapters that send images as bytes). */
   readonly media: MediaConfig;
+  /** The submit step's span (tracing on): the exchange is part of the task's trace. */
+  readonly trace?: WorkerTrace;
 }
 
 export type SubmitTaskOutput = { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
 
+startWorkerTracing();
 
-export default async function submitTask(input: SubmitTaskInput): Promise<SubmitTaskOutput> {
+export default function submitTask(input: SubmitTaskInput): Promise<SubmitTaskOutput> {
+  return inWorkerSpan(input.trace, 'vendor.submit', SpanKind.INTERNAL, () => submitted(input), (output) => output.kind === 'refused'
+    ? { attributes: { 'gateway.task_api': input.family, 'gateway.retryable': output.retryable }, error: output.code }
+    : { attributes: { 'gateway.task_api': input.family } });
+}
+
+async function submitted(input: SubmitTaskInput): Promise<SubmitTaskOutput> {
   const api = taskApiOf(input.family);
   if (!api) return { kind: 'refused', retryable: false, code: 'family_not_served', message: `No adapter for the ${input.family} task API.`, httpStatus: 0 };
   const images: InlineImage[] = [];

@@ -1,6 +1,7 @@
 import type { AnySql, Sql } from './db.js';
 import { addToUsageRollup } from './usage-rollup.js';
 import { afterCursor, createdUsColumn, type PageCursor } from './page-cursor.js';
+import { spanContextOf } from '../tracing/tracing.js';
 
 /** Asynchronous generation tasks (migrations/0006_tasks.sql). Every state change is conditional on the row still being pending and on the writer's shard fencing token. */
 
@@ -43,6 +44,8 @@ export interface TaskRow {
   created_at: Date;
   started_at: Date | null;
   ended_at: Date | null;
+  /** The W3C traceparent of the task's creation span, its steps' parent (migrations/0016); null when created with tracing off. */
+  trace_parent: string | null;
 }
 
 /** The `upstream_id` of a task whose vendor answers with the result itself (no vendor task): set before the call. */
@@ -62,13 +65,15 @@ export interface NewTask {
   readonly holdNano: bigint;
   readonly upstreamVendor: string;
   readonly callbackUrl: string | null;
+  /** The task's trace (src/tasks/task-tracing.ts); null with tracing off. */
+  readonly traceParent: string | null;
 }
 
 export async function insertTask(sql: AnySql, task: NewTask): Promise<TaskRow> {
   const [row] = await sql<TaskRow[]>`
-    insert into tasks (id, user_id, api_key_id, kind, model, shard, job, hold_nano, upstream_vendor, callback_url)
+    insert into tasks (id, user_id, api_key_id, kind, model, shard, job, hold_nano, upstream_vendor, callback_url, trace_parent)
     values (${task.id}, ${task.userId}, ${task.keyId}, ${task.kind}, ${task.model}, ${task.shard}, ${sql.json(task.job as never)},
-            ${task.holdNano.toString()}, ${task.upstreamVendor}, ${task.callbackUrl})
+            ${task.holdNano.toString()}, ${task.upstreamVendor}, ${task.callbackUrl}, ${task.traceParent})
     returning *`;
   return row!;
 }
@@ -290,13 +295,16 @@ async function insertTaskCharge(sql: AnySql, row: TaskRow, chargeNano: bigint): 
   return inserted.length === 1 ? chargeNano : 0n;
 }
 
-/** An ended task's request log and its count in usage_rollup (`chargedNano`: what its charge inserted now). */
+/**
+ * An ended task's request log and its count in usage_rollup (`chargedNano`: what its charge inserted now).
+ * Its `trace_id` is the task's own trace, which every step of the task is part of.
+ */
 async function insertTaskRequestLog(sql: AnySql, row: TaskRow, endpoint: string, status: number, errorCode: string | null, costNano: bigint, chargedNano: bigint): Promise<void> {
   const durationMs = row.ended_at ? row.ended_at.getTime() - row.created_at.getTime() : null;
   await sql`
-    insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, cost_nano, reserved_nano, duration_ms)
+    insert into request_logs (id, created_at, user_id, api_key_id, model, endpoint, stream, status, error_code, cost_nano, reserved_nano, duration_ms, trace_id)
     values (${row.id}, ${row.created_at}, ${row.user_id}, ${row.api_key_id}, ${row.model}, ${endpoint}, false, ${status}, ${errorCode},
-            ${costNano.toString()}, ${row.hold_nano.toString()}, ${durationMs})`;
+            ${costNano.toString()}, ${row.hold_nano.toString()}, ${durationMs}, ${spanContextOf(row.trace_parent)?.traceId ?? null})`;
   await addToUsageRollup(sql, { userId: row.user_id, keyId: row.api_key_id, model: row.model, endedAt: row.ended_at ?? new Date(), status, costNano: chargedNano });
 }
 

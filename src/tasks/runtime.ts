@@ -18,6 +18,7 @@ import { log } from '../log.js';
 import { openTasksOfShard, type TaskRow } from '../store/tasks.js';
 import { ShardLeases, type OwnedShard } from './shards.js';
 import { TaskSteps, type StepKind, type StepLease, type TaskStepDeps } from './task-steps.js';
+import { inTaskContext } from './task-tracing.js';
 
 const GROUP = 'actors';
 /** Longest a shard reader blocks (closing its connection ends the block at once when the shard goes). */
@@ -352,8 +353,9 @@ export class TaskRuntime {
     if (!this.leases.holds(message.shard, message.token)) return true; // the new owner has it
     const lease: StepLease = { shard: message.shard, token: message.token };
     await this.slots.take();
+    let row: TaskRow | undefined;
     try {
-      const row = await this.steps.load(message.taskId);
+      row = await this.steps.load(message.taskId);
       if (row && message.kind === 'a' && this.steps.isStart(row)) {
         // A start behind waiting starts waits behind them; one that finds the user's slots taken waits too.
         if ((!fromWaiting && box.waiting.length > 0) || !(await this.steps.slotFree(row.user_id))) {
@@ -364,7 +366,7 @@ export class TaskRuntime {
       }
       if (row) await this.steps.run(row, message.kind, lease);
     } catch (error) {
-      log.error('task step failed; retried', { task: message.taskId, error });
+      inTaskContext(row, () => log.error('task step failed; retried', { task: message.taskId, error }));
       this.options.metrics.steps.inc({ kind: message.kind === 'c' ? 'callback' : message.kind === 'x' ? 'cancel' : 'advance', outcome: 'error' });
       try {
         await this.schedule(message.shard, message.kind, { id: message.taskId, user_id: message.userId }, this.options.config.tasks.retryMs);

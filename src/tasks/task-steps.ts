@@ -32,6 +32,7 @@ import { Routing, type RoutingEvents } from '../routing/routing.js';
 import { breakerMemory } from '../routing/breakers.js';
 import type { RouteTarget } from '../routing/targets.js';
 import { acceptedTarget, jobFor, movesOn, refusalError, vendorTargetOf } from './task-target.js';
+import { inTaskStep, noteTaskOutcome, whenTracing, type TaskStep } from './task-tracing.js';
 
 /** What a timer or message asks of a task: advance it (start, poll, settle), deliver its callback, or pass its cancel on (`x`). */
 export type StepKind = 'a' | 'c' | 'x';
@@ -66,6 +67,11 @@ export interface TaskStepDeps {
 /** A task whose model the catalog no longer serves, or serves through no target. */
 function unavailable(row: TaskRow): { code: string; message: string; httpStatus: number } {
   return { code: 'model_unavailable', message: `The model '${row.model}' is no longer served; nothing was charged.`, httpStatus: 503 };
+}
+
+/** What a worker's span of a vendor call says: the vendor, the routing target, the attempt (1, 2, … within a routed submit). */
+function spanAttributesOf(target: RouteTarget, attempt: number): Record<string, string | number> | undefined {
+  return whenTracing(() => ({ 'gen_ai.provider.name': target.vendor, 'gateway.target': target.name, 'gateway.attempt': attempt }));
 }
 
 /** What was delivered, on the media host (or the vendor's URL with storage off). */
@@ -126,14 +132,20 @@ export class TaskSteps {
     return getTask(this.deps.sql, taskId);
   }
 
-  /** Runs the step `kind` asks for on `row` (read just before). */
+  /** Runs the step `kind` asks for on `row` (read just before), as a span of the task's trace. */
   async run(row: TaskRow, kind: StepKind, lease: StepLease): Promise<void> {
-    if (kind === 'c') return this.deliver(row, lease);
-    if (kind === 'x') return this.cancelled(row, lease);
-    if (row.status !== 'pending') return this.settle(row, lease);
-    if (row.upstream_id === MADE_AT_ONCE) return this.make(row, lease);
-    if (row.upstream_id === null) return this.start(row, lease);
-    return this.poll(row, lease);
+    const step: TaskStep = kind === 'c' ? 'callback' : kind === 'x' ? 'cancel' : row.status !== 'pending' ? 'settle'
+      : row.upstream_id === MADE_AT_ONCE ? 'make' : row.upstream_id === null ? 'submit' : 'poll';
+    return inTaskStep(row, step, () => {
+      switch (step) {
+        case 'callback': return this.deliver(row, lease);
+        case 'cancel': return this.cancelled(row, lease);
+        case 'settle': return this.settle(row, lease);
+        case 'make': return this.make(row, lease);
+        case 'submit': return this.start(row, lease);
+        default: return this.poll(row, lease);
+      }
+    });
   }
 
   // ---- start ----
@@ -154,10 +166,10 @@ export class TaskSteps {
     // From here a cancel cannot be free: the vendor may accept the job before its id is recorded.
     if (!(await markSubmitting(this.deps.sql, row.id, lease.token))) return;
     const vendorCallbackUrl = publicUrl === undefined ? undefined : vendorHintUrl(publicUrl, config.keySecret, row.id);
-    const { output: submitted, target } = await this.routed<SubmitTaskOutput>(route.model, route.targets, (candidate) => workers.submit({
+    const { output: submitted, target } = await this.routed<SubmitTaskOutput>(route.model, route.targets, (candidate, attempt) => workers.submit({
       family: route.model.family, job: jobFor(row.job as unknown as TaskJob, candidate), target: vendorTargetOf(candidate), timeoutMs: config.fetch.timeoutMs, vendorCallbackUrl,
       allowLoopback: config.fetch.allowLoopback, media: config.media,
-    }));
+    }, spanAttributesOf(candidate, attempt)));
     if (submitted.kind === 'refused') {
       if (submitted.retryable) await unmarkSubmitting(this.deps.sql, row.id, lease.token);
       return this.refused(row, lease, submitted, 'start');
@@ -165,6 +177,7 @@ export class TaskSteps {
     this.retries.delete(row.id);
     // The target is recorded with the vendor's id: every later call about the task goes to it.
     if (!(await markStarted(this.deps.sql, row.id, lease.token, submitted.upstreamId, null, target.name))) return;
+    noteTaskOutcome({ target: target.name });
     this.stepsOf('start', 'ok').inc();
     log.info('task accepted by its vendor', { task: row.id, vendor: row.upstream_vendor, target: target.name });
     await this.deps.schedule(lease, 'a', row, config.tasks.pollMs);
@@ -175,14 +188,14 @@ export class TaskSteps {
    * says the vendor did not take it (`movesOn`) goes on to the next target, within the routing file's
    * attempts and deadline. The last answer, and the target that gave it.
    */
-  private async routed<T extends { readonly kind: string }>(model: MediaModel, targets: readonly RouteTarget[], send: (target: RouteTarget) => Promise<T>): Promise<{ output: T; target: RouteTarget }> {
+  private async routed<T extends { readonly kind: string }>(model: MediaModel, targets: readonly RouteTarget[], send: (target: RouteTarget, attempt: number) => Promise<T>): Promise<{ output: T; target: RouteTarget }> {
     const { routing } = this;
     const began = Date.now();
     let index = targets.length === 1 ? 0 : routing.take(targets, routing.first(targets));
     let tried = 0;
     for (let attempt = 1; ; attempt++) {
       const target = targets[index]!;
-      const output = await send(target);
+      const output = await send(target, attempt);
       const refusal = output.kind === 'refused' ? output as unknown as VendorRefusal : undefined;
       if (!refusal || !movesOn(refusal)) {
         routing.answered(target);
@@ -264,12 +277,12 @@ export class TaskSteps {
     const { config, workers } = this.deps;
     this.making.add(row.id);
     // Made at once, nothing to poll: any target may make it, the next one when a target refuses it.
-    const made = this.routed<GenerateAudioOutput>(route.model, route.targets, (target) => workers.generate({
+    const made = this.routed<GenerateAudioOutput>(route.model, route.targets, (target, attempt) => workers.generate({
       family: route.model.family, job: jobFor(row.job as unknown as AudioJob, target), target: vendorTargetOf(target), timeoutMs: config.tasks.generateTimeoutMs,
       media: config.media, maxBytes: config.tasks.maxAudioBytes, allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl),
-    }));
+    }, spanAttributesOf(target, attempt)));
     this.deps.track(made
-      .then(({ output }) => this.made(row, lease, output))
+      .then(({ output }) => inTaskStep(row, 'made', () => this.made(row, lease, output)))
       .catch((error) => {
         log.error('making a task result failed; tried again', { task: row.id, error });
         return this.deps.schedule(lease, 'a', row, config.tasks.retryMs);
@@ -295,7 +308,8 @@ export class TaskSteps {
     const state = await workers.poll({
       family: route.family, upstreamId: row.upstream_id!, target: route.target, timeoutMs: config.fetch.timeoutMs,
       media: config.media, maxInlineBytes: config.media.maxBytes, allowLoopback: config.fetch.allowLoopback,
-    });
+    }, whenTracing(() => ({ 'gen_ai.provider.name': row.upstream_vendor, ...(row.upstream_target ? { 'gateway.target': row.upstream_target } : {}) })));
+    if ('status' in state) noteTaskOutcome({ upstreamStatus: state.status });
     if (state.kind === 'refused') return this.refused(row, lease, state, 'poll');
     this.retries.delete(row.id);
     // The answer carried the result itself, now on the media host (or it could not be stored: polled again, then failed).
@@ -350,7 +364,7 @@ export class TaskSteps {
       url: vendorUrl, media: config.media, maxBytes: row.kind === 'video.generation' ? config.tasks.maxMediaBytes : config.tasks.maxAudioBytes,
       timeoutMs: config.fetch.timeoutMs, allowLoopback: config.fetch.allowLoopback || isLoopbackUrl(target.baseUrl),
       expect: row.kind === 'video.generation' ? 'video' : 'audio', ...(headers ? { headers } : {}),
-    });
+    }, whenTracing(() => ({ 'gen_ai.provider.name': row.upstream_vendor, 'gateway.attempt': (this.downloads.get(row.id) ?? 0) + 1 })));
     if (!hosted.ok) return this.unavailable(row, lease, hosted, upstreamStatus);
     // Audio is charged by its measured length; a video by the seconds its vendor reports.
     return this.succeed(row, lease, { url: hosted.url, seconds: hosted.audio?.seconds ?? seconds, format: hosted.audio?.format }, upstreamStatus);
@@ -426,13 +440,15 @@ export class TaskSteps {
   }
 
   private async ended(row: TaskRow, lease: StepLease): Promise<void> {
+    noteTaskOutcome({ status: row.status, errorCode: row.error_code });
     this.retries.delete(row.id);
     this.downloads.delete(row.id);
     const seconds = (row.ended_at!.getTime() - row.created_at.getTime()) / 1000;
     this.endedOf(row.model, row.status).inc();
     this.durationOf(row.model, row.status).observe(seconds);
     this.deps.onEnded(row);
-    await this.settle(row, lease);
+    // Its own span: the hold's settlement is a step of the task, whichever step ended it.
+    await inTaskStep(row, 'settle', () => this.settle(row, lease));
   }
 
   /** Brings Redis in line with an ended task (once: a settled hold is gone), then its callback. */
@@ -454,7 +470,7 @@ export class TaskSteps {
     const outcome = await workers.deliver({
       url: row.callback_url, webhookId: `msg_${row.id.replaceAll('-', '')}`, body: JSON.stringify(taskObject(row, config.media.retentionMs)), secrets,
       timeoutMs: config.tasks.callbackTimeoutMs, allowLoopback: config.fetch.allowLoopback,
-    });
+    }, whenTracing(() => ({ 'gateway.attempt': row.callback_attempts + 1 })));
     if (outcome.ok) {
       await recordCallbackAttempt(sql, row.id, { status: 'delivered', error: null });
       metrics.callbacks.inc({ outcome: 'delivered' });

@@ -1,6 +1,8 @@
 import type { VendorRefusal, VendorRequest } from '../providers/video/adapter.js';
 import { UrlGuardError, exchangeGuarded } from '../media/url-guard.js';
 import { ApiError } from '../http/errors.js';
+import { trace } from '@opentelemetry/api';
+import { SpanKind, endFailed, traceparentOf, tracer, withSpan } from '../tracing/tracing.js';
 
 /** A vendor's answer as the adapters read it. */
 export interface VendorAnswer {
@@ -38,6 +40,10 @@ export interface ExchangeOptions {
  * again later rather than failing on a blip. A guarded request goes through the URL guard.
  */
 export async function exchange(request: VendorRequest, timeoutMs: number, options: ExchangeOptions = {}): Promise<VendorAnswer | VendorRefusal> {
+  return inExchangeSpan(request, (sent) => exchangeOnce(sent, timeoutMs, options));
+}
+
+async function exchangeOnce(request: VendorRequest, timeoutMs: number, options: ExchangeOptions): Promise<VendorAnswer | VendorRefusal> {
   const maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES;
   const tooLarge = (status: number): VendorRefusal =>
     ({ kind: 'refused', retryable: true, code: 'answer_too_large', message: `The vendor answered more than ${maxBytes} bytes.`, httpStatus: status });
@@ -76,6 +82,10 @@ export interface VendorBytes {
  * answer is a final refusal: trying again makes the same file).
  */
 export async function exchangeBytes(request: VendorRequest, timeoutMs: number, maxBytes: number): Promise<VendorBytes | VendorRefusal> {
+  return inExchangeSpan(request, (sent) => exchangeBytesOnce(sent, timeoutMs, maxBytes));
+}
+
+async function exchangeBytesOnce(request: VendorRequest, timeoutMs: number, maxBytes: number): Promise<VendorBytes | VendorRefusal> {
   try {
     const response = await fetch(request.url, {
       method: request.method, headers: request.headers, body: request.body, redirect: 'error', signal: AbortSignal.timeout(timeoutMs),
@@ -94,4 +104,37 @@ export async function exchangeBytes(request: VendorRequest, timeoutMs: number, m
   } catch (error) {
     return transportRefusal(error, timeoutMs);
   }
+}
+
+/**
+ * One vendor exchange as an HTTP client span, a child of the active span (a task step's worker span,
+ * a cancel's request), its `traceparent` sent to the vendor. Only the method, host and port, the
+ * answer's status and size are recorded: never the path or query (a key may ride in one), headers or
+ * bodies. Without tracing, or with no span active, the request goes as it is.
+ */
+async function inExchangeSpan<T extends VendorAnswer | VendorBytes | VendorRefusal>(request: VendorRequest, send: (request: VendorRequest) => Promise<T>): Promise<T> {
+  if (!tracer || !trace.getActiveSpan()) return send(request);
+  let url: URL | undefined;
+  try {
+    url = new URL(request.url);
+  } catch {
+    return send(request); // refused by the fetch itself
+  }
+  const span = tracer.startSpan(request.method, {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      'http.request.method': request.method, 'server.address': url.hostname,
+      'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80), 'url.scheme': url.protocol.slice(0, -1),
+    },
+  });
+  const answer = await withSpan(span, () => send({ ...request, headers: { ...request.headers, traceparent: traceparentOf(span) } }));
+  if (answer.kind === 'refused') {
+    if (answer.httpStatus > 0) span.setAttribute('http.response.status_code', answer.httpStatus);
+    endFailed(span, answer.httpStatus >= 400 ? String(answer.httpStatus) : answer.code);
+    return answer;
+  }
+  span.setAttributes({ 'http.response.status_code': answer.status, 'http.response.body.size': typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.length });
+  if (answer.status >= 400) endFailed(span, String(answer.status));
+  else span.end();
+  return answer;
 }

@@ -22,6 +22,9 @@ import { taskObject } from '../../tasks/task-object.js';
 import { childrenOf } from '../../metrics.js';
 import { log } from '../../log.js';
 import { UUID } from '../../store/ids.js';
+import { startTracing, traceparentOf, withSpan } from '../../tracing/tracing.js';
+import { threadId, workerData } from 'node:worker_threads';
+import { endTaskCreation, startTaskCreation } from '../../tasks/task-tracing.js';
 
 export interface TaskSubmission {
   readonly model: MediaModel;
@@ -40,6 +43,8 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
   const { auth, admission, sql, redis, keys, config, metrics } = services;
   const submittedOf = childrenOf(metrics.tasksSubmitted);
   const notYours = (id: string) => notFound(`No ${noun} with id '${id}' belongs to this account.`);
+  // The HTTP thread's tracing, as src/http/thread.ts names the thread (a no-op once the thread started it).
+  startTracing((workerData as { name?: string } | null)?.name ?? `http-${threadId}`);
 
   /**
    * Holds the cost (admission: rate windows, the key's credit limit, the user's available credit),
@@ -54,11 +59,15 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
     const headers = await admission.holdTask(key.userId, key.id, holdId, costNano, keyLimitsOf(key.row, Date.now()));
     ctx.windowKey = undefined; // counted in its window by admission: a refusal from here on is not counted again
     const shard = shardOf(key.userId, config.tasks.shards);
+    // The task's own trace begins here; its steps, on whichever gateway runs them, continue it.
+    const creation = startTaskCreation({ id: taskId, kind, model: model.id, vendor: model.upstreamVendor });
     let accepted = false;
+    let refusal = 'internal_error';
     try {
       if (callbackUrl !== null) await checkPublicUrl(callbackUrl, 'callback_url', 'invalid_callback_url', config.fetch.allowLoopback);
       const row = await insertTask(sql, {
         id: taskId, userId: key.userId, keyId: key.id, kind, model: model.id, shard, job: typeof job === 'function' ? await job() : job, holdNano: costNano, upstreamVendor: model.upstreamVendor, callbackUrl,
+        traceParent: creation ? traceparentOf(creation) : null,
       });
       // The hold becomes the task's (no deadline) and its actor is told. Not one MULTI: the user's keys
       // and the shard's are in different cluster slots. Neither needs the other: a step pins the hold
@@ -69,9 +78,15 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
       ]);
       accepted = true;
       submittedOf(model.id).inc();
-      log.info('task submitted', { task: taskId, kind, model: model.id, hold_nano: String(costNano) });
+      const submitted = () => log.info('task submitted', { task: taskId, kind, model: model.id, hold_nano: String(costNano) });
+      if (creation) withSpan(creation, submitted);
+      else submitted();
       ctx.reply.json(200, taskObject(row, config.media.retentionMs), { ...headers, 'x-request-id': taskId });
+    } catch (error) {
+      if (error instanceof ApiError) refusal = error.code;
+      throw error;
     } finally {
+      endTaskCreation(creation, accepted ? undefined : refusal);
       if (!accepted) {
         // Not accepted: no task, no hold (a hold this cannot release expires at its deadline).
         await deleteUnstartedTask(sql, taskId).catch((error) => log.error('an unaccepted task row was not deleted', { task: taskId, error }));
