@@ -153,6 +153,13 @@ export function startTracing(thread: string, settings: TracingSettings | undefin
   return settings;
 }
 
+/**
+ * What a thread that owns a worker posts to it before ending it, and what the worker answers once
+ * its queued spans are exported (`stopTracing`): a terminated thread's queue would be lost.
+ */
+export const STOP_TRACING = 'tracing:stop';
+export const TRACING_STOPPED = 'tracing:stopped';
+
 /** Exports what is queued and stops (graceful shutdown); a no-op when tracing is off. */
 export async function stopTracing(): Promise<void> {
   const stopping = provider;
