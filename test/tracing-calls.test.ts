@@ -167,10 +167,31 @@ models:
   });
   t.equal(logs[0]!.trace_id, callerTraceId);
 
+  // Embeddings: the same server span, attempt and settlement, with the embeddings operation.
+  const input = `the secret input ${randomBytes(8).toString('hex')}`;
+  const embedded = await fetch(`${gateway.v1}/embeddings`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'openai/text-embedding-3-small', input }),
+  });
+  const embeddedText: string = await embedded.text();
+  t.equal(embedded.status, 200, embeddedText.slice(0, 200));
+  const embeddingId = embedded.headers.get('x-request-id')!;
+  await receiver.waitFor((all) => {
+    const server = all.find((span) => span.attributes['gateway.request_id'] === embeddingId);
+    return server !== undefined && all.some((span) => span.name === 'settlement' && span.parentSpanId === server.spanId);
+  });
+  const embeddingServer = receiver.spans.find((span) => span.attributes['gateway.request_id'] === embeddingId)!;
+  t.equal(embeddingServer.name, 'POST /v1/embeddings');
+  t.match(embeddingServer.attributes, { 'gen_ai.operation.name': 'embeddings', 'gen_ai.request.model': 'openai/text-embedding-3-small', 'gateway.attempts': 1 });
+  t.ok((embeddingServer.attributes['gen_ai.usage.input_tokens'] as number) > 0);
+  const embeddingAttempt = receiver.trace(embeddingServer.traceId).find((span) => span.kind === 3);
+  t.equal(embeddingAttempt?.name, 'embeddings text-embedding-3-small');
+  t.equal(embeddingAttempt?.parentSpanId, embeddingServer.spanId);
+
   // (b) Nothing sensitive in what was exported.
   const exported = receiver.bodies.join('\n');
   for (const [what, secret] of [['the API key', key], ['the key\'s secret part', key.slice(-16)], ['an upstream key', 'trace-first-upstream-key'],
-    ['the other upstream key', 'trace-second-upstream-key'], ['the prompt', prompt], ['the answer', answer]] as const) {
+    ['the other upstream key', 'trace-second-upstream-key'], ['the prompt', prompt], ['the answer', answer], ['the embeddings input', input]] as const) {
     t.notOk(exported.includes(secret), `${what} is in no exported span`);
   }
 });
@@ -203,8 +224,10 @@ t.test('a call whose upstream stream breaks: its warning carries the trace id', 
 t.test('nothing is exported when tracing is off', async (t) => {
   const receiver = await OtlpReceiver.start();
   // Disabled with an endpoint set, and no endpoint at all: neither exports a span.
-  const disabled = await startGateway({ threads: 1, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SDK_DISABLED: 'true', OTEL_BSP_SCHEDULE_DELAY: '100', LOG_LEVEL: 'info' } });
-  const plain = await startGateway({ threads: 1, env: { LOG_LEVEL: 'info' } });
+  const [disabled, plain] = await Promise.all([
+    startGateway({ threads: 1, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SDK_DISABLED: 'true', OTEL_BSP_SCHEDULE_DELAY: '100', LOG_LEVEL: 'info' } }),
+    startGateway({ threads: 1, env: { LOG_LEVEL: 'info' } }),
+  ]);
   let disabledClosed = false;
   t.teardown(async () => {
     if (!disabledClosed) await disabled.close();

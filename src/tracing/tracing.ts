@@ -237,6 +237,15 @@ export function withSpan<T>(span: Span, work: () => T): T {
 }
 
 /**
+ * `callback` bound to the active context while tracing is on (as is otherwise): for a callback an
+ * event emitter runs, such as a pooled upstream socket's data, which would otherwise run in the
+ * context of the call that opened the socket, and log with that call's trace id.
+ */
+export function inActiveContext<F extends (...args: never[]) => unknown>(callback: F): F {
+  return tracer === undefined ? callback : context.bind(context.active(), callback);
+}
+
+/**
  * Ends `span` as failed with `code` (an error code of this API, or an exception's name), never the
  * message: a message may quote what the caller or a vendor sent.
  */
