@@ -318,7 +318,7 @@ function logTracing(settings: TracingSettings | undefined): void {
     endpoint: redactedEndpoint(settings.endpoint), service: settings.serviceName, sampler: settings.samplerName,
     batch_delay_ms: settings.batch.scheduledDelayMillis, max_queue: settings.batch.maxQueueSize,
   });
-  for (const warning of settings.warnings) log.warn(`tracing: ${warning}`);
+  for (const warning of settings.warnings) log.warn('tracing setting not understood', { warning });
 }
 
 /** An endpoint as logged: its user information and query left out (either may hold a token). */
