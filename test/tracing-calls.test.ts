@@ -221,6 +221,32 @@ t.test('a call whose upstream stream breaks: its warning carries the trace id', 
   t.equal(JSON.parse(warning!).trace_id, server.traceId, 'the warning names the call\'s trace');
 });
 
+t.test('spans still queued at shutdown are exported, the token counter\'s too', async (t) => {
+  const receiver = await OtlpReceiver.start();
+  // An export delay far past the test: only the shutdown's flush can send the spans.
+  const gateway = await startGateway({ threads: 1, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '3600000', RATE_LIMIT_DEFAULT: '100000/1' } });
+  t.teardown(async () => {
+    await gateway.close();
+    await receiver.close();
+  });
+  const user = `trace-stop-${randomBytes(3).toString('hex')}`;
+  const token = await gateway.token(user);
+  await gateway.topup(user, '5');
+  const key = await gateway.createKey(token, { name: 'budgeted', rate_limit_tph: 1_000_000 });
+  const response = await fetch(`${gateway.v1}/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: `counted ${randomBytes(6).toString('hex')}` }] }),
+  });
+  t.equal(response.status, 200);
+  await response.text();
+  const requestId = response.headers.get('x-request-id')!;
+  t.equal(receiver.spans.length, 0, 'nothing exported before the shutdown');
+  t.equal(await gateway.stop(), 0, 'the gateway stopped cleanly');
+  const server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === requestId);
+  t.ok(server, 'the call\'s span was exported at shutdown');
+  t.ok(receiver.spans.some((span) => span.name === 'count_tokens' && span.traceId === server?.traceId), 'and the token counter\'s');
+});
+
 t.test('nothing is exported when tracing is off', async (t) => {
   const receiver = await OtlpReceiver.start();
   // Disabled with an endpoint set, and no endpoint at all: neither exports a span.

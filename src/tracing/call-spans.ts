@@ -56,6 +56,7 @@ export interface CallRequest {
 }
 
 export function describeCall(span: Span, call: CallRequest): void {
+  if (!span.isRecording()) return; // not sampled: nothing to build
   const provider = genAiProviderOf(call.vendor);
   const attributes: Attributes = {
     'gen_ai.operation.name': call.operation, 'gen_ai.system': provider, 'gen_ai.provider.name': provider,
@@ -102,22 +103,40 @@ export interface AttemptLabel {
  * caller's, and a guarded endpoint is one.
  */
 export function startAttemptSpan(label: AttemptLabel | undefined, endpoint: UpstreamEndpoint): Span {
+  const name = label ? `${label.operation ?? 'chat'} ${label.model}` : 'upstream';
+  // A call not sampled: a span all the same (its id is the upstream's parent), with nothing recorded.
+  if (trace.getActiveSpan()?.isRecording() !== true) return tracer!.startSpan(name, { kind: SpanKind.CLIENT });
   const attributes: Attributes = { 'gateway.target': label?.target ?? 'unknown', 'gateway.attempt': label?.attempt ?? 1 };
   if (label) attributes['gen_ai.request.model'] = label.model;
   if (!endpoint.guarded && label?.target !== 'byok') {
-    try {
-      const url = new URL(endpoint.origin);
-      attributes['server.address'] = url.hostname;
-      attributes['server.port'] = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
-    } catch {
-      // Not a URL: left out.
+    const server = serverOf(endpoint.origin);
+    if (server) {
+      attributes['server.address'] = server.address;
+      attributes['server.port'] = server.port;
     }
   }
-  return tracer!.startSpan(label ? `${label.operation ?? 'chat'} ${label.model}` : 'upstream', { kind: SpanKind.CLIENT, attributes });
+  return tracer!.startSpan(name, { kind: SpanKind.CLIENT, attributes });
+}
+
+/** Platform targets' origins, parsed once (there are few: the routing file's and the vendors'). */
+const servers = new Map<string, { address: string; port: number } | undefined>();
+function serverOf(origin: string): { address: string; port: number } | undefined {
+  if (servers.has(origin)) return servers.get(origin);
+  let server: { address: string; port: number } | undefined;
+  try {
+    const url = new URL(origin);
+    server = { address: url.hostname, port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80) };
+  } catch {
+    server = undefined; // not a URL: left out
+  }
+  if (servers.size >= 1000) servers.clear();
+  servers.set(origin, server);
+  return server;
 }
 
 /** The attempt's response head arrived: its status and the time to it (an event, and `gateway.ttfb_ms`). */
 export function attemptAnswered(span: Span, status: number, startedMs: number): void {
+  if (!span.isRecording()) return;
   const ttfbMs = Date.now() - startedMs;
   span.setAttributes({ 'http.response.status_code': status, 'gateway.ttfb_ms': ttfbMs });
   span.addEvent('first_byte', { 'gateway.ttfb_ms': ttfbMs });
@@ -140,6 +159,7 @@ export interface Settled {
 }
 
 export function recordSettlement(server: Span, settled: Settled): void {
+  if (!server.isRecording()) return;
   const costUsd = Number(settled.chargedNano) / 1e9;
   server.setAttributes({
     'gen_ai.response.model': settled.responseModel,
