@@ -196,35 +196,12 @@ models:
   }
 });
 
-t.test('a call whose upstream stream breaks: its warning carries the trace id', async (t) => {
-  const receiver = await OtlpReceiver.start();
-  const gateway = await startGateway({ threads: 1, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', RATE_LIMIT_DEFAULT: '100000/1', LOG_LEVEL: 'info' } });
-  t.teardown(async () => {
-    await gateway.close();
-    await receiver.close();
-  });
-  const { key } = await gateway.user(`trace-break-${randomBytes(3).toString('hex')}`, '5');
-  gateway.mock.setFaults({ 'test-openai-key': { kind: 'cut', afterChunks: 1 } });
-  const response = await fetch(`${gateway.v1}/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'hello' }] }),
-  });
-  await response.text();
-  const requestId = response.headers.get('x-request-id')!;
-  await receiver.waitFor((spans) => spans.some((span) => span.attributes['gateway.request_id'] === requestId));
-  const server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === requestId)!;
-  t.equal(server.attributes['error.type'], 'upstream_stream_broken', 'the call\'s span names its failure');
-  const attempt = receiver.trace(server.traceId).find((span) => span.kind === 3)!;
-  t.equal(attempt.attributes['error.type'], 'upstream_stream_broken', 'so does the attempt whose stream broke');
-  const warning = gateway.output.split('\n').find((line) => line.includes('upstream stream broke'));
-  t.ok(warning, 'the warning was logged');
-  t.equal(JSON.parse(warning!).trace_id, server.traceId, 'the warning names the call\'s trace');
-});
-
-t.test('spans still queued at shutdown are exported, the token counter\'s too', async (t) => {
+t.test('spans still queued at shutdown are exported, the token counter\'s too; a broken stream\'s warning carries its trace id', async (t) => {
   const receiver = await OtlpReceiver.start();
   // An export delay far past the test: only the shutdown's flush can send the spans.
-  const gateway = await startGateway({ threads: 1, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '3600000', RATE_LIMIT_DEFAULT: '100000/1' } });
+  const gateway = await startGateway({
+    threads: 1, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '3600000', RATE_LIMIT_DEFAULT: '100000/1', LOG_LEVEL: 'info' },
+  });
   t.teardown(async () => {
     await gateway.close();
     await receiver.close();
@@ -232,19 +209,34 @@ t.test('spans still queued at shutdown are exported, the token counter\'s too', 
   const user = `trace-stop-${randomBytes(3).toString('hex')}`;
   const token = await gateway.token(user);
   await gateway.topup(user, '5');
+  // A token budget: its prompt is counted on the token counter thread, which exports its own spans.
   const key = await gateway.createKey(token, { name: 'budgeted', rate_limit_tph: 1_000_000 });
-  const response = await fetch(`${gateway.v1}/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: `counted ${randomBytes(6).toString('hex')}` }] }),
-  });
-  t.equal(response.status, 200);
-  await response.text();
-  const requestId = response.headers.get('x-request-id')!;
+  const call = async (stream: boolean) => {
+    const response = await fetch(`${gateway.v1}/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, stream, messages: [{ role: 'user', content: `counted ${randomBytes(6).toString('hex')}` }] }),
+    });
+    await response.text();
+    return response.headers.get('x-request-id')!;
+  };
+  const counted = await call(false);
+  // The upstream cuts this stream after its first chunk.
+  gateway.mock.setFaults({ 'test-openai-key': { kind: 'cut', afterChunks: 1 } });
+  const broken = await call(true);
   t.equal(receiver.spans.length, 0, 'nothing exported before the shutdown');
   t.equal(await gateway.stop(), 0, 'the gateway stopped cleanly');
-  const server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === requestId);
+
+  const server = receiver.spans.find((span) => span.attributes['gateway.request_id'] === counted);
   t.ok(server, 'the call\'s span was exported at shutdown');
   t.ok(receiver.spans.some((span) => span.name === 'count_tokens' && span.traceId === server?.traceId), 'and the token counter\'s');
+
+  const brokenServer = receiver.spans.find((span) => span.attributes['gateway.request_id'] === broken)!;
+  t.equal(brokenServer.attributes['error.type'], 'upstream_stream_broken', 'the broken call\'s span names its failure');
+  const attempt = receiver.trace(brokenServer.traceId).find((span) => span.kind === 3);
+  t.equal(attempt?.attributes['error.type'], 'upstream_stream_broken', 'so does the attempt whose stream broke');
+  const warning = gateway.output.split('\n').find((line) => line.includes('upstream stream broke'));
+  t.ok(warning, 'the warning was logged');
+  t.equal(JSON.parse(warning!).trace_id, brokenServer.traceId, 'the warning names the call\'s trace');
 });
 
 t.test('nothing is exported when tracing is off', async (t) => {
