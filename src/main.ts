@@ -9,7 +9,7 @@ import { RedisKeys } from './admission/keys.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createDependencyMetrics, createLedgerLagMetrics, createLoopMetrics, createMainMetrics, createTaskMetrics, selfLoop } from './metrics.js';
 import { configureLog, log } from './log.js';
-import { startTracing, stopTracing } from './tracing/tracing.js';
+import { startTracing, stopTracing, type TracingSettings } from './tracing/tracing.js';
 import { collectWhenIdle } from './idle-gc.js';
 import { ensureRequestLogPartitions, expireRequestLogs } from './store/request-logs.js';
 import { expireUsageRollup } from './store/usage-rollup.js';
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     throw error;
   }
   configureLog(config.logLevel, { thread: 'main' });
-  startTracing('main');
+  logTracing(startTracing('main'));
   collectWhenIdle(); // as each HTTP thread does (src/idle-gc.ts)
   if (config.usesDevSecrets) log.warn('using built-in development secrets; set JWT_SECRET and KEY_SECRET outside development');
 
@@ -307,3 +307,26 @@ main().catch((error) => {
   log.error('start-up failed', { error });
   process.exit(1);
 });
+
+/** Tracing's settings, once at start-up (each thread reads the same variables), and what was not understood. */
+function logTracing(settings: TracingSettings | undefined): void {
+  if (!settings) {
+    log.info('tracing off: no OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_SDK_DISABLED=true, OTEL_TRACES_EXPORTER=none)');
+    return;
+  }
+  log.info('tracing on', {
+    endpoint: redactedEndpoint(settings.endpoint), service: settings.serviceName, sampler: settings.samplerName,
+    batch_delay_ms: settings.batch.scheduledDelayMillis, max_queue: settings.batch.maxQueueSize,
+  });
+  for (const warning of settings.warnings) log.warn('tracing setting not understood', { warning });
+}
+
+/** An endpoint as logged: its user information and query left out (either may hold a token). */
+function redactedEndpoint(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    return `${url.protocol}//${url.host}${url.pathname}`;
+  } catch {
+    return '(not a URL)';
+  }
+}

@@ -5,6 +5,8 @@ import { NO_USAGE, type NormalizedUsage } from '../providers/usage.js';
 import { tokenCostNano } from './pricing.js';
 import { log } from '../log.js';
 import { ApiError } from '../http/errors.js';
+import type { Span } from '../tracing/tracing.js';
+import { recordSettlement } from '../tracing/call-spans.js';
 
 export { NO_USAGE };
 
@@ -28,6 +30,8 @@ export interface CallIdentity<M extends CalledModel = CatalogModel> {
   readonly reservedTokens?: number;
   /** Served with the user's own upstream credential (BYOK): counted, never charged. */
   readonly ownCredential?: boolean;
+  /** The request's span while tracing is on: the settlement is recorded on it and in a child span. */
+  readonly span?: Span;
 }
 
 /**
@@ -123,16 +127,23 @@ export class MeteredCall<M extends CalledModel = CatalogModel> {
 
   private close(charge: bigint, counted: NormalizedUsage, tokens: number): bigint {
     this.settled = true;
-    const { keyId, model, endpoint, stream, callId, reservedNano, reservedTokens = 0 } = this.identity;
+    const { keyId, model, endpoint, stream, callId, reservedNano, reservedTokens = 0, span } = this.identity;
     const event: LedgerEvent = {
       keyId, model: model.id, endpoint, stream, status: this.status, errorCode: this.errorCode,
       promptTokens: counted.promptTokens, completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens,
       reasoningTokens: counted.reasoningTokens, reservedNano: reservedNano.toString(), startedAtMs: this.startedAtMs,
       durationMs: Date.now() - this.startedAtMs, ttfbMs: this.ttfbMs, clientAborted: this.clientAborted, attempts: this.attempts,
       ...(this.identity.ownCredential ? { ownCredential: true } : {}),
+      traceId: span?.spanContext().traceId, // left out of the JSON when undefined
     };
     const charged = this.admission.settle(this.admitted.lease, callId, reservedNano, reservedTokens, charge, tokens, JSON.stringify(event));
     if (charge > charged) log.error('charge exceeded its reservation', { callId, model: model.id, charge: String(charge), reserved: String(reservedNano) });
+    if (span !== undefined) {
+      recordSettlement(span, {
+        responseModel: model.id, status: this.status, errorCode: this.errorCode, promptTokens: counted.promptTokens,
+        completionTokens: counted.completionTokens, cachedTokens: counted.cachedTokens, chargedNano: charged, attempts: this.attempts,
+      });
+    }
     return charged;
   }
 }

@@ -2,6 +2,7 @@ import { isMainThread, workerData, type MessagePort } from 'node:worker_threads'
 import { OnDemandWorkerPool } from '../worker-pool.js';
 import type { ChatMessage } from '../http/schemas/chat.js';
 import type { CountTokensInput } from '../../workers/count-tokens.js';
+import { activeTraceparent, tracer } from '../tracing/tracing.js';
 
 // Only calls without upstream usage, and keys with a token budget, need it. Its tokenizer's tables
 // take about 45 MiB of resident memory, so a process with HTTP threads runs one counter thread
@@ -18,6 +19,8 @@ export interface TokenCounterPorts {
 export interface CountRequest {
   readonly id: number;
   readonly input: CountTokensInput;
+  /** While tracing is on: the active span's context, the parent of the count's span on the counter thread. */
+  readonly traceparent?: string;
 }
 
 export interface CountAnswer {
@@ -56,7 +59,7 @@ class RemoteCounter {
       const id = ++this.seq;
       if (this.pending.size === 0) this.port.ref();
       this.pending.set(id, { input, resolve, reject });
-      this.port.postMessage({ id, input } satisfies CountRequest);
+      this.port.postMessage((tracer === undefined ? { id, input } : { id, input, traceparent: activeTraceparent() }) satisfies CountRequest);
     });
   }
 

@@ -10,6 +10,8 @@ import { IpRanges, clientAddress } from '../auth/ip-ranges.js';
 import { MANAGEMENT_PREFIX, ROUTE_CREDENTIALS, admitCredential, routeName, type CredentialKind } from '../auth/credential-roles.js';
 import { bearerToken } from '../auth/authenticator.js';
 import type { RouteWindow } from '../admission/request-windows.js';
+import { tracer, withSpan, type Span } from '../tracing/tracing.js';
+import { endServerSpan, errorTypeOf, startServerSpan } from '../tracing/call-spans.js';
 
 export interface RequestHeaders {
   readonly authorization: string;
@@ -52,6 +54,8 @@ export interface RequestContext {
   readonly window: RouteWindow;
   /** On a route whose admission counts the request: the key it authenticated with, until admission has counted it. */
   windowKey?: AuthenticatedKey;
+  /** The request's SERVER span, while tracing is on (src/tracing): a handler adds what it learns to it. */
+  readonly span?: Span;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -151,7 +155,14 @@ export class Router {
         : EMPTY_BODY;
       // A catch-all route takes every method: a read or a write by the request's own.
       const counted = window ?? (methodName === 'get' || methodName === 'head' ? 'reads' : 'default');
-      this.run(handler, new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic, options.signatureHeader, options.browser === true, options.files === true), credentials);
+      const ctx = new Context(pattern, methodName, req, res, reply, params, body, this.options.trustedProxies, counted, anthropic, options.signatureHeader, options.browser === true, options.files === true);
+      // Requests of the API (those with a request id) get a span while tracing is on; its parent is
+      // the caller's `traceparent`, read now (uWS's request object dies when this function returns).
+      if (tracer === undefined || reply.requestId === undefined) this.run(handler, ctx, credentials);
+      else {
+        const span = ctx.span = startServerSpan(methodName, pattern, reply.requestId, req.getHeader('traceparent'));
+        withSpan(span, () => this.run(handler, ctx, credentials));
+      }
     });
     return this;
   }
@@ -183,7 +194,9 @@ export class Router {
     // Unset on an admitted call: nothing more to do on its path.
     if (ctx.windowKey !== undefined && countedAfterwards(failure)) this.options.onAnsweredWithoutAdmission?.(ctx.windowKey);
     this.options.inflight.count--;
-    this.options.onFinished(ctx, ctx.reply.aborted && !ctx.reply.finished ? 499 : ctx.reply.status);
+    const status = ctx.reply.aborted && !ctx.reply.finished ? 499 : ctx.reply.status;
+    this.options.onFinished(ctx, status);
+    if (ctx.span) endServerSpan(ctx.span, status, failure === undefined ? undefined : failure instanceof ClientGone ? 'client_closed' : errorTypeOf(failure));
   }
 }
 
@@ -206,6 +219,7 @@ class Context implements RequestContext {
   readonly headers: RequestHeaders;
   readonly startedAt = process.hrtime.bigint();
   windowKey: AuthenticatedKey | undefined = undefined;
+  span: Span | undefined = undefined;
   private readonly forwardedFor: string;
   private address: string | undefined;
 

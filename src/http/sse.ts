@@ -1,6 +1,7 @@
 import type { UpstreamResponse } from '../providers/upstream-client.js';
 import type { Reply } from './reply.js';
 import { ATTEMPTS_HEADER, type CallHeaders } from '../routing/routing.js';
+import { inActiveContext } from '../tracing/tracing.js';
 
 export const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
 
@@ -42,7 +43,8 @@ export interface EventRelay {
 export function pipeEvents(body: UpstreamResponse, reply: Reply, relay: EventRelay, afterChunk: () => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     body.consume({
-      data: (chunk) => {
+      // Runs from the upstream socket's events: bound to this call's trace context when tracing is on.
+      data: inActiveContext((chunk: Buffer) => {
         const hadUsage = relay.usage !== undefined;
         const out = relay.push(chunk);
         // What goes out before afterChunk: all of it, unless this chunk brought the usage (then what precedes its event, if known).
@@ -55,7 +57,7 @@ export function pipeEvents(body: UpstreamResponse, reply: Reply, relay: EventRel
           body.pause();
           reply.whenWritable(() => body.resume());
         }
-      },
+      }),
       end: resolve,
       error: reject,
     });

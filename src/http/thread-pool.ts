@@ -6,6 +6,7 @@ import { log } from '../log.js';
 import { WorkerUtilization, loopOf, probedWorkerData, type LoopThread } from '../worker-pool.js';
 import type { TokenCounterPorts } from '../billing/token-count.js';
 import { breakerMemory } from '../routing/breakers.js';
+import { STOP_TRACING, TRACING_STOPPED, tracer } from '../tracing/tracing.js';
 
 const METRICS_TIMEOUT_MS = 2000;
 const EXIT_GRACE_MS = 5000;
@@ -141,6 +142,24 @@ export class HttpThreadPool {
     this.stopping = true;
     await Promise.race([Promise.all(this.exited.values()), new Promise((r) => setTimeout(r, EXIT_GRACE_MS))]);
     await Promise.all([...this.running].map((thread) => thread.terminate()));
+    if (this.tokenCounter && tracer !== undefined) await tracingStopped(this.tokenCounter);
     await this.tokenCounter?.terminate();
   }
+}
+
+/** Asks a worker to export its queued spans (tracing on), waiting for its answer a few seconds at most. */
+function tracingStopped(worker: Worker): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      worker.off('message', onMessage);
+      resolve();
+    };
+    const onMessage = (message: unknown) => {
+      if (message === TRACING_STOPPED) done();
+    };
+    const timer = setTimeout(done, 5000);
+    worker.on('message', onMessage);
+    worker.postMessage(STOP_TRACING);
+  });
 }

@@ -34,6 +34,7 @@ import { Routing } from '../routing/routing.js';
 import { routingWithTokens } from '../routing/access-tokens.js';
 import { OnDemandWorkerPool } from '../worker-pool.js';
 import { configureLog, log } from '../log.js';
+import { startTracing, stopTracing } from '../tracing/tracing.js';
 import { collectWhenIdle } from '../idle-gc.js';
 import type { Services } from '../services.js';
 import type { MainToThread, ThreadToMain } from './thread-messages.js';
@@ -49,6 +50,7 @@ const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
 const { config, name: threadName = `http-${threadId}`, breakers: breakerMemory } = workerData as { config: Config; name?: string; breakers?: SharedArrayBuffer };
 configureLog(config.logLevel, { thread: threadName });
+startTracing(threadName); // on only when an OTLP endpoint is set (the main thread logs the settings)
 collectWhenIdle(); // an idle thread gives back what its last busy spell left (src/idle-gc.ts)
 
 const uws = loadUws();
@@ -190,6 +192,7 @@ async function drain(deadlineMs: number): Promise<void> {
   (app as unknown as { close(): void }).close();
   catalog.stop();
   await Promise.allSettled([services.upstream.close(), closeTokenCounter(), closeDataUriDecoder(), sql.end({ timeout: 5 }), redis.quit(), scriptPipe.close(), subscriber.close()]);
+  await stopTracing(); // the spans still queued are exported before the thread ends
   send({ type: 'drained', unfinished: services.inflight.count });
   port.close(); // nothing is left: the thread ends by itself
 }

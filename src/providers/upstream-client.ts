@@ -194,8 +194,9 @@ export class UpstreamClient {
     return this.origins.size;
   }
 
-  post(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string, signal?: AbortLike): Promise<UpstreamResponse> {
-    return this.request('POST', endpoint, headers, body, signal);
+  /** `traceparent`: the W3C trace context the request carries (only while tracing is on: src/tracing). */
+  post(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string, signal?: AbortLike, traceparent?: string): Promise<UpstreamResponse> {
+    return this.request('POST', endpoint, headers, body, signal, traceparent);
   }
 
   /** A GET (a submit-and-poll vendor's status call). */
@@ -203,7 +204,7 @@ export class UpstreamClient {
     return this.request('GET', endpoint, headers, undefined, signal);
   }
 
-  private request(method: 'GET' | 'POST', endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string | undefined, signal?: AbortLike): Promise<UpstreamResponse> {
+  private request(method: 'GET' | 'POST', endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string | undefined, signal?: AbortLike, traceparent?: string): Promise<UpstreamResponse> {
     if (this.closed) return Promise.reject(new UpstreamError('the upstream client is closed', 'closed'));
     const pool = this.origins.get(endpoint.guarded ? `guarded ${endpoint.origin}` : endpoint.origin) ?? this.addPool(endpoint);
     const cached = this.heads.get(headers);
@@ -219,6 +220,8 @@ export class UpstreamClient {
       }
       this.heads.set(headers, { method, endpoint, text: head });
     }
+    // Made by src/tracing (hex digits and dashes): it needs no check. Never part of the cached head.
+    if (traceparent !== undefined) head += `traceparent: ${traceparent}\r\n`;
     if (body === undefined) return pool.exchange(`${head}\r\n`, signal, true);
     return pool.exchange(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, signal, false);
   }

@@ -5,6 +5,8 @@ import type { UpstreamRequest } from '../providers/family.js';
 import { ApiError } from '../http/errors.js';
 import { UpstreamAbort, endpointFor, type UpstreamClient, type UpstreamResponse } from '../providers/upstream-client.js';
 import { upstreamUnreachable } from '../providers/upstream-errors.js';
+import { tracer, traceparentOf, type Span } from '../tracing/tracing.js';
+import { attemptAnswered, endWithError, startAttemptSpan, type AttemptLabel } from '../tracing/call-spans.js';
 
 /** The call an attempt is made for: whether its client left, and the vendor its errors are counted for. */
 type AttemptCall = Pick<MeteredCall<{ readonly id: string; readonly upstreamVendor: string }>, 'clientAborted' | 'identity'>;
@@ -19,6 +21,8 @@ export class UpstreamSession {
   private readonly abort = new UpstreamAbort();
   /** The abort of an attempt with a head timeout of its own (a routing target's `head_timeout_ms`). */
   private attemptAbort: UpstreamAbort | undefined;
+  /** While tracing is on: the span of the attempt that answered 200, open until its answer is relayed (`endAttempt`). */
+  private answeredSpan: Span | undefined;
 
   constructor(reply: Reply, private readonly upstream: UpstreamClient, private readonly metrics: Metrics) {
     reply.onAbort(() => {
@@ -30,9 +34,15 @@ export class UpstreamSession {
 
   /**
    * Sends the request; any HTTP status comes back as a response, a transport failure as a 502 (or
-   * 499). `guarded`: the target is an address a user chose (see upstreamUnreachable).
+   * 499). `guarded`: the target is an address a user chose (see upstreamUnreachable). `label`
+   * describes the attempt for its span (given only while tracing is on).
    */
-  async send(call: AttemptCall, request: UpstreamRequest, guarded: boolean, headTimeoutMs?: number): Promise<UpstreamResponse> {
+  send(call: AttemptCall, request: UpstreamRequest, guarded: boolean, headTimeoutMs?: number, label?: AttemptLabel): Promise<UpstreamResponse> {
+    if (tracer !== undefined) return this.sendTraced(call, request, guarded, headTimeoutMs, label);
+    return this.sendOnce(call, request, guarded, headTimeoutMs, undefined);
+  }
+
+  private async sendOnce(call: AttemptCall, request: UpstreamRequest, guarded: boolean, headTimeoutMs: number | undefined, traceparent: string | undefined): Promise<UpstreamResponse> {
     this.current = call;
     const vendor = call.identity.model.upstreamVendor;
     let abort = this.abort;
@@ -44,7 +54,7 @@ export class UpstreamSession {
       timer = setTimeout(() => abort.abort(), headTimeoutMs);
     }
     try {
-      return await this.upstream.post(endpointFor(request.url, guarded), request.headers as Record<string, string>, request.body, abort);
+      return await this.upstream.post(endpointFor(request.url, guarded), request.headers as Record<string, string>, request.body, abort, traceparent);
     } catch (error) {
       if (call.clientAborted) throw new ApiError(499, 'client_closed', 'The client closed the connection before the upstream answered.');
       if (timer !== undefined && abort.aborted) {
@@ -56,5 +66,32 @@ export class UpstreamSession {
     } finally {
       if (timer !== undefined) clearTimeout(timer);
     }
+  }
+
+  /** An attempt in a span of its own, whose `traceparent` the upstream request carries. */
+  private async sendTraced(call: AttemptCall, request: UpstreamRequest, guarded: boolean, headTimeoutMs: number | undefined, label: AttemptLabel | undefined): Promise<UpstreamResponse> {
+    this.endAttempt();
+    const span = startAttemptSpan(label, endpointFor(request.url, guarded));
+    const startedMs = Date.now();
+    let response: UpstreamResponse;
+    try {
+      response = await this.sendOnce(call, request, guarded, headTimeoutMs, traceparentOf(span));
+    } catch (error) {
+      endWithError(span, error);
+      throw error;
+    }
+    attemptAnswered(span, response.status, startedMs);
+    if (response.status === 200) this.answeredSpan = span;
+    else span.end();
+    return response;
+  }
+
+  /** Ends the span of the attempt that answered (tracing on), failed with `errorCode` when the call failed after its answer began. */
+  endAttempt(errorCode?: string | null): void {
+    const span = this.answeredSpan;
+    if (span === undefined) return;
+    this.answeredSpan = undefined;
+    if (errorCode) endWithError(span, { code: errorCode });
+    else span.end();
   }
 }

@@ -153,6 +153,13 @@ export function startTracing(thread: string, settings: TracingSettings | undefin
   return settings;
 }
 
+/**
+ * What a thread that owns a worker posts to it before ending it, and what the worker answers once
+ * its queued spans are exported (`stopTracing`): a terminated thread's queue would be lost.
+ */
+export const STOP_TRACING = 'tracing:stop';
+export const TRACING_STOPPED = 'tracing:stopped';
+
 /** Exports what is queued and stops (graceful shutdown); a no-op when tracing is off. */
 export async function stopTracing(): Promise<void> {
   const stopping = provider;
@@ -227,6 +234,15 @@ export function activeTraceId(): string | undefined {
 /** Runs `work` with `span` active: spans and log lines made inside are its children and carry its trace id. */
 export function withSpan<T>(span: Span, work: () => T): T {
   return context.with(trace.setSpan(context.active(), span), work);
+}
+
+/**
+ * `callback` bound to the active context while tracing is on (as is otherwise): for a callback an
+ * event emitter runs, such as a pooled upstream socket's data, which would otherwise run in the
+ * context of the call that opened the socket, and log with that call's trace id.
+ */
+export function inActiveContext<F extends (...args: never[]) => unknown>(callback: F): F {
+  return tracer === undefined ? callback : context.bind(context.active(), callback);
 }
 
 /**

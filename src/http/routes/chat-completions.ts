@@ -24,6 +24,8 @@ import { UpstreamModels, answerHeaders, callHeaders, exhausted, withAttempts, ty
 import { modelChain } from '../../routing/model-chain.js';
 import type { RouteTarget } from '../../routing/targets.js';
 import { retryableAnswer } from '../../routing/retryable.js';
+import { tracer, withSpan } from '../../tracing/tracing.js';
+import { describeCall, endWithError, startChildSpan } from '../../tracing/call-spans.js';
 
 /**
  * What an endpoint served by the chat pipeline makes of it: how its body becomes a chat request,
@@ -145,6 +147,12 @@ async function budgetTokens(userId: string, request: ChatRequest, model: Catalog
     log.warn('prompt token estimate failed; the byte bound is reserved', { model: model.id, error });
     return worst.prompt + worst.output;
   }
+}
+
+/** The tokens a budgeted key reserves for a call that may be served by any of `legs`: the most any of them needs. */
+async function legsBudgetTokens(userId: string, request: ChatRequest, legs: readonly RouteLeg[], worsts: readonly { prompt: number; output: number }[]): Promise<number> {
+  if (legs.length === 1) return budgetTokens(userId, request, legs[0]!.model, legs[0]!.upstreamRequest.addedPromptBytes ?? 0, worsts[0]!);
+  return Math.max(...await Promise.all(legs.map((leg, i) => budgetTokens(userId, request, leg.model, leg.upstreamRequest.addedPromptBytes ?? 0, worsts[i]!))));
 }
 
 /** Usage counted with the tokenizer when the upstream reported none. */
@@ -376,6 +384,12 @@ export function chatCompletions(services: Services) {
     const cache = { partition: cachePartition(key.userId, request.prompt_cache_key) };
     const legs = routeLegs(request, stream, cache, output);
     const { model, family, output: firstOutput } = legs[0]!;
+    if (ctx.span) {
+      describeCall(ctx.span, {
+        operation: 'chat', vendor: model.upstreamVendor, model: request.model, keyId: key.id, stream,
+        maxTokens: request.max_completion_tokens ?? request.max_tokens,
+      });
+    }
     // For the credit reservation, the caller's body bounds the prompt's tokens, plus any prompt text the
     // family added (a cache salt, an instruction) and the items the body named by reference. A call
     // that may fall back to other models reserves for the dearest of them.
@@ -392,12 +406,14 @@ export function chatCompletions(services: Services) {
     // Only a key with a token budget reserves tokens, at the prompt's tight estimate (counted off this
     // thread); the referenced items are in `request.messages`, so only the family's additions stay in bytes.
     const budgeted = limits.tph !== null || limits.tpd !== null;
-    const reservedTokens = !budgeted ? 0 : legs.length === 1
-      ? await budgetTokens(key.userId, request, model, legs[0]!.upstreamRequest.addedPromptBytes ?? 0, worsts[0]!)
-      : Math.max(...await Promise.all(legs.map((leg, i) => budgetTokens(key.userId, request, leg.model, leg.upstreamRequest.addedPromptBytes ?? 0, worsts[i]!))));
+    // Tracing on: the token count (on the counter thread) and the admission's steps are the `admission` span's.
+    const admissionSpan = ctx.span && startChildSpan('admission');
+    const reservedTokens = !budgeted ? 0
+      : admissionSpan ? await withSpan(admissionSpan, () => legsBudgetTokens(key.userId, request, legs, worsts))
+      : await legsBudgetTokens(key.userId, request, legs, worsts);
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = ctx.requestId;
-    const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens };
+    const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens, span: ctx.span };
     const session = new UpstreamSession(ctx.reply, upstream, metrics);
     // A key revoked while this request waited must not reach the upstream, at any attempt.
     const checkRevoked = () => auth.requireNotRevoked(key);
@@ -407,7 +423,8 @@ export function chatCompletions(services: Services) {
       attempt: async (candidate, call) => {
         const started = process.hrtime.bigint();
         const ownRequest = family.request(request, model, stream, candidate.target, cache);
-        const responding = session.send(call, ownRequest, candidate.target.guarded === true || ownRequest.guarded === true).catch((error: unknown) => {
+        const label = tracer && { target: 'byok', model: model.upstreamModel, attempt: call.attempts };
+        const responding = session.send(call, ownRequest, candidate.target.guarded === true || ownRequest.guarded === true, undefined, label).catch((error: unknown) => {
           if (call.clientAborted) throw error;
           return error as ApiError;
         });
@@ -418,10 +435,27 @@ export function chatCompletions(services: Services) {
           metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
           return upstreamErrorAsIs(response, model.upstreamVendor);
         }
-        return (headers) => serve(ctx, call, family, request, response, options, started, headers, candidate.target, firstOutput);
+        return async (headers) => {
+          try {
+            await serve(ctx, call, family, request, response, options, started, headers, candidate.target, firstOutput);
+          } finally {
+            session.endAttempt(call.errorCode);
+          }
+        };
       },
     });
-    const platform = admitting instanceof Promise ? await admitting : admitting;
+    let platform: Awaited<typeof admitting>;
+    try {
+      platform = admitting instanceof Promise ? await admitting : admitting;
+    } catch (error) {
+      if (admissionSpan) endWithError(admissionSpan, error);
+      session.endAttempt();
+      throw error;
+    }
+    if (admissionSpan) {
+      admissionSpan.setAttributes({ 'gateway.reserved_usd': nanoToUsd(reservedNano), 'gateway.reserved_tokens': reservedTokens });
+      admissionSpan.end();
+    }
     ctx.windowKey = undefined; // counted in its window by admission
     if (!platform) return;
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
@@ -460,7 +494,8 @@ export function chatCompletions(services: Services) {
           if (++attempts > 1) routing.retried(leg.model.id);
           call.attempts = ownAttempts + attempts;
           const started = process.hrtime.bigint();
-          const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs);
+          const label = tracer && { target: target.name, model: target.model ?? leg.model.upstreamModel, attempt: call.attempts };
+          const responding = session.send(call, upstreamRequest, upstreamRequest.guarded === true, target.headTimeoutMs, label);
           options ??= answerOptions(call, request);
           let response: UpstreamResponse | ApiError;
           try {
@@ -471,7 +506,11 @@ export function chatCompletions(services: Services) {
           }
           if (!(response instanceof ApiError) && response.status === 200) {
             routing.answered(target);
-            await serve(ctx, call, leg.family, request, response, options, started, callHeaders(admitted.headers, platformIdentity.callId, call.attempts), target, leg.output);
+            try {
+              await serve(ctx, call, leg.family, request, response, options, started, callHeaders(admitted.headers, platformIdentity.callId, call.attempts), target, leg.output);
+            } finally {
+              session.endAttempt(call.errorCode); // the answering attempt's span, while tracing is on
+            }
             return;
           }
           const failure = response instanceof ApiError ? response : await refused(call, response);

@@ -17,6 +17,8 @@ import { usageRecorder } from '../../metrics.js';
 import { UpstreamModels, callHeaders, exhausted, withAttempts, type CallHeaders } from '../../routing/routing.js';
 import { retryableAnswer } from '../../routing/retryable.js';
 import { UpstreamSession } from '../../routing/upstream-session.js';
+import { tracer } from '../../tracing/tracing.js';
+import { describeCall, endWithError, startChildSpan } from '../../tracing/call-spans.js';
 
 /** The request log's and ledger event's endpoint name. */
 const ENDPOINT = 'embeddings';
@@ -169,12 +171,14 @@ export function embeddings(services: Services) {
     const budgeted = limits.tph !== null || limits.tpd !== null;
     const identity: CallIdentity<EmbeddingModel> = {
       userId: key.userId, keyId: key.id, model, endpoint: ENDPOINT, stream: false, callId: ctx.requestId, reservedNano,
-      reservedTokens: budgeted ? worstTokens : 0,
+      reservedTokens: budgeted ? worstTokens : 0, span: ctx.span,
     };
+    if (ctx.span) describeCall(ctx.span, { operation: 'embeddings', vendor: model.upstreamVendor, model: model.id, keyId: key.id, stream: false });
     const checkRevoked = () => auth.requireNotRevoked(key);
     const session = new UpstreamSession(ctx.reply, upstream, metrics);
 
-    const platform = await admitOwnCredentialsFirst({
+    const admissionSpan = ctx.span && startChildSpan('admission');
+    const admitting = admitOwnCredentialsFirst({
       admission, byok: services.byok, recordUsage, identity, limits, checkRevoked,
       unusable: (candidate) => (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined),
       attempt: async (candidate, call) => {
@@ -182,7 +186,7 @@ export function embeddings(services: Services) {
         let response: UpstreamResponse;
         try {
           const request = family.request(job, candidate.target);
-          response = await session.send(call, request, request.guarded === true);
+          response = await session.send(call, request, request.guarded === true, undefined, tracer && { target: 'byok', model: model.upstreamModel, attempt: call.attempts, operation: 'embeddings' });
         } catch (error) {
           if (call.clientAborted || !(error instanceof ApiError)) throw error;
           return error;
@@ -191,9 +195,23 @@ export function embeddings(services: Services) {
           metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
           return upstreamErrorAsIs(response, model.upstreamVendor);
         }
-        return (headers) => serve(ctx, call, family, job, response, base64, headers);
+        return async (headers) => {
+          try {
+            await serve(ctx, call, family, job, response, base64, headers);
+          } finally {
+            session.endAttempt(call.errorCode);
+          }
+        };
       },
     });
+    let platform: Awaited<typeof admitting>;
+    try {
+      platform = await admitting;
+    } catch (error) {
+      if (admissionSpan) endWithError(admissionSpan, error);
+      throw error;
+    }
+    admissionSpan?.end();
     ctx.windowKey = undefined; // counted in its window by admission
     if (!platform) return;
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
@@ -211,14 +229,19 @@ export function embeddings(services: Services) {
         let response: UpstreamResponse | ApiError;
         try {
           const request = family.request(job, target);
-          response = await session.send(call, request, request.guarded === true, target.headTimeoutMs);
+          const label = tracer && { target: target.name, model: job.model.upstreamModel, attempt: call.attempts, operation: 'embeddings' as const };
+          response = await session.send(call, request, request.guarded === true, target.headTimeoutMs, label);
         } catch (error) {
           if (call.clientAborted || !(error instanceof ApiError)) throw error;
           response = error; // no answer: another target may give one
         }
         if (!(response instanceof ApiError) && response.status === 200) {
           routing.answered(target);
-          await serve(ctx, call, family, job, response, base64, callHeaders(admitted.headers, platformIdentity.callId, call.attempts));
+          try {
+            await serve(ctx, call, family, job, response, base64, callHeaders(admitted.headers, platformIdentity.callId, call.attempts));
+          } finally {
+            session.endAttempt(call.errorCode); // the answering attempt's span, while tracing is on
+          }
           return;
         }
         let failure: ApiError;

@@ -20,6 +20,7 @@ import { mediaModelFor } from './media-model.js';
 import { childrenOf } from '../../metrics.js';
 import { UpstreamModels, callHeaders, exhausted, withAttempts } from '../../routing/routing.js';
 import { retryableAnswer } from '../../routing/retryable.js';
+import { describeCall } from '../../tracing/call-spans.js';
 
 /** Pricing fields as the caller named them. */
 const PRICED_FIELDS: Readonly<Record<string, string>> = { images: 'n', inputImages: 'image_urls' };
@@ -164,7 +165,8 @@ export function imageGenerations(services: Services) {
     const imageUrls = request.image_urls ?? [];
     const reservedNano = reservationOf(model.sheet, imageCallOf(asked, imageUrls.length));
     const limits = keyLimitsOf(key.row, Date.now());
-    const identity: CallIdentity<MediaModel> = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: ctx.requestId, reservedNano };
+    const identity: CallIdentity<MediaModel> = { userId: key.userId, keyId: key.id, model, endpoint: 'images.generations', stream: false, callId: ctx.requestId, reservedNano, span: ctx.span };
+    if (ctx.span) describeCall(ctx.span, { operation: 'generate_content', vendor: model.upstreamVendor, model: model.id, keyId: key.id, stream: false });
     const checkRevoked = () => auth.requireNotRevoked(key);
     // The caller's images are fetched and hosted once, inside the first admitted call, for every attempt.
     let job: ImageJob | undefined;

@@ -76,6 +76,7 @@ export function mediaRoutes(services: Services) {
       const event: LedgerEvent = {
         keyId: key.id, model: '', endpoint: '/v1/uploads', stream: false, status, errorCode, promptTokens: 0, completionTokens: 0,
         cachedTokens: 0, reasoningTokens: 0, reservedNano: '0', startedAtMs, durationMs: Date.now() - startedAtMs, ttfbMs: null, clientAborted: ctx.reply.aborted,
+        traceId: ctx.span?.spanContext().traceId, // left out of the JSON when undefined (tracing off)
       };
       admission.settle(admitted.lease, ctx.requestId, 0n, 0, 0n, 0, JSON.stringify(event));
     }

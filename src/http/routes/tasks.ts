@@ -22,8 +22,7 @@ import { taskObject } from '../../tasks/task-object.js';
 import { childrenOf } from '../../metrics.js';
 import { log } from '../../log.js';
 import { UUID } from '../../store/ids.js';
-import { startTracing, traceparentOf, withSpan } from '../../tracing/tracing.js';
-import { threadId, workerData } from 'node:worker_threads';
+import { traceparentOf, withSpan } from '../../tracing/tracing.js';
 import { endTaskCreation, startTaskCreation } from '../../tasks/task-tracing.js';
 
 export interface TaskSubmission {
@@ -43,8 +42,6 @@ export function taskRoutes(services: Services, kind: TaskKind, noun: string) {
   const { auth, admission, sql, redis, keys, config, metrics } = services;
   const submittedOf = childrenOf(metrics.tasksSubmitted);
   const notYours = (id: string) => notFound(`No ${noun} with id '${id}' belongs to this account.`);
-  // The HTTP thread's tracing, as src/http/thread.ts names the thread (a no-op once the thread started it).
-  startTracing((workerData as { name?: string } | null)?.name ?? `http-${threadId}`);
 
   /**
    * Holds the cost (admission: rate windows, the key's credit limit, the user's available credit),
