@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     throw error;
   }
   configureLog(config.logLevel, { thread: 'main' });
-  logTracing(startTracing('main'));
+  logTracing(await startTracing('main'));
   collectWhenIdle(); // as each HTTP thread does (src/idle-gc.ts)
   if (config.usesDevSecrets) log.warn('using built-in development secrets; set JWT_SECRET and KEY_SECRET outside development');
 

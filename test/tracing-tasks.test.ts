@@ -131,7 +131,8 @@ t.test("a video task's steps are spans of one trace: the row's, the request log'
   t.equal(speech.status, 200);
   t.ok(await eventually(async () => (await taskRow(gateway, speech.body.id)).status === 'success', 20_000), 'the speech task succeeded');
   const speechTrace = (await taskRow(gateway, speech.body.id)).trace_parent!.split('-')[1]!;
-  await receiver.waitFor(() => named(receiver.trace(speechTrace), 'task.settle').length > 0);
+  // The worker thread exports its spans on its own schedule: wait for its span as well as the runtime's.
+  await receiver.waitFor(() => ['task.settle', 'vendor.generate'].every((name) => named(receiver.trace(speechTrace), name).length > 0));
   const audio = receiver.trace(speechTrace);
   const audioParent = new Map(audio.map((span) => [span.spanId, span.name]));
   t.ok(['task.submit', 'task.made', 'task.settle'].every((name) => named(audio, name).length === 1), 'submit, made and settle spans');
@@ -180,7 +181,8 @@ t.test("across a shard move: the steps the next owner runs join the task's trace
   t.ok(await eventually(async () => (await taskRow(next, id)).status === 'success', 30_000), 'the next owner ended the task');
 
   const instanceOf = (gateway: Gateway) => (span: ReceivedSpan) => span.resource['process.pid'] === gateway.process.pid;
-  await receiver.waitFor(() => named(receiver.trace(traceId), 'task.settle').length > 0, 30_000);
+  // The worker threads export on their own schedule: wait for the next owner's worker span too.
+  await receiver.waitFor(() => named(receiver.trace(traceId), 'task.settle').length > 0 && named(receiver.trace(traceId), 'vendor.poll').some(instanceOf(next)), 30_000);
   const trace = receiver.trace(traceId);
   const submit = named(trace, 'task.submit');
   t.equal(submit.length, 1, 'one submit');

@@ -33,7 +33,7 @@ export interface DeliverCallbackOutput {
   readonly durationMs: number;
 }
 
-startWorkerTracing();
+await startWorkerTracing();
 
 /**
  * One attempt; never rejects (every failure is an `ok: false` result the runtime records and retries).

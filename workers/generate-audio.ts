@@ -34,7 +34,7 @@ export type GenerateAudioOutput =
   | { readonly kind: 'unavailable'; readonly reason: string; readonly message: string }
   | VendorRefusal;
 
-startWorkerTracing();
+await startWorkerTracing();
 
 export default function generateAudio(input: GenerateAudioInput): Promise<GenerateAudioOutput> {
   return inWorkerSpan(input.trace, 'vendor.generate', SpanKind.INTERNAL, () => generated(input), (output) => {

@@ -35,7 +35,7 @@ export type PollTaskOutput =
 const ANSWER_OVERHEAD_BYTES = 64 * 1024;
 const base64Length = (bytes: number) => 4 * Math.ceil(bytes / 3);
 
-startWorkerTracing();
+await startWorkerTracing();
 
 export default function pollTask(input: PollTaskInput): Promise<PollTaskOutput> {
   return inWorkerSpan(input.trace, 'vendor.poll', SpanKind.INTERNAL, () => polled(input), (output) => ({

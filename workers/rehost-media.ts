@@ -30,7 +30,7 @@ export type RehostMediaOutput =
   | { readonly ok: true; readonly url: string; readonly bytes: number; readonly contentType: string; readonly audio?: { readonly format: string; readonly seconds: number } }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
-startWorkerTracing();
+await startWorkerTracing();
 
 /**
  * The download is a client span of its own: the vendor's host only (a result URL's query is often a

@@ -26,7 +26,7 @@ export interface SubmitTaskInput {
 
 export type SubmitTaskOutput = { readonly kind: 'submitted'; readonly upstreamId: string } | VendorRefusal;
 
-startWorkerTracing();
+await startWorkerTracing();
 
 export default function submitTask(input: SubmitTaskInput): Promise<SubmitTaskOutput> {
   return inWorkerSpan(input.trace, 'vendor.submit', SpanKind.INTERNAL, () => submitted(input), (output) => output.kind === 'refused'

@@ -9,7 +9,7 @@ import type { CountAnswer, CountRequest } from '../src/billing/token-count.js';
 import '../src/worker-pool.js';
 import { STOP_TRACING, TRACING_STOPPED, contextOf, endFailed, startTracing, stopTracing, tracer } from '../src/tracing/tracing.js';
 
-startTracing('token-counter');
+await startTracing('token-counter');
 // The main thread asks before it ends this thread: the spans still queued are exported first.
 parentPort?.on('message', (message: unknown) => {
   if (message === STOP_TRACING) void stopTracing().then(() => parentPort?.postMessage(TRACING_STOPPED));

@@ -50,7 +50,7 @@ const port = parentPort!;
 const send = (message: ThreadToMain) => port.postMessage(message);
 const { config, name: threadName = `http-${threadId}`, breakers: breakerMemory } = workerData as { config: Config; name?: string; breakers?: SharedArrayBuffer };
 configureLog(config.logLevel, { thread: threadName });
-startTracing(threadName); // on only when an OTLP endpoint is set (the main thread logs the settings)
+await startTracing(threadName); // on only when an OTLP endpoint is set (the main thread logs the settings)
 collectWhenIdle(); // an idle thread gives back what its last busy spell left (src/idle-gc.ts)
 
 const uws = loadUws();

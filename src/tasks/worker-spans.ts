@@ -53,23 +53,25 @@ const CHANNEL = 'model-gateway:task-worker-spans';
 type ChannelMessage = { readonly started: number } | { readonly flush: number } | { readonly flushed: number; readonly thread: number };
 const messageOf = (event: unknown) => (event as { data: ChannelMessage }).data;
 
-let workerStarted = false;
+let workerStarting: Promise<void> | undefined;
 
 /**
- * Starts this worker thread's tracing (once per thread, whichever worker module loads first), tells
- * the pool's owner, and answers its flush requests. A no-op when tracing is off.
+ * Starts this worker thread's tracing (once per thread, whichever worker module loads first; the
+ * others wait for the same start), tells the pool's owner, and answers its flush requests. A no-op
+ * when tracing is off.
  */
-export function startWorkerTracing(): void {
-  if (workerStarted) return;
-  workerStarted = true;
-  if (!startTracing(`tasks-${threadId}`)) return;
-  const channel = new BroadcastChannel(CHANNEL);
-  channel.unref(); // an idle worker thread may still end
-  channel.onmessage = (event) => {
-    const message = messageOf(event);
-    if ('flush' in message) void flushTracing().then(() => channel.postMessage({ flushed: message.flush, thread: threadId } satisfies ChannelMessage));
-  };
-  channel.postMessage({ started: threadId } satisfies ChannelMessage);
+export function startWorkerTracing(): Promise<void> {
+  workerStarting ??= (async () => {
+    if (!(await startTracing(`tasks-${threadId}`))) return;
+    const channel = new BroadcastChannel(CHANNEL);
+    channel.unref(); // an idle worker thread may still end
+    channel.onmessage = (event) => {
+      const message = messageOf(event);
+      if ('flush' in message) void flushTracing().then(() => channel.postMessage({ flushed: message.flush, thread: threadId } satisfies ChannelMessage));
+    };
+    channel.postMessage({ started: threadId } satisfies ChannelMessage);
+  })();
+  return workerStarting;
 }
 
 /**

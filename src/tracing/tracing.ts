@@ -12,12 +12,9 @@
  */
 import { hostname } from 'node:os';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler,
-} from '@opentelemetry/sdk-trace';
+// Only types from the SDK here: its modules load when tracing starts (they take a thread some
+// 0.5 s of CPU to load, paid by every thread of every gateway otherwise).
+import type { Sampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import { setLogContext } from '../log.js';
 
 export { SpanKind, SpanStatusCode, type Attributes, type Context, type Link, type Span, type SpanContext };
@@ -36,7 +33,7 @@ export interface TracingSettings {
   readonly serviceName: string;
   /** OTEL_RESOURCE_ATTRIBUTES, parsed. */
   readonly resourceAttributes: Readonly<Record<string, string>>;
-  readonly sampler: Sampler;
+  readonly sampler: SamplerChoice;
   /** The sampler as configured (`parentbased_traceidratio 0.01`), for the start-up log. */
   readonly samplerName: string;
   /** The batch processor's `OTEL_BSP_*` settings (the specification's defaults otherwise, the delay 1 s). */
@@ -66,6 +63,14 @@ function tracingEnvironment() {
     OTEL_BSP_MAX_EXPORT_BATCH_SIZE: process.env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
     OTEL_BSP_EXPORT_TIMEOUT: process.env.OTEL_BSP_EXPORT_TIMEOUT,
   };
+}
+
+/** A sampler as the variables choose it (built with the SDK once tracing starts). */
+export interface SamplerChoice {
+  readonly root: 'always_on' | 'always_off' | 'traceidratio';
+  readonly ratio: number;
+  /** Follows the caller's `traceparent` decision; `root` decides for a new trace. */
+  readonly parentBased: boolean;
 }
 
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
@@ -99,8 +104,9 @@ export function tracingSettingsOf(env: Readonly<Partial<Record<TracingVariable, 
     if (Number.isFinite(parsed) && parsed >= 0 && parsed <= 1) ratio = parsed;
     else warnings.push(`OTEL_TRACES_SAMPLER_ARG=${env.OTEL_TRACES_SAMPLER_ARG} is not a ratio from 0 to 1; 1 is used`);
   }
-  const root: Sampler = name.endsWith('always_on') ? new AlwaysOnSampler() : name.endsWith('always_off') ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(ratio);
-  const sampler = name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+  const sampler: SamplerChoice = {
+    root: name.endsWith('always_on') ? 'always_on' : name.endsWith('always_off') ? 'always_off' : 'traceidratio', ratio, parentBased: name.startsWith('parentbased_'),
+  };
   const count = (variable: TracingVariable, fallback: number, max: number): number => {
     const text = env[variable]?.trim();
     if (!text) return fallback;
@@ -129,10 +135,16 @@ export function tracingSettingsOf(env: Readonly<Partial<Record<TracingVariable, 
  * `thread` names the thread in the spans' resource (`thread.name`), so a trace shows which thread
  * of which process did each step.
  */
-export function startTracing(thread: string, settings: TracingSettings | undefined = tracingSettingsOf()): TracingSettings | undefined {
+export async function startTracing(thread: string, settings: TracingSettings | undefined = tracingSettingsOf()): Promise<TracingSettings | undefined> {
   if (!settings || tracer) return settings;
-  provider = new TracerProvider({
-    sampler: settings.sampler,
+  const [{ AsyncLocalStorageContextManager }, { OTLPTraceExporter }, { resourceFromAttributes }, sdk] = await Promise.all([
+    import('@opentelemetry/context-async-hooks'), import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/resources'), import('@opentelemetry/sdk-trace'),
+  ]);
+  if (tracer) return settings; // started meanwhile
+  const { root: rootName, ratio, parentBased } = settings.sampler;
+  const root: Sampler = rootName === 'always_on' ? new sdk.AlwaysOnSampler() : rootName === 'always_off' ? new sdk.AlwaysOffSampler() : new sdk.TraceIdRatioBasedSampler(ratio);
+  provider = new sdk.TracerProvider({
+    sampler: parentBased ? new sdk.ParentBasedSampler({ root }) : root,
     resource: resourceFromAttributes({
       'service.instance.id': `${hostname()}-${process.pid}`,
       ...settings.resourceAttributes,
@@ -144,7 +156,7 @@ export function startTracing(thread: string, settings: TracingSettings | undefin
     spanLimits: { attributeValueLengthLimit: 1024, attributeCountLimit: 64, eventCountLimit: 32, linkCountLimit: 8 },
     // The OTLP exporter reads its own variables: endpoint, headers, timeout, compression, certificates.
     // The queue is bounded (spans beyond it are dropped, never buffered without limit).
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...settings.batch })],
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...settings.batch })],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
