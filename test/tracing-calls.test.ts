@@ -1,6 +1,7 @@
 // Traces of inference calls (docs/operations.md "Traces") against a real gateway exporting to a
 // local OTLP/HTTP receiver: the span tree of a streamed call with a retry, its GenAI attributes, the
-// caller's and the vendor's traceparent, the request log's trace_id; nothing sensitive in any
+// caller's and the vendor's traceparent, the request log's trace_id; an embeddings call; an image call
+// whose submit and polls carry their attempt's traceparent; nothing sensitive in any
 // attribute; nothing exported without an endpoint. And the settings' and traceparent's parsing.
 import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { eventually, parseJson, sseData } from './helpers/billing-checks.js';
 import { spanContextOf, tracingSettingsOf } from '../src/tracing/tracing.js';
 
 const MODEL = 'openai/gpt-4o-mini';
+const IMAGE_MODEL = 'black-forest-labs/flux-2-pro';
 
 t.test('tracingSettingsOf reads the OTEL_* variables', async (t) => {
   const endpoint = 'http://127.0.0.1:4318';
@@ -71,7 +73,10 @@ models:
 `);
   const gateway: Gateway = await startGateway({
     mock, threads: 1,
-    env: { ROUTING_FILE: file, RATE_LIMIT_DEFAULT: '100000/1', LOG_LEVEL: 'info', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    env: {
+      ROUTING_FILE: file, RATE_LIMIT_DEFAULT: '100000/1', LOG_LEVEL: 'info', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100',
+      BFL_BASE_URL: `${tap.url}/bfl/v1`, IMAGE_POLL_MS: '50',
+    },
   });
   t.teardown(async () => {
     await gateway.close();
@@ -188,10 +193,43 @@ models:
   t.equal(embeddingAttempt?.name, 'embeddings text-embedding-3-small');
   t.equal(embeddingAttempt?.parentSpanId, embeddingServer.spanId);
 
+  // Images from a submit-and-poll vendor: one CLIENT span for the attempt, whose traceparent its submit and every poll carry.
+  const imagePrompt = `the secret picture ${randomBytes(8).toString('hex')}`;
+  const imaged = await fetch(`${gateway.v1}/images/generations`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: IMAGE_MODEL, prompt: `${imagePrompt} [[mock polls=2]]` }),
+  });
+  const imagedText = await imaged.text();
+  t.equal(imaged.status, 200, imagedText.slice(0, 200));
+  const imageId = imaged.headers.get('x-request-id')!;
+  await receiver.waitFor((all) => {
+    const server = all.find((span) => span.attributes['gateway.request_id'] === imageId);
+    return server !== undefined && all.some((span) => span.name === 'settlement' && span.parentSpanId === server.spanId);
+  });
+  const imageServer = receiver.spans.find((span) => span.attributes['gateway.request_id'] === imageId)!;
+  t.equal(imageServer.name, 'POST /v1/images/generations');
+  t.match(imageServer.attributes, { 'gen_ai.operation.name': 'generate_content', 'gen_ai.request.model': IMAGE_MODEL, 'gateway.attempts': 1 });
+  const imageSpans = receiver.trace(imageServer.traceId);
+  const imageAdmission = imageSpans.filter((span) => span.name === 'admission');
+  t.equal(imageAdmission.length, 1, 'one admission span');
+  t.equal(imageAdmission[0]?.parentSpanId, imageServer.spanId);
+  t.ok((imageAdmission[0]?.attributes['gateway.reserved_usd'] as number) > 0, 'the reservation');
+  const imageAttempts = imageSpans.filter((span) => span.kind === 3);
+  t.equal(imageAttempts.length, 1, 'one attempt span');
+  const imageAttempt = imageAttempts[0]!;
+  t.equal(imageAttempt.name, 'generate_content flux-2-pro');
+  t.equal(imageAttempt.parentSpanId, imageServer.spanId);
+  t.match(imageAttempt.attributes, { 'gateway.attempt': 1, 'gen_ai.request.model': 'flux-2-pro', 'http.response.status_code': 200, 'server.address': '127.0.0.1' });
+  t.equal(imageAttempt.status.code, 0, 'the attempt did not fail');
+  const vendorExchanges = tap.requests().filter((request) => request.url.startsWith('/bfl/'));
+  t.same(vendorExchanges.map((request) => request.method), ['POST', 'GET', 'GET', 'GET'], 'the submit and three polls (two pending, then ready)');
+  t.ok(vendorExchanges.every((request) => request.headers.traceparent === `00-${imageServer.traceId}-${imageAttempt.spanId}-01`),
+    'the submit and every poll carry the attempt\'s traceparent');
+
   // (b) Nothing sensitive in what was exported.
   const exported = receiver.bodies.join('\n');
   for (const [what, secret] of [['the API key', key], ['the key\'s secret part', key.slice(-16)], ['an upstream key', 'trace-first-upstream-key'],
-    ['the other upstream key', 'trace-second-upstream-key'], ['the prompt', prompt], ['the answer', answer], ['the embeddings input', input]] as const) {
+    ['the other upstream key', 'trace-second-upstream-key'], ['the prompt', prompt], ['the answer', answer], ['the embeddings input', input], ['the image prompt', imagePrompt]] as const) {
     t.notOk(exported.includes(secret), `${what} is in no exported span`);
   }
 });

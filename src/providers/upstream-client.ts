@@ -200,8 +200,8 @@ export class UpstreamClient {
   }
 
   /** A GET (a submit-and-poll vendor's status call). */
-  get(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, signal?: AbortLike): Promise<UpstreamResponse> {
-    return this.request('GET', endpoint, headers, undefined, signal);
+  get(endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, signal?: AbortLike, traceparent?: string): Promise<UpstreamResponse> {
+    return this.request('GET', endpoint, headers, undefined, signal, traceparent);
   }
 
   private request(method: 'GET' | 'POST', endpoint: UpstreamEndpoint, headers: Readonly<Record<string, string>>, body: string | undefined, signal?: AbortLike, traceparent?: string): Promise<UpstreamResponse> {

@@ -6,7 +6,7 @@ import { ApiError } from '../http/errors.js';
 import { UpstreamAbort, endpointFor, type UpstreamClient, type UpstreamResponse } from '../providers/upstream-client.js';
 import { upstreamUnreachable } from '../providers/upstream-errors.js';
 import { tracer, traceparentOf, type Span } from '../tracing/tracing.js';
-import { attemptAnswered, endWithError, startAttemptSpan, type AttemptLabel } from '../tracing/call-spans.js';
+import { attemptAnswered, endWithError, endedWith, startAttemptSpan, type AttemptLabel } from '../tracing/call-spans.js';
 
 /** The call an attempt is made for: whether its client left, and the vendor its errors are counted for. */
 type AttemptCall = Pick<MeteredCall<{ readonly id: string; readonly upstreamVendor: string }>, 'clientAborted' | 'identity'>;
@@ -86,8 +86,26 @@ export class UpstreamSession {
     return response;
   }
 
+  /**
+   * The call's admission, awaited in its `admission` span while tracing is on (BYOK attempts may run in
+   * it); a failed admission also ends the span of a BYOK attempt that had answered. Tracing off: `admitting` as given.
+   */
+  admitted<T>(admitting: T | Promise<T>, span: Span | undefined): T | Promise<T> {
+    if (tracer === undefined) return admitting;
+    return (span ? endedWith(span, admitting) : Promise.resolve(admitting)).catch((error: unknown) => {
+      this.endAttempt();
+      throw error;
+    });
+  }
+
+  /** The answering attempt's relay (`serving`), after which its span ends (tracing on), failed if the call failed. */
+  relayed(call: { readonly errorCode: string | null }, serving: Promise<void>): Promise<void> {
+    if (this.answeredSpan === undefined) return serving;
+    return serving.finally(() => this.endAttempt(call.errorCode));
+  }
+
   /** Ends the span of the attempt that answered (tracing on), failed with `errorCode` when the call failed after its answer began. */
-  endAttempt(errorCode?: string | null): void {
+  private endAttempt(errorCode?: string | null): void {
     const span = this.answeredSpan;
     if (span === undefined) return;
     this.answeredSpan = undefined;

@@ -12,10 +12,16 @@ const plainLiteral = (values: readonly Plain[]) => `{${values.join(',')}}`;
 
 /** A Postgres array literal of text values, each quoted (quotes and backslashes escaped); null is NULL. */
 function quotedLiteral(values: readonly (string | null)[]): string {
-  let plain = true;
-  for (const value of values) if (value === null || NEEDS_ESCAPE.test(value)) plain = false;
-  // The usual case, one join; otherwise element by element.
-  if (plain) return values.length === 0 ? '{}' : `{"${values.join('","')}"}`;
+  let nulls = 0;
+  let escapes = false;
+  for (const value of values) {
+    if (value === null) nulls++;
+    else if (NEEDS_ESCAPE.test(value)) escapes = true;
+  }
+  // The usual cases (no nulls: model, user; all null: the error code and trace id of untraced successes) in one join.
+  if (values.length === 0) return '{}';
+  if (nulls === 0 && !escapes) return `{"${values.join('","')}"}`;
+  if (nulls === values.length) return `{${NULL}${`,${NULL}`.repeat(nulls - 1)}}`;
   return `{${values.map((value) => (value === null ? NULL : `"${value.replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
 }
 

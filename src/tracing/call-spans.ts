@@ -71,6 +71,17 @@ export function startChildSpan(name: string): Span {
   return tracer!.startSpan(name);
 }
 
+/** `work`'s outcome, ending `span` when it settles: failed (`endWithError`) when it throws. */
+export function endedWith<T>(span: Span, work: T | Promise<T>): Promise<T> {
+  return Promise.resolve(work).then((value) => {
+    span.end();
+    return value;
+  }, (error: unknown) => {
+    endWithError(span, error);
+    throw error;
+  });
+}
+
 /** Ends `span`, failed with the error's code when `error` is one (an ApiError's `code`, else its class). */
 export function endWithError(span: Span, error: unknown): void {
   endFailed(span, errorTypeOf(error));

@@ -25,7 +25,7 @@ import { modelChain } from '../../routing/model-chain.js';
 import type { RouteTarget } from '../../routing/targets.js';
 import { retryableAnswer } from '../../routing/retryable.js';
 import { tracer, withSpan } from '../../tracing/tracing.js';
-import { describeCall, endWithError, startChildSpan } from '../../tracing/call-spans.js';
+import { describeCall, startChildSpan } from '../../tracing/call-spans.js';
 
 /**
  * What an endpoint served by the chat pipeline makes of it: how its body becomes a chat request,
@@ -411,6 +411,7 @@ export function chatCompletions(services: Services) {
     const reservedTokens = !budgeted ? 0
       : admissionSpan ? await withSpan(admissionSpan, () => legsBudgetTokens(key.userId, request, legs, worsts))
       : await legsBudgetTokens(key.userId, request, legs, worsts);
+    admissionSpan?.setAttributes({ 'gateway.reserved_usd': nanoToUsd(reservedNano), 'gateway.reserved_tokens': reservedTokens });
     // The request id is the call id: the key of its request log and of its usage transaction.
     const callId = ctx.requestId;
     const identity = { userId: key.userId, keyId: key.id, model, endpoint: output.endpoint, stream, callId, reservedNano, reservedTokens, span: ctx.span };
@@ -435,27 +436,11 @@ export function chatCompletions(services: Services) {
           metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
           return upstreamErrorAsIs(response, model.upstreamVendor);
         }
-        return async (headers) => {
-          try {
-            await serve(ctx, call, family, request, response, options, started, headers, candidate.target, firstOutput);
-          } finally {
-            session.endAttempt(call.errorCode);
-          }
-        };
+        return (headers) => session.relayed(call, serve(ctx, call, family, request, response, options, started, headers, candidate.target, firstOutput));
       },
     });
-    let platform: Awaited<typeof admitting>;
-    try {
-      platform = admitting instanceof Promise ? await admitting : admitting;
-    } catch (error) {
-      if (admissionSpan) endWithError(admissionSpan, error);
-      session.endAttempt();
-      throw error;
-    }
-    if (admissionSpan) {
-      admissionSpan.setAttributes({ 'gateway.reserved_usd': nanoToUsd(reservedNano), 'gateway.reserved_tokens': reservedTokens });
-      admissionSpan.end();
-    }
+    const admittedInSpan = session.admitted(admitting, admissionSpan);
+    const platform = admittedInSpan instanceof Promise ? await admittedInSpan : admittedInSpan;
     ctx.windowKey = undefined; // counted in its window by admission
     if (!platform) return;
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
@@ -506,11 +491,7 @@ export function chatCompletions(services: Services) {
           }
           if (!(response instanceof ApiError) && response.status === 200) {
             routing.answered(target);
-            try {
-              await serve(ctx, call, leg.family, request, response, options, started, callHeaders(admitted.headers, platformIdentity.callId, call.attempts), target, leg.output);
-            } finally {
-              session.endAttempt(call.errorCode); // the answering attempt's span, while tracing is on
-            }
+            await session.relayed(call, serve(ctx, call, leg.family, request, response, options, started, callHeaders(admitted.headers, platformIdentity.callId, call.attempts), target, leg.output));
             return;
           }
           const failure = response instanceof ApiError ? response : await refused(call, response);

@@ -18,7 +18,7 @@ import { UpstreamModels, callHeaders, exhausted, withAttempts, type CallHeaders 
 import { retryableAnswer } from '../../routing/retryable.js';
 import { UpstreamSession } from '../../routing/upstream-session.js';
 import { tracer } from '../../tracing/tracing.js';
-import { describeCall, endWithError, startChildSpan } from '../../tracing/call-spans.js';
+import { describeCall, startChildSpan } from '../../tracing/call-spans.js';
 
 /** The request log's and ledger event's endpoint name. */
 const ENDPOINT = 'embeddings';
@@ -195,23 +195,10 @@ export function embeddings(services: Services) {
           metrics.upstreamErrors.inc({ vendor: model.upstreamVendor, reason: String(response.status) });
           return upstreamErrorAsIs(response, model.upstreamVendor);
         }
-        return async (headers) => {
-          try {
-            await serve(ctx, call, family, job, response, base64, headers);
-          } finally {
-            session.endAttempt(call.errorCode);
-          }
-        };
+        return (headers) => session.relayed(call, serve(ctx, call, family, job, response, base64, headers));
       },
     });
-    let platform: Awaited<typeof admitting>;
-    try {
-      platform = await admitting;
-    } catch (error) {
-      if (admissionSpan) endWithError(admissionSpan, error);
-      throw error;
-    }
-    admissionSpan?.end();
+    const platform = await session.admitted(admitting, admissionSpan);
     ctx.windowKey = undefined; // counted in its window by admission
     if (!platform) return;
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
@@ -237,11 +224,7 @@ export function embeddings(services: Services) {
         }
         if (!(response instanceof ApiError) && response.status === 200) {
           routing.answered(target);
-          try {
-            await serve(ctx, call, family, job, response, base64, callHeaders(admitted.headers, platformIdentity.callId, call.attempts));
-          } finally {
-            session.endAttempt(call.errorCode); // the answering attempt's span, while tracing is on
-          }
+          await session.relayed(call, serve(ctx, call, family, job, response, base64, callHeaders(admitted.headers, platformIdentity.callId, call.attempts)));
           return;
         }
         let failure: ApiError;

@@ -20,7 +20,8 @@ import { mediaModelFor } from './media-model.js';
 import { childrenOf } from '../../metrics.js';
 import { UpstreamModels, callHeaders, exhausted, withAttempts } from '../../routing/routing.js';
 import { retryableAnswer } from '../../routing/retryable.js';
-import { describeCall } from '../../tracing/call-spans.js';
+import { attemptAnswered, describeCall, endedWith, startAttemptSpan, startChildSpan, type AttemptLabel } from '../../tracing/call-spans.js';
+import { traceparentOf, tracer, type Span } from '../../tracing/tracing.js';
 
 /** Pricing fields as the caller named them. */
 const PRICED_FIELDS: Readonly<Record<string, string>> = { images: 'n', inputImages: 'image_urls' };
@@ -85,12 +86,15 @@ export function imageGenerations(services: Services) {
    * pinned, and a transport failure there is told by its kind only (never the socket's own words).
    * `attempt` (platform calls): what decides whether another target may be tried; `headTimeoutMs`
    * (a routing target's `head_timeout_ms`): a submit with no response head by then is abandoned.
+   * `span` (tracing on): the attempt's, whose traceparent every exchange carries.
    */
   function ioFor(model: MediaModel, target: UpstreamTarget, deadlineMs: number, failure: (response: UpstreamResponse, vendor: string) => Promise<ApiError>,
-    attempt?: AttemptState, headTimeoutMs?: number): ImageIo {
+    attempt: AttemptState | undefined, headTimeoutMs: number | undefined, span: Span | undefined): ImageIo {
     const vendor = model.upstreamVendor;
     const guarded = target.guarded === true;
+    const traceparent = span && traceparentOf(span);
     const reached = async (exchange: Promise<UpstreamResponse>, submit: boolean, timedOut?: UpstreamAbort) => {
+      const startedMs = span && Date.now();
       let response: UpstreamResponse;
       try {
         response = await exchange;
@@ -109,18 +113,19 @@ export function imageGenerations(services: Services) {
         throw failed;
       }
       if (attempt && submit && response.status === 200) attempt.accepted = true;
+      if (span && submit) attemptAnswered(span, response.status, startedMs!);
       return response;
     };
     const post = (url: string, headers: Readonly<Record<string, string>>, body: string) => {
-      if (headTimeoutMs === undefined) return reached(upstream.post(endpointFor(url, guarded), headers, body), true);
+      if (headTimeoutMs === undefined) return reached(upstream.post(endpointFor(url, guarded), headers, body, undefined, traceparent), true);
       const abort = new UpstreamAbort();
       const timer = setTimeout(() => abort.abort(), headTimeoutMs);
-      return reached(upstream.post(endpointFor(url, guarded), headers, body, abort), true, abort).finally(() => clearTimeout(timer));
+      return reached(upstream.post(endpointFor(url, guarded), headers, body, abort, traceparent), true, abort).finally(() => clearTimeout(timer));
     };
     return {
       post,
       // Poll addresses hold task ids: parsed per call, not cached.
-      get: (url, headers) => reached(upstream.get(endpointOf(url, '', guarded), headers), false),
+      get: (url, headers) => reached(upstream.get(endpointOf(url, '', guarded), headers, undefined, traceparent), false),
       refused: async (response) => {
         metrics.upstreamErrors.inc({ vendor, reason: String(response.status) });
         const error = await failure(response, vendor);
@@ -136,6 +141,13 @@ export function imageGenerations(services: Services) {
         await new Promise((resolve) => setTimeout(resolve, Math.min(config.imagePollMs, left)));
       },
     };
+  }
+
+  /** One attempt (its submit and polls) in a CLIENT span of its own while tracing is on. */
+  function attempted(label: AttemptLabel, target: UpstreamTarget, generate: (span: Span | undefined) => Promise<ImageResult>): Promise<ImageResult> {
+    if (tracer === undefined) return generate(undefined);
+    const span = startAttemptSpan(label, endpointFor(target.baseUrl, target.guarded === true));
+    return endedWith(span, generate(span));
   }
 
   /** Charges (unless on the caller's own key), rehosts and answers the images of a successful call. */
@@ -176,14 +188,17 @@ export function imageGenerations(services: Services) {
     };
     const deadlineMs = Date.now() + config.upstreamTimeoutMs;
 
-    const platform = await admitOwnCredentialsFirst({
+    const admissionSpan = ctx.span && startChildSpan('admission');
+    admissionSpan?.setAttribute('gateway.reserved_usd', nanoToUsd(reservedNano));
+    const admitting = admitOwnCredentialsFirst({
       admission, byok: services.byok, recordUsage: NO_RECORDER, identity, limits, checkRevoked,
       unusable: (candidate) => (candidate.target.cloud ? `its ${candidate.target.cloud.kind} form serves chat only` : undefined),
       attempt: async (candidate, call) => {
         // A bad input image is the caller's error, whichever key would have sent it: not an attempt.
         const ownJob = await jobOf();
         try {
-          const result = await family.generate(ownJob, candidate.target, ioFor(model, candidate.target, deadlineMs, upstreamErrorAsIs));
+          const label = { target: 'byok', model: ownJob.model.upstreamModel, attempt: call.attempts, operation: 'generate_content' } as const;
+          const result = await attempted(label, candidate.target, (span) => family.generate(ownJob, candidate.target, ioFor(model, candidate.target, deadlineMs, upstreamErrorAsIs, undefined, undefined, span)));
           return (headers) => answer(ctx, call, ownJob, result, candidate.target, headers);
         } catch (error) {
           if (error instanceof ApiError) return error;
@@ -191,6 +206,7 @@ export function imageGenerations(services: Services) {
         }
       },
     });
+    const platform = admissionSpan ? await endedWith(admissionSpan, admitting) : await admitting;
     ctx.windowKey = undefined; // counted in its window by admission (a call one of the caller's own credentials served too)
     if (!platform) return;
     const { admitted, identity: platformIdentity, ownAttempts } = platform;
@@ -211,7 +227,8 @@ export function imageGenerations(services: Services) {
         const state: AttemptState = { accepted: false, retryable: undefined };
         let result: ImageResult;
         try {
-          result = await family.generate(job, target, ioFor(model, target, deadlineMs, upstreamFailure, state, target.headTimeoutMs));
+          const label = { target: target.name, model: job.model.upstreamModel, attempt: call.attempts, operation: 'generate_content' } as const;
+          result = await attempted(label, target, (span) => family.generate(job, target, ioFor(model, target, deadlineMs, upstreamFailure, state, target.headTimeoutMs, span)));
         } catch (error) {
           if (!(error instanceof ApiError)) throw error;
           if (error !== state.retryable) {
