@@ -13,7 +13,7 @@
 // fourth side, N, is nginx as a plain reverse proxy (bench/nginx-process.ts: Debian's nginx-light, one
 // worker per gateway thread, no buffering, kept-alive upstream connections), the external floor: each
 // line then also has nginx's figures and A's over them (`a_over_nginx`).
-// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,stream_ttfb_c1,stream_c64,stream_c64_short), AB_ROUNDS (6), AB_SCALE
+// Options: AB_SCENARIOS (nonstream_c1,nonstream_c32,nonstream_c32_limits,stream_ttfb_c1,stream_c64,stream_c64_short), AB_ROUNDS (6), AB_SCALE
 // (1: multiplies the blocks and the warm-up, so a busy machine fits more, shorter rounds), BENCH_THREADS,
 // AB_A_ENV and AB_B_ENV ("NAME=value,NAME=value": settings for one gateway only, to compare settings;
 // the other checkout may then be this one), AB_A_NODE_ARGS and AB_B_NODE_ARGS (node flags for one gateway).
@@ -46,11 +46,15 @@ interface AbScenario {
   readonly block: LoadPlan;
   /** What a block's figures are per: requests, or streamed events. */
   readonly unit: Unit;
+  /** The gateways are called with their key that carries every limit (bench/gateway-process.ts), not with the plain one. */
+  readonly limited?: boolean;
 }
 
 const SCENARIOS: Record<string, AbScenario> = {
   nonstream_c1: { calls: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }), block: { concurrency: 1, requests: 1500 }, unit: 'req' },
   nonstream_c32: { calls: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }), block: { concurrency: 32, requests: 8000 }, unit: 'req' },
+  // The same on a key with every limit set (its token budget counts each prompt at admission).
+  nonstream_c32_limits: { calls: chatCalls({ prompt: 'Say hello to the benchmark.', stream: false, maxTokens: 64 }), block: { concurrency: 32, requests: 8000 }, unit: 'req', limited: true },
   stream_ttfb_c1: { calls: chatCalls({ prompt: 'Stream a short answer. [[mock chunks=16 delay_ms=0]]', stream: true, maxTokens: 64 }), block: { concurrency: 1, requests: 800 }, unit: 'req' },
   stream_c64: { calls: chatCalls({ prompt: 'Stream a long answer. [[mock chunks=256]]', stream: true, maxTokens: 512 }), block: { concurrency: 64, requests: Number.MAX_SAFE_INTEGER, durationMs: 2500 }, unit: 'chunk' },
   // Short streams written by the upstream all at once: where each call's own cost shows beside its chunks'.
@@ -81,8 +85,10 @@ async function main(): Promise<number> {
   const other = process.argv[2];
   if (!other) throw new Error('usage: node dist/bench/ab.js <path of another built checkout> | --floor');
   const floor = other === '--floor';
-  const scenarios = (process.env.AB_SCENARIOS || Object.keys(SCENARIOS).join(',')).split(',').filter(Boolean);
+  // By default the five of the hot path, which the floors have too.
+  const scenarios = (process.env.AB_SCENARIOS || Object.keys(SCENARIOS).filter((name) => !SCENARIOS[name]!.limited).join(',')).split(',').filter(Boolean);
   for (const name of scenarios) if (!SCENARIOS[name]) throw new Error(`AB_SCENARIOS: unknown ${name}`);
+  if (floor && scenarios.some((name) => SCENARIOS[name]!.limited)) throw new Error('AB_SCENARIOS: the bare proxy (--floor) has no key limits to compare');
   const rounds = Number(process.env.AB_ROUNDS || '6');
   const scale = Number(process.env.AB_SCALE || '1');
   if (!Number.isFinite(scale) || scale <= 0) throw new Error(`AB_SCALE must be a positive number, got ${process.env.AB_SCALE}`);
@@ -112,7 +118,7 @@ async function main(): Promise<number> {
   const bare = floors.find((f) => f.name === 'bare_proxy');
   const nginx = floors.find((f) => f.name === 'nginx');
   const b = bare
-    ? { child: bare.child, url: bare.target.origin, apiKey: bare.target.apiKey }
+    ? { child: bare.child, url: bare.target.origin, apiKey: bare.target.apiKey, limitedApiKey: bare.target.apiKey }
     : await startGatewayProcess({
       mockUrl: mock.url, threads, main: path.resolve(other, 'dist/src/main.js'),
       env: { ...envOption('AB_B_ENV'), ...(clusterUrl ? { REDIS_URL: clusterUrl } : {}) }, nodeArgs: nodeArgs('AB_B_NODE_ARGS'),
@@ -138,14 +144,16 @@ async function main(): Promise<number> {
       ...base,
       block: { ...base.block, requests: Math.max(10, Math.round(base.block.requests * scale)), ...(base.block.durationMs === undefined ? {} : { durationMs: base.block.durationMs * scale }) },
     };
-    const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targets[s]!, scenario.block.concurrency)]));
+    // A limited scenario calls both gateways with their key that carries every limit.
+    const targetOf = (s: SideName): Target => (scenario.limited && (s === 'A' || s === 'B') ? { ...targets[s]!, apiKey: (s === 'A' ? a : b).limitedApiKey } : targets[s]!);
+    const dispatchers = Object.fromEntries(sides.map((s) => [s, connect(targetOf(s), scenario.block.concurrency)]));
     const results = Object.fromEntries(sides.map((s) => [s, new SideResult()])) as Record<SideName, SideResult>;
     /** Each side's CPU per unit, round by round: how far A's less B's strays between rounds is the run's noise. */
     const roundCpu = Object.fromEntries(sides.map((s) => [s, [] as number[]])) as Record<SideName, number[]>;
     const loadStart = loadavg()[0] ?? NaN;
     // The bare proxy relays the body as it is: it gets what the mock is sent directly.
     const call = (s: SideName) => scenario.calls[s === 'D' || s === 'N' || (s === 'B' && floor) ? 'direct' : 'gateway'];
-    for (const s of sides) await runLoad(dispatchers[s]!, targets[s]!, call(s), { ...scenario.block, requests: Math.min(scenario.block.requests, 2000), durationMs: 1000 });
+    for (const s of sides) await runLoad(dispatchers[s]!, targetOf(s), call(s), { ...scenario.block, requests: Math.min(scenario.block.requests, 2000), durationMs: 1000 });
     await sleep(SETTLE_MS);
     for (let r = 0; r < rounds; r++) {
       // Every side takes every place in the order equally often over as many rounds as there are sides.
@@ -153,7 +161,7 @@ async function main(): Promise<number> {
       for (const s of order) {
         const before = cpuOf(s);
         const machineBefore = machineCpuMicros();
-        const result = await runLoad(dispatchers[s]!, targets[s]!, call(s), scenario.block);
+        const result = await runLoad(dispatchers[s]!, targetOf(s), call(s), scenario.block);
         if (s === 'A' || s === 'B') await sleep(SETTLE_MS); // settlement and the ledger writer finish inside the gateway's figure
         result.serverCpuUs = cpuOf(s) - before;
         result.machineCpuUs = machineCpuMicros() - machineBefore;
