@@ -18,7 +18,7 @@ function quotedLiteral(values: readonly (string | null)[]): string {
     if (value === null) nulls++;
     else if (NEEDS_ESCAPE.test(value)) escapes = true;
   }
-  // The usual cases (no nulls: model, user; all null: the error code and trace id of untraced successes) in one join.
+  // The usual cases in one join or one repeat: no nulls (model, user), all null (the error code and trace id of untraced successes).
   if (values.length === 0) return '{}';
   if (nulls === 0 && !escapes) return `{"${values.join('","')}"}`;
   if (nulls === values.length) return `{${NULL}${`,${NULL}`.repeat(nulls - 1)}}`;
