@@ -174,18 +174,22 @@ models:
 
   // Embeddings: the same server span, attempt and settlement, with the embeddings operation.
   const input = `the secret input ${randomBytes(8).toString('hex')}`;
-  const embedded = await fetch(`${gateway.v1}/embeddings`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'openai/text-embedding-3-small', input }),
-  });
-  const embeddedText: string = await embedded.text();
-  t.equal(embedded.status, 200, embeddedText.slice(0, 200));
-  const embeddingId = embedded.headers.get('x-request-id')!;
-  await receiver.waitFor((all) => {
-    const server = all.find((span) => span.attributes['gateway.request_id'] === embeddingId);
-    return server !== undefined && all.some((span) => span.name === 'settlement' && span.parentSpanId === server.spanId);
-  });
-  const embeddingServer = receiver.spans.find((span) => span.attributes['gateway.request_id'] === embeddingId)!;
+  /** POSTs `body` to `path` with the key, expects 200, and returns its server span once its settlement span is in too. */
+  const settledServerSpan = async (path: string, body: unknown): Promise<ReceivedSpan> => {
+    const answered = await fetch(`${gateway.v1}${path}`, {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    const answeredText = await answered.text();
+    t.equal(answered.status, 200, answeredText.slice(0, 200));
+    const id = answered.headers.get('x-request-id')!;
+    const serverOf = (all: readonly ReceivedSpan[]) => all.find((span) => span.attributes['gateway.request_id'] === id);
+    await receiver.waitFor((all) => {
+      const server = serverOf(all);
+      return server !== undefined && all.some((span) => span.name === 'settlement' && span.parentSpanId === server.spanId);
+    });
+    return serverOf(receiver.spans)!;
+  };
+  const embeddingServer = await settledServerSpan('/embeddings', { model: 'openai/text-embedding-3-small', input });
   t.equal(embeddingServer.name, 'POST /v1/embeddings');
   t.match(embeddingServer.attributes, { 'gen_ai.operation.name': 'embeddings', 'gen_ai.request.model': 'openai/text-embedding-3-small', 'gateway.attempts': 1 });
   t.ok((embeddingServer.attributes['gen_ai.usage.input_tokens'] as number) > 0);
@@ -195,18 +199,7 @@ models:
 
   // Images from a submit-and-poll vendor: one CLIENT span for the attempt, whose traceparent its submit and every poll carry.
   const imagePrompt = `the secret picture ${randomBytes(8).toString('hex')}`;
-  const imaged = await fetch(`${gateway.v1}/images/generations`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: IMAGE_MODEL, prompt: `${imagePrompt} [[mock polls=2]]` }),
-  });
-  const imagedText = await imaged.text();
-  t.equal(imaged.status, 200, imagedText.slice(0, 200));
-  const imageId = imaged.headers.get('x-request-id')!;
-  await receiver.waitFor((all) => {
-    const server = all.find((span) => span.attributes['gateway.request_id'] === imageId);
-    return server !== undefined && all.some((span) => span.name === 'settlement' && span.parentSpanId === server.spanId);
-  });
-  const imageServer = receiver.spans.find((span) => span.attributes['gateway.request_id'] === imageId)!;
+  const imageServer = await settledServerSpan('/images/generations', { model: IMAGE_MODEL, prompt: `${imagePrompt} [[mock polls=2]]` });
   t.equal(imageServer.name, 'POST /v1/images/generations');
   t.match(imageServer.attributes, { 'gen_ai.operation.name': 'generate_content', 'gen_ai.request.model': IMAGE_MODEL, 'gateway.attempts': 1 });
   const imageSpans = receiver.trace(imageServer.traceId);
