@@ -7,9 +7,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { connect, type Sql } from '../src/store/db.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
-import { postgresAddress } from './helpers/harness.js';
-
-const PG_BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+import { PG_BASE, postgresAddress } from './helpers/harness.js';
 
 t.test('a reset between two statements of a transaction fails the transaction, not the process', async (t) => {
   const proxy = await TcpProxy.start(postgresAddress());

@@ -12,11 +12,10 @@ import {
 import { deleteSentMails, SENT_MAIL_RETENTION_DAYS } from '../src/mail/outbox-sender.js';
 import { dropDatabase } from '../bench/namespaces.js';
 import { eventually } from './helpers/billing-checks.js';
-import { startGateway } from './helpers/harness.js';
+import { PG_BASE, startGateway } from './helpers/harness.js';
 
-const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const database = `gw_test_retention_${randomBytes(4).toString('hex')}`;
-const url = new URL(ADMIN_URL);
+const url = new URL(PG_BASE);
 url.pathname = `/${database}`;
 const DAY_MS = 86_400_000;
 
@@ -26,7 +25,7 @@ t.before(async () => {
 });
 t.teardown(async () => {
   await sql.end({ timeout: 5 });
-  await dropDatabase(ADMIN_URL, database);
+  await dropDatabase(PG_BASE, database);
 });
 
 const partitions = async () => (await sql<{ name: string }[]>`

@@ -19,7 +19,8 @@ import { deleteKeysWithPrefix, dropDatabase } from '../../bench/namespaces.js';
 const run = promisify(execFile);
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
-const PG_BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The Postgres the tests use (its `postgres` database): each gateway gets a database of its own there. */
+export const PG_BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const VENDOR_ENV_NAMES = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'DEEPSEEK', 'XAI', 'MISTRAL', 'MOONSHOT', 'ZHIPU', 'MINIMAX', 'ALIBABA', 'BYTEDANCE', 'SHENGSHU', 'BFL', 'ELEVENLABS', 'KUAISHOU', 'RUNWAY', 'LUMA', 'STABILITY'];
 
