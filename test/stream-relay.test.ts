@@ -57,6 +57,25 @@ t.test('events split across chunks at any byte are reassembled', async (t) => {
   }
 });
 
+t.test('bytes pass unchanged but for the model name: multi-byte text, a gateway id with non-ASCII and replacement-pattern characters', async (t) => {
+  const modelId = 'vendor/mödel-$&-$1-世界';
+  const whole = [delta(' héllo — 世界 🎉'), delta(' "model":"gpt-4o-mini-2024-07-18" in text'), usageChunk, 'data: [DONE]\n\n'].join('');
+  const expected = whole
+    .replaceAll('"model":"gpt-4o-mini-2024-07-18"', () => `"model":${JSON.stringify(modelId)}`)
+    .replace(/"usage":\{[^}]*\{[^}]*\}\}/, '"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}');
+  const bytes = Buffer.from(whole);
+  for (const size of [1, 3, bytes.length]) {
+    const relay = new OpenAiStreamRelay(modelId, true);
+    const out: Buffer[] = [];
+    for (let i = 0; i < bytes.length; i += size) out.push(relay.push(bytes.subarray(i, i + size)) ?? Buffer.alloc(0));
+    out.push(relay.flush() ?? Buffer.alloc(0));
+    t.equal(Buffer.concat(out).toString('utf8'), expected, `pieces of ${size} bytes`);
+    t.equal(relay.usage?.completionTokens, 3);
+  }
+  // The quoted model name inside generated text is escaped (\"model\"), so it is not the key and stays as it is.
+  t.match(expected, /\\"model\\":\\"gpt-4o-mini-2024-07-18\\" in text/);
+});
+
 t.test('CRLF framing and a spaced model key', async (t) => {
   const relay = new OpenAiStreamRelay('m/x', true);
   const out = relayAll(relay, ['data: {"model": "up-1","choices":[]}\r\n\r\n', 'data: {"model": "up-1","choices":[]}\r\n\r\n']);

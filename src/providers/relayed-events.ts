@@ -30,6 +30,8 @@ export class CompleteEvents {
   push(chunk: Buffer): Buffer | undefined {
     const data = this.carry.add(chunk, this.crlfFramed === false ? 'lf' : 'either');
     if (data === undefined) return undefined;
+    // Most chunks end exactly at an event's end: two or four bytes say so, without a search.
+    if (this.crlfFramed !== undefined && endsWithSeparator(data, this.crlfFramed)) return data;
     const lf = data.lastIndexOf(LF2);
     const crlf = this.crlfFramed === false ? -1 : data.lastIndexOf(CRLF2);
     const boundary = Math.max(lf === -1 ? -1 : lf + 2, crlf === -1 ? -1 : crlf + 4);
@@ -47,6 +49,13 @@ export class CompleteEvents {
   take(): Buffer | undefined {
     return this.carry.take();
   }
+}
+
+/** Whether `data` ends with the stream's blank line: `\r\n\r\n` when it is CRLF-framed, `\n\n` when not. */
+function endsWithSeparator(data: Buffer, crlf: boolean): boolean {
+  const n = data.length;
+  if (data[n - 1] !== 0x0a) return false;
+  return crlf ? data[n - 2] === 0x0d && data[n - 3] === 0x0a && data[n - 4] === 0x0d : data[n - 2] === 0x0a;
 }
 
 /** Where the event holding the byte at `at` starts, and where it ends (past its blank line), in complete events. */

@@ -5,7 +5,8 @@ import { CompleteEvents, KeptEvents, eventAround } from '../relayed-events.js';
 
 const MODEL_KEY = Buffer.from('"model"');
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
-const USAGE_KEY = Buffer.from('"usage"');
+/** A `"usage"` key holding an object, JSON's whitespace allowed around the colon (not the `null` every chunk but the last carries). */
+const USAGE_OBJECT_BYTES = /"usage"[ \t\n\r]*:[ \t\n\r]*\{/;
 const REASONING_KEY = Buffer.from('"reasoning');
 /** An `error` key (inside a JSON string a quote is escaped, so these bytes are never generated text). */
 const ERROR_KEY = Buffer.from('"error"');
@@ -24,10 +25,9 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
   /** The stream's complete events as received, kept so an aborted stream can be counted. */
   private readonly kept: KeptEvents;
   private readonly framing: CompleteEvents;
-  private modelNeedle: Buffer | undefined;
-  private readonly modelReplacement: Buffer;
-  /** Where the model name is in the events being rewritten (reused: one array per stream, not per chunk). */
-  private readonly found: number[] = [];
+  /** The upstream's `"model":"…"` bytes and the gateway's, as latin1 text (see transform). */
+  private modelNeedle: string | undefined;
+  private readonly modelReplacement: string;
   failure: string | undefined;
   /** The complete events of the last two pushes: where a vendor's error object, which ends its stream, is. */
   private previousEvents: Buffer | undefined;
@@ -38,7 +38,7 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
    * the generated text kept for counting (the call's output allowance at the longest a token can be).
    */
   constructor(private readonly modelId: string, private readonly includeReasoning: boolean, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, maxGeneratedChars = DEFAULT_MAX_GENERATED_CHARS, private readonly costOf?: (usage: NormalizedUsage) => number) {
-    this.modelReplacement = Buffer.from(`"model":${JSON.stringify(modelId)}`);
+    this.modelReplacement = Buffer.from(`"model":${JSON.stringify(modelId)}`).toString('latin1');
     this.framing = new CompleteEvents(maxEventBytes);
     this.kept = new KeptEvents(generatedText, maxGeneratedChars);
   }
@@ -66,14 +66,20 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     return rest ? this.transform(rest) : undefined;
   }
 
+  /**
+   * The events are searched as latin1 text, one character per byte, so an index in the text is an
+   * offset in the bytes and nothing is decoded: V8's string search costs a fraction of a
+   * `Buffer#indexOf` call, which a search per event made the relay's largest cost.
+   */
   private transform(events: Buffer): Buffer {
     if (!this.modelNeedle) this.learnModelNeedle(events);
     if (!this.includeReasoning && events.includes(REASONING_KEY)) return this.transformEvents(events);
-    const usageAt = usageObjectAt(events);
-    if (usageAt === -1) return this.replaceModel(events);
+    const text = events.toString('latin1');
+    const usageAt = text.search(USAGE_OBJECT_BYTES);
+    if (usageAt === -1) return this.replaceModel(events, text);
     // Only the event carrying the usage is parsed; the events around it take the fast path.
     const { start, end } = eventAround(events, usageAt);
-    const before = this.replaceModel(events.subarray(0, start));
+    const before = this.replaceModel(events.subarray(0, start), text.slice(0, start));
     const hadUsage = this.usage !== undefined;
     const usageEvent = Buffer.from(this.transformEvent(events.toString('utf8', start, end)));
     if (!hadUsage && this.usage) this.usageEventAt = before.length;
@@ -108,28 +114,22 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     if (events[i] !== 0x22) return;
     const end = events.indexOf(0x22, i + 1);
     if (end === -1) return;
-    this.modelNeedle = Buffer.from(events.subarray(start, end + 1));
+    this.modelNeedle = events.toString('latin1', start, end + 1);
   }
 
-  /** `events` with each of the upstream's model names swapped for the gateway's id: one new buffer, no views. */
-  private replaceModel(events: Buffer): Buffer {
+  /** `events` (`text`: the same as latin1) with each of the upstream's model names swapped for the gateway's id. */
+  private replaceModel(events: Buffer, text = events.toString('latin1')): Buffer {
     const needle = this.modelNeedle;
     if (!needle) return events;
-    const found = this.found;
-    found.length = 0;
-    for (let at = events.indexOf(needle); at !== -1; at = events.indexOf(needle, at + needle.length)) found.push(at);
-    if (found.length === 0) return events;
-    const replacement = this.modelReplacement;
-    const out = Buffer.allocUnsafe(events.length + found.length * (replacement.length - needle.length));
+    let at = text.indexOf(needle);
+    if (at === -1) return events;
+    let out = '';
     let from = 0;
-    let to = 0;
-    for (const at of found) {
-      to += events.copy(out, to, from, at);
-      to += replacement.copy(out, to);
+    for (; at !== -1; at = text.indexOf(needle, from)) {
+      out += text.slice(from, at) + this.modelReplacement;
       from = at + needle.length;
     }
-    events.copy(out, to, from);
-    return out;
+    return Buffer.from(from < text.length ? out + text.slice(from) : out, 'latin1');
   }
 
   /** The slow path, for the few events that need parsing. */
@@ -173,16 +173,6 @@ export class OpenAiStreamRelay implements ChatStreamRelay {
     }
     return `${event.slice(0, dataAt)}data: ${JSON.stringify(chunk)}\n\n`;
   }
-}
-
-/** Where the first `"usage"` key holding an object is (not the `null` every chunk but the last carries), or -1. */
-function usageObjectAt(events: Buffer): number {
-  for (let at = events.indexOf(USAGE_KEY); at !== -1; at = events.indexOf(USAGE_KEY, at + USAGE_KEY.length)) {
-    let i = at + USAGE_KEY.length;
-    while (events[i] === 0x20 || events[i] === 0x3a) i++; // spaces and the colon
-    if (events[i] === 0x7b) return at; // {
-  }
-  return -1;
 }
 
 /** The text an OpenAI-wire stream generated so far (content, reasoning, tool-call arguments), for counting after an abort. */
