@@ -99,6 +99,28 @@ t.test('chunked bodies are decoded whatever the split of the byte stream', async
   }
 });
 
+t.test('many chunks in one read: sizes in either case, with leading zeros and extensions, joined in order', async (t) => {
+  const events = Array.from({ length: 40 }, (_, i) => `data: {"i":${i},"t":"${'é'.repeat(i % 7)}"}\n\n`);
+  const sizeLine = (text: string, i: number) => {
+    const hex = Buffer.byteLength(text).toString(16);
+    return [hex.toUpperCase(), `00${hex}`, `${hex};name=value`, `${hex} ;x`, hex][i % 5];
+  };
+  const wire = `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${events.map((e, i) => `${sizeLine(e, i)}\r\n${e}\r\n`).join('')}0\r\n\r\n`;
+  const bytes = Buffer.from(wire);
+  for (const piece of [5, 333, bytes.length]) {
+    const { url } = await rawServer(t, async (socket) => {
+      for (let at = 0; at < bytes.length; at += piece) {
+        socket.write(bytes.subarray(at, at + piece));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    });
+    const client = new UpstreamClient({ timeoutMs: 5000 });
+    const response = await client.post(endpointOf(url, '/x'), headers, body);
+    t.equal(Buffer.concat(await collect(response)).toString('utf8'), events.join(''), `pieces of ${piece} bytes`);
+    await client.close();
+  }
+});
+
 t.test('a body delimited by the end of the connection', async (t) => {
   const { url } = await rawServer(t, (socket) => {
     socket.end('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall of it');
