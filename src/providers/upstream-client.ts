@@ -894,11 +894,13 @@ class Exchange implements UpstreamResponse {
   }
 }
 
-/** The body bytes of `chunk` at `pieces` (flat start and end offsets): a view when they are one run, else one copy. */
+/**
+ * The body bytes of `chunk` at `pieces` (flat start and end offsets), as a view of `chunk`: the runs
+ * after the first are moved left over the framing between them, within the read's own buffer (this
+ * client is its only reader), so a read of many chunks costs one memmove each and no new buffer.
+ */
 function joinPieces(chunk: Buffer, pieces: readonly number[]): Buffer {
   if (pieces.length === 2) return chunk.subarray(pieces[0], pieces[1]);
-  // Moved left over the framing within the read's own buffer (this client is its only reader): one
-  // memmove per chunk, no new buffer and no view per piece.
   const start = pieces[0]!;
   let end = pieces[1]!;
   for (let i = 2; i < pieces.length; i += 2) {
