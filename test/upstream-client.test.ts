@@ -58,6 +58,23 @@ function collect(response: UpstreamResponse): Promise<Buffer[]> {
   });
 }
 
+/** The body the client reads from an upstream that writes the answer `wire` in pieces of `piece` bytes, a turn apart. */
+async function bodyWrittenInPieces(t: Test, wire: Buffer, piece: number): Promise<string> {
+  const { url } = await rawServer(t, async (socket) => {
+    for (let at = 0; at < wire.length; at += piece) {
+      socket.write(wire.subarray(at, at + piece));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  });
+  const client = new UpstreamClient({ timeoutMs: 5000 });
+  try {
+    const response = await client.post(endpointOf(url, '/x'), headers, body);
+    return Buffer.concat(await collect(response)).toString('utf8');
+  } finally {
+    await client.close();
+  }
+}
+
 t.test('content-length body, the request as sent, and keep-alive reuse of one connection', async (t) => {
   const seen: string[] = [];
   const { url, sockets } = await rawServer(t, (socket, request) => {
@@ -85,18 +102,7 @@ t.test('chunked bodies are decoded whatever the split of the byte stream', async
   const wire = `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(payload.slice(0, 15)).toString(16)};ext=1\r\n${payload.slice(0, 15)}\r\n`
     + `${Buffer.byteLength(payload.slice(15)).toString(16)}\r\n${payload.slice(15)}\r\n0\r\nX-Trailer: 1\r\n\r\n`;
   const bytes = Buffer.from(wire);
-  for (const piece of [1, 2, 3, 7, 64, bytes.length]) {
-    const { url } = await rawServer(t, async (socket) => {
-      for (let at = 0; at < bytes.length; at += piece) {
-        socket.write(bytes.subarray(at, at + piece));
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    });
-    const client = new UpstreamClient({ timeoutMs: 5000 });
-    const response = await client.post(endpointOf(url, '/x'), headers, body);
-    t.equal(Buffer.concat(await collect(response)).toString('utf8'), payload, `pieces of ${piece} bytes`);
-    await client.close();
-  }
+  for (const piece of [1, 2, 3, 7, 64, bytes.length]) t.equal(await bodyWrittenInPieces(t, bytes, piece), payload, `pieces of ${piece} bytes`);
 });
 
 t.test('many chunks in one read: sizes in either case, with leading zeros and extensions, joined in order', async (t) => {
@@ -107,18 +113,7 @@ t.test('many chunks in one read: sizes in either case, with leading zeros and ex
   };
   const wire = `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${events.map((e, i) => `${sizeLine(e, i)}\r\n${e}\r\n`).join('')}0\r\n\r\n`;
   const bytes = Buffer.from(wire);
-  for (const piece of [5, 333, bytes.length]) {
-    const { url } = await rawServer(t, async (socket) => {
-      for (let at = 0; at < bytes.length; at += piece) {
-        socket.write(bytes.subarray(at, at + piece));
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    });
-    const client = new UpstreamClient({ timeoutMs: 5000 });
-    const response = await client.post(endpointOf(url, '/x'), headers, body);
-    t.equal(Buffer.concat(await collect(response)).toString('utf8'), events.join(''), `pieces of ${piece} bytes`);
-    await client.close();
-  }
+  for (const piece of [5, 333, bytes.length]) t.equal(await bodyWrittenInPieces(t, bytes, piece), events.join(''), `pieces of ${piece} bytes`);
 });
 
 t.test('a body delimited by the end of the connection', async (t) => {
