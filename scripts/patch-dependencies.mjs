@@ -33,6 +33,63 @@ const PATCHES = [
       '',
     ].join('\n'),
   },
+  {
+    // The same teardown (closed(), terminate()) cancelled the deferred write but kept its bytes and its
+    // timer handle: the next socket of the connection received the dead socket's unsent statements
+    // before its own (a COMMIT that then ended another transaction), and with the stale handle no write
+    // was ever deferred again. Both are dropped with the socket: the queries they belonged to fail.
+    name: 'postgres: a closed socket takes its unsent bytes with it',
+    files: ['node_modules/postgres/src/connection.js', 'node_modules/postgres/cjs/src/connection.js'],
+    find: '    incomings = null\n    clearImmediate(nextWriteTimer)\n',
+    replace: '    incomings = null\n    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null // model-gateway: scripts/patch-dependencies.mjs\n',
+  },
+  {
+    name: 'postgres: a terminated connection takes its unsent bytes with it',
+    files: ['node_modules/postgres/src/connection.js', 'node_modules/postgres/cjs/src/connection.js'],
+    find: '    clearImmediate(nextWriteTimer)\n    if (socket) {\n',
+    replace: '    clearImmediate(nextWriteTimer)\n    chunk = nextWriteTimer = null // model-gateway: scripts/patch-dependencies.mjs\n    if (socket) {\n',
+  },
+  {
+    // porsager/postgres#1216 and #1186 (unreleased as of 3.4.9): when a transaction's connection closes,
+    // begin() rejects at once but its callback runs on. Once the pool has reconnected that connection
+    // (for anyone), the callback's later statements and its automatic COMMIT or ROLLBACK ran there: in
+    // autocommit, or inside another caller's transaction, which the stray COMMIT then committed. And
+    // statements queued in the transaction never settled. Now the close is kept on the transaction:
+    // its queued statements and every later one, COMMIT and ROLLBACK included, fail with it unsent.
+    name: 'postgres: a transaction whose connection closed sends nothing more',
+    files: ['node_modules/postgres/src/index.js', 'node_modules/postgres/cjs/src/index.js'],
+    find: [
+      '      , prepare = null',
+      '',
+      '    try {',
+      "      await sql.unsafe('begin ' + options.replace(/[^a-z ]/ig, ''), [], { onexecute }).execute()",
+      '      return await Promise.race([',
+      '        scope(connection, fn),',
+      '        new Promise((_, reject) => connection.onclose = reject)',
+      '',
+    ].join('\n'),
+    replace: [
+      '      , prepare = null',
+      '      , closedBy = null // model-gateway: scripts/patch-dependencies.mjs',
+      '',
+      '    try {',
+      "      await sql.unsafe('begin ' + options.replace(/[^a-z ]/ig, ''), [], { onexecute }).execute()",
+      '      return await Promise.race([',
+      '        scope(connection, fn),',
+      '        new Promise((_, reject) => connection.onclose = (error) => {',
+      "          closedBy = error || Errors.connection('CONNECTION_CLOSED', options)",
+      '          while (queries.length) queries.shift().reject(closedBy)',
+      '          reject(closedBy)',
+      '        })',
+      '',
+    ].join('\n'),
+  },
+  {
+    name: 'postgres: a transaction whose connection closed sends nothing more (its statements)',
+    files: ['node_modules/postgres/src/index.js', 'node_modules/postgres/cjs/src/index.js'],
+    find: '        q.catch(e => uncaughtError || (uncaughtError = e))\n        c.queue === full\n',
+    replace: '        q.catch(e => uncaughtError || (uncaughtError = e))\n        if (closedBy) return q.reject(closedBy) // model-gateway: scripts/patch-dependencies.mjs\n        c.queue === full\n',
+  },
 ];
 
 let failed = false;
