@@ -5,25 +5,31 @@
 // and its COMMIT on the reconnected connection, into whatever transaction was open there. Now the
 // transaction fails with the connection's error, nothing of it is committed, and the same client
 // connects again for the next query. Through a TCP proxy that resets the connection.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { connect, type Sql } from '../src/store/db.js';
 import { TcpProxy } from './helpers/tcp-proxy.js';
 import { PG_BASE, postgresAddress } from './helpers/harness.js';
 
-t.test('a reset between two statements of a transaction fails the transaction, not the process', async (t) => {
+/** A pool of `connections` through a TCP proxy to the test Postgres, a direct pool beside it, and a table of their own. */
+async function throughProxy(t: Test, connections: number): Promise<{ proxy: TcpProxy; sql: Sql; direct: Sql; table: string }> {
   const proxy = await TcpProxy.start(postgresAddress());
   t.teardown(() => proxy.close());
   const via = new URL(PG_BASE);
   via.hostname = '127.0.0.1';
   via.port = String(proxy.port);
-  const sql: Sql = connect(via.toString(), 2, 'connection-loss-test');
+  const sql: Sql = connect(via.toString(), connections, 'connection-loss-test');
   t.teardown(() => sql.end({ timeout: 1 }));
   const direct: Sql = connect(PG_BASE, 1, 'connection-loss-check');
   t.teardown(() => direct.end({ timeout: 1 }));
   const table = `connection_loss_${randomBytes(4).toString('hex')}`;
   await direct.unsafe(`create table ${table} (n int)`);
   t.teardown(() => direct.unsafe(`drop table if exists ${table}`));
+  return { proxy, sql, direct, table };
+}
+
+t.test('a reset between two statements of a transaction fails the transaction, not the process', async (t) => {
+  const { proxy, sql, direct, table } = await throughProxy(t, 2);
 
   // Rounds back to back, each on whichever pooled connection the client picks (one reconnecting, one new).
   // Odd rounds: other work inside the transaction (the ledger writer awaits Redis there) while the close
@@ -47,19 +53,8 @@ t.test('a reset between two statements of a transaction fails the transaction, n
 });
 
 t.test("a transaction whose connection was reset sends nothing more: its late statements and COMMIT never reach the next transaction on the reconnected connection", async (t) => {
-  const proxy = await TcpProxy.start(postgresAddress());
-  t.teardown(() => proxy.close());
-  const via = new URL(PG_BASE);
-  via.hostname = '127.0.0.1';
-  via.port = String(proxy.port);
   // One connection, so the replacement transaction is on the very connection object the first one held.
-  const sql: Sql = connect(via.toString(), 1, 'connection-loss-late');
-  t.teardown(() => sql.end({ timeout: 1 }));
-  const direct: Sql = connect(PG_BASE, 1, 'connection-loss-late-check');
-  t.teardown(() => direct.end({ timeout: 1 }));
-  const table = `connection_loss_late_${randomBytes(4).toString('hex')}`;
-  await direct.unsafe(`create table ${table} (n int)`);
-  t.teardown(() => direct.unsafe(`drop table if exists ${table}`));
+  const { proxy, sql, direct, table } = await throughProxy(t, 1);
 
   let resumeFirst!: () => void;
   const firstMayGoOn = new Promise<void>((resolve) => (resumeFirst = resolve));
